@@ -1,0 +1,117 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"strings"
+)
+
+// tokenPrefix marks admin access tokens so they are easy to recognise in
+// secret scanners.
+const tokenPrefix = "chat_"
+
+// HashToken returns the stored form of an access token (SHA-256).
+func HashToken(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// CreateAdmin creates an admin account acting as userID (default: the
+// name), creates that user if needed and gives it the global-admin role. It
+// returns the account and its access token, which is shown only here and
+// stored only as a hash. Errors: CodeBadRequest, CodeConflict (name taken).
+func (s *Service) CreateAdmin(ctx context.Context, name, userID string) (*Admin, string, error) {
+	if err := s.checkID("name", name); err != nil {
+		return nil, "", err
+	}
+	if userID == "" {
+		userID = name
+	}
+	if err := s.checkID("userId", userID); err != nil {
+		return nil, "", err
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, "", err
+	}
+	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	now := s.Now()
+	a := &Admin{Name: name, UserID: userID, TokenHash: HashToken(token), CreatedAt: now}
+	err := s.update(ctx, func(tx Tx, _ *events) error {
+		if err := tx.CreateAdmin(ctx, a); err != nil {
+			if ErrorCode(err) == CodeConflict {
+				return Errorf(CodeConflict, "admin %s already exists", quote(name))
+			}
+			return err
+		}
+		us, err := tx.EnsureUsers(ctx, []string{userID}, now.Time)
+		if err != nil {
+			return err
+		}
+		u := us[0]
+		if !hasRole(u.Roles, RoleGlobalAdmin) {
+			u.Roles = append(u.Roles, RoleGlobalAdmin)
+			u.UpdatedAt = now
+			return tx.UpdateUser(ctx, u)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return a, token, nil
+}
+
+// Authenticate returns the admin owning token. Errors: CodeUnauthorized
+// (missing, unknown or revoked token).
+func (s *Service) Authenticate(ctx context.Context, token string) (*Admin, error) {
+	if token == "" || len(token) > 512 || !strings.HasPrefix(token, tokenPrefix) {
+		return nil, Errorf(CodeUnauthorized, "missing or unknown access token")
+	}
+	var a *Admin
+	err := s.view(ctx, func(tx Tx) error {
+		var err error
+		a, err = tx.GetAdminByTokenHash(ctx, HashToken(token))
+		return err
+	})
+	if ErrorCode(err) == CodeNotFound {
+		return nil, Errorf(CodeUnauthorized, "missing or unknown access token")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.RevokedAt != nil {
+		return nil, Errorf(CodeUnauthorized, "access token was revoked")
+	}
+	return a, nil
+}
+
+// ListAdmins returns every admin account (without tokens).
+func (s *Service) ListAdmins(ctx context.Context) ([]Admin, error) {
+	var out []Admin
+	err := s.view(ctx, func(tx Tx) error {
+		as, err := tx.ListAdmins(ctx)
+		for _, a := range as {
+			out = append(out, *a)
+		}
+		return err
+	})
+	return out, err
+}
+
+// HasAdmins reports whether any admin account exists (revoked ones count).
+func (s *Service) HasAdmins(ctx context.Context) (bool, error) {
+	as, err := s.ListAdmins(ctx)
+	return len(as) > 0, err
+}
+
+// RevokeAdmin revokes an admin's token; the next request with it fails.
+// Idempotent. Errors: CodeNotFound.
+func (s *Service) RevokeAdmin(ctx context.Context, name string) error {
+	now := s.Now()
+	return s.update(ctx, func(tx Tx, _ *events) error {
+		return notFound(tx.RevokeAdmin(ctx, name, now.Time), "admin", name)
+	})
+}

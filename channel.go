@@ -1,0 +1,796 @@
+package chat
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// ChannelList is the response of channel reads and writes: the channels,
+// the channelUsers that go with them and every user they reference.
+type ChannelList struct {
+	Channels     []Channel     `json:"channels"`
+	ChannelUsers []ChannelUser `json:"channelUsers"`
+	Users        []User        `json:"users"`
+	Paging       *Paging       `json:"paging,omitempty"`
+}
+
+// CreateChannel is the input of Service.CreateChannel.
+type CreateChannel struct {
+	ChannelID   string
+	Type        string // "standard"
+	DisplayName string // default: the channelId
+	Metadata    map[string]any
+	Tags        []string
+	UserIDs     []string // initial members; the creator is not a member unless listed
+	IsDistinct  bool
+}
+
+// present fills the derived fields of a channel at time now.
+func presentChannel(c *Channel, now time.Time) {
+	c.IsMuted = c.MuteTimeout != nil && c.MuteTimeout.After(now)
+	if !c.IsMuted {
+		c.MuteTimeout = nil
+	}
+	if c.Tags == nil {
+		c.Tags = []string{}
+	}
+	if c.Metadata == nil {
+		c.Metadata = map[string]any{}
+	}
+}
+
+func presentChannelUser(cu *ChannelUser, now time.Time) {
+	cu.IsMuted = cu.Membership == MembershipMember && cu.MuteTimeout != nil && cu.MuteTimeout.After(now)
+	if !cu.IsMuted {
+		cu.MuteTimeout = nil
+	}
+}
+
+func presentUser(u *User) {
+	if u.Roles == nil {
+		u.Roles = []string{}
+	}
+	if u.Metadata == nil {
+		u.Metadata = map[string]any{}
+	}
+	if u.Hashflag.Hash == nil {
+		u.Hashflag.Hash = []uint32{}
+	}
+}
+
+func userValues(us []*User) []User {
+	out := make([]User, 0, len(us))
+	for _, u := range us {
+		presentUser(u)
+		out = append(out, *u)
+	}
+	return out
+}
+
+// channelList assembles a response from store values.
+func (s *Service) channelList(ctx context.Context, tx Tx, chs []*Channel, cus []*ChannelUser, extraUsers []string) (*ChannelList, error) {
+	now := s.now()
+	out := &ChannelList{Channels: make([]Channel, 0, len(chs)), ChannelUsers: make([]ChannelUser, 0, len(cus))}
+	for _, c := range chs {
+		presentChannel(c, now)
+		out.Channels = append(out.Channels, *c)
+	}
+	ids := append([]string(nil), extraUsers...)
+	for _, cu := range cus {
+		presentChannelUser(cu, now)
+		out.ChannelUsers = append(out.ChannelUsers, *cu)
+		ids = append(ids, cu.UserID)
+	}
+	us, err := tx.GetUsers(ctx, dedupe(ids))
+	if err != nil {
+		return nil, err
+	}
+	out.Users = userValues(us)
+	return out, nil
+}
+
+// openChannel returns a channel that exists and is not closed.
+func openChannel(ctx context.Context, tx Tx, channelID string) (*Channel, error) {
+	c, err := tx.GetChannel(ctx, channelID)
+	if err != nil {
+		return nil, notFound(err, "channel", channelID)
+	}
+	if c.IsClosed {
+		return nil, Errorf(CodeForbidden, "channel %s is closed", quote(channelID))
+	}
+	return c, nil
+}
+
+// checkAddable rejects users that may not become members: banned in the
+// channel (400304) or globally banned (400312).
+func checkAddable(ctx context.Context, tx Tx, channelID string, users []*User) error {
+	ids := make([]string, len(users))
+	for i, u := range users {
+		if u.IsGlobalBan {
+			return &Error{Code: CodeGlobalBanned, Message: "user " + quote(u.UserID) + " is globally banned", Detail: []any{map[string]string{"userId": u.UserID}}}
+		}
+		ids[i] = u.UserID
+	}
+	cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+	if err != nil {
+		return err
+	}
+	for _, cu := range cus {
+		if cu.Membership == MembershipBanned {
+			return &Error{Code: CodeUserBanned, Message: "user " + quote(cu.UserID) + " is banned from channel " + quote(channelID), Detail: []any{map[string]string{"userId": cu.UserID}}}
+		}
+	}
+	return nil
+}
+
+// addMembers makes users members; it returns those that were not members.
+func addMembers(ctx context.Context, tx Tx, channelID string, ids []string, now Time) ([]string, error) {
+	cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(cus))
+	for _, cu := range cus {
+		if cu.Membership == MembershipMember {
+			have[cu.UserID] = true
+		}
+	}
+	var added []string
+	for _, id := range ids {
+		if have[id] {
+			continue
+		}
+		if err := tx.PutChannelUser(ctx, &ChannelUser{ChannelID: channelID, UserID: id, Membership: MembershipMember, CreatedAt: now, UpdatedAt: now}); err != nil {
+			return nil, err
+		}
+		added = append(added, id)
+	}
+	return added, nil
+}
+
+// CreateChannel creates a channel with its initial members (created on
+// first reference). Emits channel.didCreate. Errors: CodeBadRequest
+// (validation), CodeConflict (channelId used, also by a closed channel),
+// CodeGlobalBanned (a member is globally banned).
+func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateChannel) (*ChannelList, error) {
+	if err := s.checkID("channelId", in.ChannelID); err != nil {
+		return nil, err
+	}
+	if in.Type != ChannelTypeStandard {
+		if in.Type == "" {
+			return nil, invalid("type", "is required (standard)")
+		}
+		return nil, invalid("type", "must be standard")
+	}
+	if in.DisplayName == "" {
+		in.DisplayName = in.ChannelID
+	} else if err := s.checkDisplayName("displayName", in.DisplayName); err != nil {
+		return nil, err
+	}
+	if err := s.checkObject("metadata", in.Metadata, s.lim.MaxMetadataBytes); err != nil {
+		return nil, err
+	}
+	tags, err := s.checkTags("tags", in.Tags)
+	if err != nil {
+		return nil, err
+	}
+	members, err := s.checkIDs("userIds", in.UserIDs, false)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	var out *ChannelList
+	err = s.update(ctx, func(tx Tx, ev *events) error {
+		c := &Channel{ChannelID: in.ChannelID, Type: in.Type, DisplayName: in.DisplayName, IsDistinct: in.IsDistinct,
+			Metadata: emptyMap(in.Metadata), Tags: emptyIfNil(tags), LastActivity: now, CreatedAt: now, UpdatedAt: now}
+		if err := tx.CreateChannel(ctx, c); err != nil {
+			if ErrorCode(err) == CodeConflict {
+				return &Error{Code: CodeConflict, Message: "channelId " + quote(in.ChannelID) + " is already used", Detail: []any{map[string]string{"field": "channelId"}}}
+			}
+			return err
+		}
+		users, err := tx.EnsureUsers(ctx, members, now.Time)
+		if err != nil {
+			return err
+		}
+		if err := checkAddable(ctx, tx, c.ChannelID, users); err != nil {
+			return err
+		}
+		if _, err := addMembers(ctx, tx, c.ChannelID, members, now); err != nil {
+			return err
+		}
+		if c, err = tx.GetChannel(ctx, c.ChannelID); err != nil {
+			return err
+		}
+		cus, err := tx.GetChannelUsers(ctx, c.ChannelID, members)
+		if err != nil {
+			return err
+		}
+		if out, err = s.channelList(ctx, tx, []*Channel{c}, cus, nil); err != nil {
+			return err
+		}
+		ev.add(EventChannelDidCreate, ChannelEventData{Channel: out.Channels[0], UserIDs: emptyIfNil(members), Users: out.Users})
+		return nil
+	})
+	return out, err
+}
+
+// GetChannel reads one channel (closed ones too) with all its channelUsers
+// (members and banned users). Errors: CodeBadRequest, CodeNotFound.
+func (s *Service) GetChannel(ctx context.Context, channelID string) (*ChannelList, error) {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return nil, err
+	}
+	var out *ChannelList
+	err := s.view(ctx, func(tx Tx) error {
+		c, err := tx.GetChannel(ctx, channelID)
+		if err != nil {
+			return notFound(err, "channel", channelID)
+		}
+		cus, err := tx.GetChannelUsers(ctx, channelID, nil)
+		if err != nil {
+			return err
+		}
+		out, err = s.channelList(ctx, tx, []*Channel{c}, cus, nil)
+		return err
+	})
+	return out, err
+}
+
+// ChannelQuery selects channels, newest first. Filter ("all", "member",
+// "notMember") is relative to the acting admin's user; UserID keeps
+// channels that user is a member of; Tags keeps channels with any of them,
+// ExcludeTags drops channels with any of them; closed channels only with
+// IncludeClosed. Skip applies to the first page; Token continues a query.
+type ChannelQuery struct {
+	Filter        string
+	UserID        string
+	Tags          []string
+	ExcludeTags   []string
+	IncludeClosed bool
+	Skip          int
+	Limit         int
+	Token         string
+}
+
+// QueryChannels lists channels with the acting admin's channelUsers.
+// Errors: CodeBadRequest (bad filter, limit, skip or token).
+func (s *Service) QueryChannels(ctx context.Context, actorID string, q ChannelQuery) (*ChannelList, error) {
+	f := ChannelFilter{Tags: q.Tags, ExcludeTags: q.ExcludeTags, IncludeClosed: q.IncludeClosed}
+	switch q.Filter {
+	case "", "all":
+	case "member":
+		f.MemberOf = actorID
+	case "notMember":
+		f.NotMemberOf = actorID
+	default:
+		return nil, invalid("filter", "must be all, member or notMember")
+	}
+	if q.UserID != "" {
+		if err := s.checkID("userId", q.UserID); err != nil {
+			return nil, err
+		}
+		if f.MemberOf != "" && f.MemberOf != q.UserID {
+			return nil, invalid("userId", "cannot be combined with filter=member for another user")
+		}
+		f.MemberOf = q.UserID
+		if f.NotMemberOf == q.UserID {
+			return nil, invalid("userId", "contradicts filter=notMember")
+		}
+	}
+	if err := s.checkFilterTags("tags", q.Tags); err != nil {
+		return nil, err
+	}
+	if err := s.checkFilterTags("excludeTags", q.ExcludeTags); err != nil {
+		return nil, err
+	}
+	if q.Skip < 0 {
+		return nil, invalid("options.skip", "must not be negative")
+	}
+	limit, err := s.pageSize("options.limit", q.Limit, s.lim.DefaultPage)
+	if err != nil {
+		return nil, err
+	}
+	incl := "0"
+	if q.IncludeClosed {
+		incl = "1"
+	}
+	qh := queryHash(q.Filter, actorID, q.UserID, joinList(q.Tags), joinList(q.ExcludeTags), incl)
+	var tok *pageToken
+	if q.Token != "" {
+		if tok, err = s.decodeToken("options.token", q.Token, "channels", qh); err != nil {
+			return nil, err
+		}
+		cur := &ChannelCursor{CreatedAt: time.UnixMilli(tok.T).UTC(), ChannelID: tok.ID}
+		if tok.D == "n" {
+			f.After = cur
+		} else {
+			f.Before = cur
+		}
+		if q.Limit == 0 && tok.L > 0 {
+			limit = tok.L
+		}
+	} else {
+		f.Offset = q.Skip
+	}
+	f.Limit = limit + 1
+	var out *ChannelList
+	err = s.view(ctx, func(tx Tx) error {
+		chs, err := tx.QueryChannels(ctx, f)
+		if err != nil {
+			return err
+		}
+		more := len(chs) > limit
+		if more {
+			chs = chs[:limit]
+		}
+		if f.Before != nil {
+			reverse(chs)
+		}
+		ids := make([]string, len(chs))
+		for i, c := range chs {
+			ids[i] = c.ChannelID
+		}
+		var cus []*ChannelUser
+		if actorID != "" && len(ids) > 0 {
+			if cus, err = tx.ListMemberships(ctx, actorID, ids); err != nil {
+				return err
+			}
+		}
+		if out, err = s.channelList(ctx, tx, chs, cus, nil); err != nil {
+			return err
+		}
+		out.Paging = &Paging{}
+		if len(chs) > 0 {
+			first, last := chs[0], chs[len(chs)-1]
+			if (tok == nil || tok.D == "n") && more || tok != nil && tok.D == "p" {
+				out.Paging.Next = s.encodeToken(pageToken{K: "channels", Q: qh, D: "n", T: last.CreatedAt.UnixMilli(), ID: last.ChannelID, L: limit})
+			}
+			if tok != nil && (tok.D == "n" || more) || tok == nil && q.Skip > 0 {
+				out.Paging.Previous = s.encodeToken(pageToken{K: "channels", Q: qh, D: "p", T: first.CreatedAt.UnixMilli(), ID: first.ChannelID, L: limit})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RenameChannel changes a channel's displayName. Errors: CodeBadRequest,
+// CodeNotFound, CodeForbidden (closed).
+func (s *Service) RenameChannel(ctx context.Context, actorID, channelID, displayName string) (*ChannelList, error) {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return nil, err
+	}
+	if err := s.checkDisplayName("displayName", displayName); err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	var out *ChannelList
+	err := s.update(ctx, func(tx Tx, _ *events) error {
+		c, err := openChannel(ctx, tx, channelID)
+		if err != nil {
+			return err
+		}
+		c.DisplayName = displayName
+		c.UpdatedAt = now
+		if err := tx.UpdateChannel(ctx, c); err != nil {
+			return err
+		}
+		out, err = s.channelList(ctx, tx, []*Channel{c}, nil, nil)
+		return err
+	})
+	return out, err
+}
+
+// AddUsers adds members (created on first reference); existing members
+// are a no-op. The whole request is rejected when any user is banned from
+// the channel (CodeUserBanned) or globally (CodeGlobalBanned). Emits
+// channel.didAddUsers when anyone was added. Errors also: CodeBadRequest,
+// CodeNotFound, CodeForbidden (closed).
+func (s *Service) AddUsers(ctx context.Context, actorID, channelID string, userIDs []string) (*ChannelList, error) {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return nil, err
+	}
+	ids, err := s.checkIDs("userIds", userIDs, true)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	var out *ChannelList
+	err = s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := openChannel(ctx, tx, channelID); err != nil {
+			return err
+		}
+		users, err := tx.EnsureUsers(ctx, ids, now.Time)
+		if err != nil {
+			return err
+		}
+		if err := checkAddable(ctx, tx, channelID, users); err != nil {
+			return err
+		}
+		added, err := addMembers(ctx, tx, channelID, ids, now)
+		if err != nil {
+			return err
+		}
+		c, err := tx.GetChannel(ctx, channelID)
+		if err != nil {
+			return err
+		}
+		if len(added) > 0 {
+			c.UpdatedAt = now
+			if err := tx.UpdateChannel(ctx, c); err != nil {
+				return err
+			}
+		}
+		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		if err != nil {
+			return err
+		}
+		if out, err = s.channelList(ctx, tx, []*Channel{c}, cus, nil); err != nil {
+			return err
+		}
+		if len(added) > 0 {
+			us, err := tx.GetUsers(ctx, dedupe(append(append([]string{}, added...), actorID)))
+			if err != nil {
+				return err
+			}
+			ev.add(EventChannelDidAddUsers, ChannelEventData{Channel: out.Channels[0], UserIDs: added, AdderID: actorID, Users: userValues(us)})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RemoveUsers removes members; non-members are a no-op and bans stay.
+// Emits channel.didRemoveUsers when anyone was removed. Errors:
+// CodeBadRequest, CodeNotFound, CodeForbidden (closed).
+func (s *Service) RemoveUsers(ctx context.Context, actorID, channelID string, userIDs []string) error {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return err
+	}
+	ids, err := s.checkIDs("userIds", userIDs, true)
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	return s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := openChannel(ctx, tx, channelID); err != nil {
+			return err
+		}
+		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		if err != nil {
+			return err
+		}
+		var removed []string
+		for _, cu := range cus {
+			if cu.Membership != MembershipMember {
+				continue
+			}
+			if err := tx.DeleteChannelUser(ctx, channelID, cu.UserID); err != nil {
+				return err
+			}
+			removed = append(removed, cu.UserID)
+		}
+		if len(removed) == 0 {
+			return nil
+		}
+		c, err := tx.GetChannel(ctx, channelID)
+		if err != nil {
+			return err
+		}
+		c.UpdatedAt = now
+		if err := tx.UpdateChannel(ctx, c); err != nil {
+			return err
+		}
+		us, err := tx.GetUsers(ctx, removed)
+		if err != nil {
+			return err
+		}
+		presentChannel(c, now.Time)
+		ev.add(EventChannelDidRemoveUsers, ChannelEventData{Channel: *c, UserIDs: removed, ActorID: actorID, Users: userValues(us)})
+		return nil
+	})
+}
+
+// JoinChannel makes the acting admin's user a member. Emits
+// channel.didJoin when it was not a member. Errors: CodeBadRequest,
+// CodeNotFound, CodeForbidden (closed), CodeUserBanned, CodeGlobalBanned.
+func (s *Service) JoinChannel(ctx context.Context, actorID, channelID string) (*ChannelList, error) {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	var out *ChannelList
+	err := s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := openChannel(ctx, tx, channelID); err != nil {
+			return err
+		}
+		users, err := tx.EnsureUsers(ctx, []string{actorID}, now.Time)
+		if err != nil {
+			return err
+		}
+		if err := checkAddable(ctx, tx, channelID, users); err != nil {
+			return err
+		}
+		added, err := addMembers(ctx, tx, channelID, []string{actorID}, now)
+		if err != nil {
+			return err
+		}
+		c, err := tx.GetChannel(ctx, channelID)
+		if err != nil {
+			return err
+		}
+		cus, err := tx.GetChannelUsers(ctx, channelID, []string{actorID})
+		if err != nil {
+			return err
+		}
+		if out, err = s.channelList(ctx, tx, []*Channel{c}, cus, nil); err != nil {
+			return err
+		}
+		if len(added) > 0 {
+			ev.add(EventChannelDidJoin, ChannelEventData{Channel: out.Channels[0], UserIDs: added, Users: out.Users})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// muteUntil turns a mutePeriod into a muteTimeout: > 0 now + period ms,
+// 0 unmute (nil), -1 forever; other negatives are CodeBadRequest.
+func muteUntil(now Time, period int64) (*Time, error) {
+	switch {
+	case period == 0:
+		return nil, nil
+	case period == -1:
+		f := Forever
+		return &f, nil
+	case period < 0:
+		return nil, invalid("mutePeriod", "must be -1 (forever), 0 (unmute) or a positive number of milliseconds")
+	case period > int64(Forever.Sub(now.Time)/time.Millisecond):
+		f := Forever
+		return &f, nil
+	}
+	t := NewTime(now.Add(time.Duration(period) * time.Millisecond))
+	return &t, nil
+}
+
+// MuteChannel mutes (period > 0 ms, or -1 forever) or unmutes (0) a
+// channel. Mute expires by time alone. Emits channel.didMute. Errors:
+// CodeBadRequest, CodeNotFound, CodeForbidden (closed).
+func (s *Service) MuteChannel(ctx context.Context, actorID, channelID string, period int64) error {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return err
+	}
+	now := s.Now()
+	until, err := muteUntil(now, period)
+	if err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx Tx, ev *events) error {
+		c, err := openChannel(ctx, tx, channelID)
+		if err != nil {
+			return err
+		}
+		c.MuteTimeout = until
+		c.UpdatedAt = now
+		if err := tx.UpdateChannel(ctx, c); err != nil {
+			return err
+		}
+		presentChannel(c, now.Time)
+		p := period
+		ev.add(EventChannelDidMute, ChannelEventData{Channel: *c, UserIDs: []string{}, ActorID: actorID, MutePeriod: &p, Users: []User{}})
+		return nil
+	})
+}
+
+// MuteUsers mutes or unmutes members of a channel (same periods as
+// MuteChannel). Users who are not members are CodeBadRequest naming them.
+// Emits channel.didMute with the userIds. Errors also: CodeNotFound,
+// CodeForbidden (closed).
+func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, userIDs []string, period int64) error {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return err
+	}
+	ids, err := s.checkIDs("userIds", userIDs, true)
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	until, err := muteUntil(now, period)
+	if err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx Tx, ev *events) error {
+		c, err := openChannel(ctx, tx, channelID)
+		if err != nil {
+			return err
+		}
+		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		if err != nil {
+			return err
+		}
+		members := map[string]*ChannelUser{}
+		for _, cu := range cus {
+			if cu.Membership == MembershipMember {
+				members[cu.UserID] = cu
+			}
+		}
+		var missing []string
+		for _, id := range ids {
+			if members[id] == nil {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			e := invalid("userIds", "not members of channel %s: %s", quote(channelID), strings.Join(missing, ", "))
+			e.Detail = []any{map[string]any{"field": "userIds", "userIds": missing}}
+			return e
+		}
+		for _, id := range ids {
+			cu := members[id]
+			cu.MuteTimeout = until
+			cu.UpdatedAt = now
+			if err := tx.PutChannelUser(ctx, cu); err != nil {
+				return err
+			}
+		}
+		us, err := tx.GetUsers(ctx, ids)
+		if err != nil {
+			return err
+		}
+		presentChannel(c, now.Time)
+		p := period
+		ev.add(EventChannelDidMute, ChannelEventData{Channel: *c, UserIDs: ids, ActorID: actorID, MutePeriod: &p, Users: userValues(us)})
+		return nil
+	})
+}
+
+// BanUsers bans users from a channel: their membership goes, all their
+// messages there are soft-deleted (files purged) and they cannot be
+// re-added until unbanned. Idempotent; banning a non-member works (the user
+// is created on first reference). Emits channel.didBanUsers. Errors:
+// CodeBadRequest, CodeNotFound, CodeForbidden (closed).
+func (s *Service) BanUsers(ctx context.Context, actorID, channelID string, userIDs []string) error {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return err
+	}
+	ids, err := s.checkIDs("userIds", userIDs, true)
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	return s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := openChannel(ctx, tx, channelID); err != nil {
+			return err
+		}
+		users, err := tx.EnsureUsers(ctx, ids, now.Time)
+		if err != nil {
+			return err
+		}
+		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		if err != nil {
+			return err
+		}
+		rel := map[string]*ChannelUser{}
+		for _, cu := range cus {
+			rel[cu.UserID] = cu
+		}
+		for _, id := range ids {
+			msgs, err := tx.SoftDeleteMessages(ctx, channelID, id, now.Time)
+			if err != nil {
+				return err
+			}
+			for _, m := range msgs {
+				if err := tx.DeleteBlobs(ctx, m); err != nil {
+					return err
+				}
+			}
+			cu := rel[id]
+			if cu != nil && cu.Membership == MembershipBanned {
+				continue
+			}
+			created := now
+			if cu != nil {
+				created = cu.CreatedAt
+			}
+			if err := tx.PutChannelUser(ctx, &ChannelUser{ChannelID: channelID, UserID: id, Membership: MembershipBanned, CreatedAt: created, UpdatedAt: now}); err != nil {
+				return err
+			}
+		}
+		c, err := tx.GetChannel(ctx, channelID)
+		if err != nil {
+			return err
+		}
+		c.UpdatedAt = now
+		if err := tx.UpdateChannel(ctx, c); err != nil {
+			return err
+		}
+		presentChannel(c, now.Time)
+		ev.add(EventChannelDidBanUsers, ChannelEventData{Channel: *c, UserIDs: ids, ActorID: actorID, Users: userValues(users)})
+		return nil
+	})
+}
+
+// UnbanUsers lifts channel bans (users are not re-added). Idempotent.
+// Emits channel.didUnbanUsers for the users that were banned. Errors:
+// CodeBadRequest, CodeNotFound, CodeForbidden (closed).
+func (s *Service) UnbanUsers(ctx context.Context, actorID, channelID string, userIDs []string) error {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return err
+	}
+	ids, err := s.checkIDs("userIds", userIDs, true)
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	return s.update(ctx, func(tx Tx, ev *events) error {
+		c, err := openChannel(ctx, tx, channelID)
+		if err != nil {
+			return err
+		}
+		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		if err != nil {
+			return err
+		}
+		var unbanned []string
+		for _, cu := range cus {
+			if cu.Membership != MembershipBanned {
+				continue
+			}
+			if err := tx.DeleteChannelUser(ctx, channelID, cu.UserID); err != nil {
+				return err
+			}
+			unbanned = append(unbanned, cu.UserID)
+		}
+		if len(unbanned) == 0 {
+			return nil
+		}
+		us, err := tx.GetUsers(ctx, unbanned)
+		if err != nil {
+			return err
+		}
+		presentChannel(c, now.Time)
+		ev.add(EventChannelDidUnbanUsers, ChannelEventData{Channel: *c, UserIDs: unbanned, ActorID: actorID, Users: userValues(us)})
+		return nil
+	})
+}
+
+// CloseChannel closes a channel for good, in one transaction: every
+// membership (and ban) goes, every message is soft-deleted and its files
+// purged, isClosed becomes true. Closing again is a no-op. Emits
+// channel.didClose. Errors: CodeBadRequest, CodeNotFound.
+func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) error {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return err
+	}
+	now := s.Now()
+	return s.update(ctx, func(tx Tx, ev *events) error {
+		c, err := tx.GetChannel(ctx, channelID)
+		if err != nil {
+			return notFound(err, "channel", channelID)
+		}
+		if c.IsClosed {
+			return nil
+		}
+		if err := tx.DeleteChannelUsers(ctx, channelID); err != nil {
+			return err
+		}
+		if _, err := tx.SoftDeleteMessages(ctx, channelID, "", now.Time); err != nil {
+			return err
+		}
+		if err := tx.DeleteChannelBlobs(ctx, channelID); err != nil {
+			return err
+		}
+		c.IsClosed = true
+		c.MuteTimeout = nil
+		c.UpdatedAt = now
+		if err := tx.UpdateChannel(ctx, c); err != nil {
+			return err
+		}
+		c.MemberCount = 0
+		presentChannel(c, now.Time)
+		ev.add(EventChannelDidClose, ChannelEventData{Channel: *c, UserIDs: []string{}, ActorID: actorID, Users: []User{}})
+		return nil
+	})
+}

@@ -1,0 +1,216 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Limits bounds the size of what the Service accepts. Every zero field takes
+// the default named in its comment (CONTRACT section 1).
+type Limits struct {
+	MaxIDBytes         int // ids (channelId, userId, messageId, roleId, reactionName): 256 bytes
+	MaxDisplayName     int // displayName: 256 characters
+	MaxTextChars       int // text of a text message or caption: 20,000 characters
+	MaxCustomDataBytes int // JSON of custom data: 100 KiB
+	MaxMetadataBytes   int // JSON of metadata: 64 KiB
+	MaxIDsPerRequest   int // ids in one request: 1,000
+	MaxTags            int // tags on one resource: 50
+	MaxTagChars        int // one tag: 128 characters
+	MaxPatternBytes    int // one blacklist or whitelist pattern: 512 bytes
+	MaxPermissionChars int // one permission string: 128 characters
+	MaxFileBytes       int64
+	MaxImagePixels     int64
+	DefaultPage        int // default page size of channels, users, reactions: 10
+	DefaultMessagePage int // default page size of messages: 20
+	MaxPage            int // largest page: 100
+}
+
+func (l *Limits) fill() {
+	def := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	def(&l.MaxIDBytes, 256)
+	def(&l.MaxDisplayName, 256)
+	def(&l.MaxTextChars, 20000)
+	def(&l.MaxCustomDataBytes, 100<<10)
+	def(&l.MaxMetadataBytes, 64<<10)
+	def(&l.MaxIDsPerRequest, 1000)
+	def(&l.MaxTags, 50)
+	def(&l.MaxTagChars, 128)
+	def(&l.MaxPatternBytes, 512)
+	def(&l.MaxPermissionChars, 128)
+	def(&l.DefaultPage, 10)
+	def(&l.DefaultMessagePage, 20)
+	def(&l.MaxPage, 100)
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = 50 << 20
+	}
+	if l.MaxImagePixels <= 0 {
+		l.MaxImagePixels = 50_000_000
+	}
+}
+
+// Config configures a Service. The zero value works.
+type Config struct {
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+	// NewID returns a new unique id for messages, reactions, webhooks and
+	// deliveries. Default: 24 lowercase hex characters, a 48-bit millisecond
+	// timestamp followed by 48 random bits (sortable like a Mongo ObjectId).
+	NewID func() string
+	// PagingKey signs paging tokens. Default: a random key created once and
+	// kept in the store's meta table, so every process sharing the store
+	// accepts the tokens of the others.
+	PagingKey []byte
+	// Limits bounds inputs; zero fields take their defaults.
+	Limits Limits
+	// Logger receives warnings. Default slog.Default().
+	Logger *slog.Logger
+	// WebhookURLCheck, when not nil, vets webhook URLs at registration
+	// (for example webhook.CheckURL, which refuses private addresses).
+	WebhookURLCheck func(rawURL string) error
+	// OnCommit, when not nil, is called after every transaction that
+	// enqueued webhook deliveries committed (the webhook dispatcher's Wake
+	// fits here when the store cannot signal by itself).
+	OnCommit func()
+}
+
+// Service implements the chat rules on top of a Store. It is safe for
+// concurrent use. Every method documents the error codes it returns; any
+// method may also return CodeUnavailable when the store cannot be reached
+// and CodeInternal for unexpected failures.
+type Service struct {
+	store  Store
+	cfg    Config
+	lim    Limits
+	now    func() time.Time
+	newID  func() string
+	log    *slog.Logger
+	pkey   []byte
+	rules  atomic.Pointer[ruleSet]
+	rulesM sync.Mutex
+	hooks  atomic.Pointer[hookCache]
+	hooksM sync.Mutex
+	roles  sync.Map // roleId -> *roleCacheEntry
+}
+
+// New returns a Service over store. It reads or creates the paging key
+// and loads the rules. Errors: CodeUnavailable, CodeInternal.
+func New(ctx context.Context, store Store, cfg Config) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("chat: nil store")
+	}
+	s := &Service{store: store, cfg: cfg, lim: cfg.Limits}
+	s.lim.fill()
+	s.now = cfg.Now
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.newID = cfg.NewID
+	if s.newID == nil {
+		s.newID = NewID
+	}
+	s.log = cfg.Logger
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.pkey = cfg.PagingKey
+	if len(s.pkey) == 0 {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		var stored string
+		err := store.Update(ctx, func(tx Tx) error {
+			v, err := tx.PutMetaIfAbsent(ctx, "paging_key", hex.EncodeToString(b[:]))
+			stored = v
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		k, err := hex.DecodeString(stored)
+		if err != nil || len(k) == 0 {
+			return nil, errors.New("chat: stored paging key is corrupt")
+		}
+		s.pkey = k
+	}
+	if err := s.ensureBuiltins(ctx); err != nil {
+		return nil, err
+	}
+	if err := store.View(ctx, func(tx Tx) error {
+		_, err := s.ruleSetTx(ctx, tx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Store returns the store the Service uses.
+func (s *Service) Store() Store { return s.store }
+
+// Limits returns the effective limits.
+func (s *Service) Limits() Limits { return s.lim }
+
+// Now returns the Service's current time (UTC, milliseconds).
+func (s *Service) Now() Time { return NewTime(s.now()) }
+
+var idCounter atomic.Uint32
+
+// NewID returns a new id: 24 lowercase hex characters, a 48-bit
+// millisecond timestamp followed by a 16-bit process counter and 32 random
+// bits, so ids sort by creation time and never collide within a process.
+func NewID() string {
+	var b [12]byte
+	ms := uint64(time.Now().UnixMilli())
+	b[0] = byte(ms >> 40)
+	b[1] = byte(ms >> 32)
+	b[2] = byte(ms >> 24)
+	b[3] = byte(ms >> 16)
+	b[4] = byte(ms >> 8)
+	b[5] = byte(ms)
+	c := idCounter.Add(1)
+	b[6] = byte(c >> 8)
+	b[7] = byte(c)
+	_, _ = rand.Read(b[8:])
+	return hex.EncodeToString(b[:])
+}
+
+// update runs fn in a store transaction and reports to OnCommit when fn
+// enqueued deliveries.
+func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) error {
+	var ev events
+	err := s.store.Update(ctx, func(tx Tx) error {
+		ev = events{}
+		if err := fn(tx, &ev); err != nil {
+			return err
+		}
+		return s.flushEvents(ctx, tx, &ev)
+	})
+	if err == nil && ev.enqueued > 0 && s.cfg.OnCommit != nil {
+		s.cfg.OnCommit()
+	}
+	return err
+}
+
+func (s *Service) view(ctx context.Context, fn func(tx Tx) error) error {
+	return s.store.View(ctx, fn)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

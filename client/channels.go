@@ -1,0 +1,194 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"net/http"
+
+	chat "github.com/chatengine/chat"
+)
+
+// PageOptions are the paging options of the channel and reactor queries.
+type PageOptions struct {
+	// Skip skips rows of the first page (ignored with Token).
+	Skip int `json:"skip,omitempty"`
+	// Limit is the page size (default 10, at most 100).
+	Limit int `json:"limit,omitempty"`
+	// Token continues a query (paging.next or paging.previous of a page).
+	Token string `json:"token,omitempty"`
+}
+
+// QueryChannelsRequest selects channels, newest first.
+type QueryChannelsRequest struct {
+	// Filter is "all" (default), "member" or "notMember", relative to the
+	// admin's user.
+	Filter string `json:"filter,omitempty"`
+	// UserID keeps the channels that user is a member of.
+	UserID string `json:"userId,omitempty"`
+	// Tags keeps channels with any of these tags.
+	Tags []string `json:"tags,omitempty"`
+	// ExcludeTags drops channels with any of these tags.
+	ExcludeTags []string `json:"excludeTags,omitempty"`
+	// IncludeClosed also lists closed channels (ext).
+	IncludeClosed bool         `json:"includeClosed,omitempty"`
+	Options       *PageOptions `json:"options,omitempty"`
+}
+
+// QueryChannels lists channels (POST /channels).
+func (c *Client) QueryChannels(ctx context.Context, req QueryChannelsRequest) (*chat.ChannelList, error) {
+	var out chat.ChannelList
+	return &out, c.do(ctx, http.MethodPost, "/channels", nil, req, &out)
+}
+
+// Channels iterates over every channel req selects, following
+// paging.next from req's first page.
+func (c *Client) Channels(ctx context.Context, req QueryChannelsRequest) iter.Seq2[chat.Channel, error] {
+	return pages(func(token string) ([]chat.Channel, *chat.Paging, error) {
+		r := req
+		if token != "" {
+			o := PageOptions{Token: token}
+			if req.Options != nil {
+				o.Limit = req.Options.Limit
+			}
+			r.Options = &o
+		}
+		out, err := c.QueryChannels(ctx, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		return out.Channels, out.Paging, nil
+	})
+}
+
+// QueryChannelsAll calls fn for every channel req selects (see Channels),
+// stopping at the first error fn or the API returns.
+func (c *Client) QueryChannelsAll(ctx context.Context, req QueryChannelsRequest, fn func(chat.Channel) error) error {
+	return each(c.Channels(ctx, req), fn)
+}
+
+// CreateChannelRequest creates a channel.
+type CreateChannelRequest struct {
+	ChannelID   string         `json:"channelId"`
+	Type        string         `json:"type"` // "standard"
+	DisplayName string         `json:"displayName,omitempty"`
+	Metadata    map[string]any `json:"metadata,omitempty"`
+	Tags        []string       `json:"tags,omitempty"`
+	// UserIDs are the initial members (the admin is not one unless listed).
+	UserIDs    []string `json:"userIds,omitempty"`
+	IsDistinct bool     `json:"isDistinct,omitempty"`
+}
+
+// CreateChannel creates a channel (POST /channel).
+func (c *Client) CreateChannel(ctx context.Context, req CreateChannelRequest) (*chat.ChannelList, error) {
+	var out chat.ChannelList
+	return &out, c.do(ctx, http.MethodPost, "/channel", nil, req, &out)
+}
+
+// GetChannel reads one channel, closed ones too, with its members and
+// banned users as channelUsers (GET /channel/{channelId}, ext).
+func (c *Client) GetChannel(ctx context.Context, channelID string) (*chat.ChannelList, error) {
+	var out chat.ChannelList
+	return &out, c.do(ctx, http.MethodGet, "/channel/"+esc(channelID), nil, nil, &out)
+}
+
+// RenameChannel changes a channel's displayName (POST /channel/displayName).
+func (c *Client) RenameChannel(ctx context.Context, channelID, displayName string) (*chat.ChannelList, error) {
+	var out chat.ChannelList
+	in := map[string]string{"channelId": channelID, "displayName": displayName}
+	return &out, c.do(ctx, http.MethodPost, "/channel/displayName", nil, in, &out)
+}
+
+type userIDs struct {
+	UserIDs []string `json:"userIds"`
+}
+
+// AddUsers adds members (POST /channel/{channelId}/users).
+func (c *Client) AddUsers(ctx context.Context, channelID string, ids []string) (*chat.ChannelList, error) {
+	var out chat.ChannelList
+	return &out, c.do(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/users", nil, userIDs{ids}, &out)
+}
+
+// RemoveUsers removes members (DELETE /channel/{channelId}/users).
+func (c *Client) RemoveUsers(ctx context.Context, channelID string, ids []string) error {
+	return c.action(ctx, http.MethodDelete, "/channel/"+esc(channelID)+"/users", userIDs{ids})
+}
+
+// JoinChannel makes the admin's own user a member (POST
+// /channel/{channelId}/join, ext).
+func (c *Client) JoinChannel(ctx context.Context, channelID string) (*chat.ChannelList, error) {
+	var out chat.ChannelList
+	return &out, c.do(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/join", nil, struct{}{}, &out)
+}
+
+// MuteForever is the mutePeriod that mutes until unmuted.
+const MuteForever = -1
+
+// MuteChannel mutes a channel for mutePeriod milliseconds (MuteForever:
+// until unmuted) or unmutes it (0) (PUT /channel/{channelId}/mute).
+func (c *Client) MuteChannel(ctx context.Context, channelID string, mutePeriod int64) error {
+	in := map[string]int64{"mutePeriod": mutePeriod}
+	return c.action(ctx, http.MethodPut, "/channel/"+esc(channelID)+"/mute", in)
+}
+
+// MuteUsers mutes members for mutePeriod milliseconds, or unmutes them (0)
+// (PUT /channel/{channelId}/users/mute).
+func (c *Client) MuteUsers(ctx context.Context, channelID string, ids []string, mutePeriod int64) error {
+	in := struct {
+		UserIDs    []string `json:"userIds"`
+		MutePeriod int64    `json:"mutePeriod"`
+	}{ids, mutePeriod}
+	return c.action(ctx, http.MethodPut, "/channel/"+esc(channelID)+"/users/mute", in)
+}
+
+// BanUsers bans users from a channel (POST /channel/{channelId}/users/ban).
+func (c *Client) BanUsers(ctx context.Context, channelID string, ids []string) error {
+	return c.action(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/users/ban", userIDs{ids})
+}
+
+// UnbanUsers lifts channel bans (POST /channel/{channelId}/users/unban).
+func (c *Client) UnbanUsers(ctx context.Context, channelID string, ids []string) error {
+	return c.action(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/users/unban", userIDs{ids})
+}
+
+// CloseChannel closes a channel for good (POST /channel/{channelId}/close).
+func (c *Client) CloseChannel(ctx context.Context, channelID string) error {
+	return c.action(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/close", struct{}{})
+}
+
+// pages iterates over the items of successive pages: fetch gets the page
+// of a token ("" first) and returns its items and paging.
+func pages[T any](fetch func(token string) ([]T, *chat.Paging, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		token := ""
+		for {
+			items, paging, err := fetch(token)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if paging == nil || paging.Next == "" || paging.Next == token || len(items) == 0 {
+				return
+			}
+			token = paging.Next
+		}
+	}
+}
+
+// each calls fn for every item of seq, stopping at the first error.
+func each[T any](seq iter.Seq2[T, error], fn func(T) error) error {
+	for it, err := range seq {
+		if err != nil {
+			return err
+		}
+		if err := fn(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}

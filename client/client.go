@@ -1,0 +1,265 @@
+// Package client is a typed Go client for the chat admin API served by
+// package httpapi.
+//
+// Every method takes a context first and a typed request, sends JSON (or
+// multipart/form-data for uploads) and returns the result types of package
+// chat. Failures are *Error values that carry the HTTP status, the wire
+// code, the message and the request id; errors.Is works against the chat
+// sentinels:
+//
+//	c := client.New("http://127.0.0.1:8080/api/v2", token)
+//	_, err := c.CreateChannel(ctx, client.CreateChannelRequest{ChannelID: "general", Type: "standard"})
+//	if errors.Is(err, chat.ErrConflict) {
+//		// the channel exists
+//	}
+//
+// Listings page with opaque tokens; the iterators Channels, Messages,
+// Users, Reactors and Deliveries follow paging.next until the end.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	chat "github.com/chatengine/chat"
+)
+
+// Client calls the admin API. It is safe for concurrent use.
+type Client struct {
+	base      string
+	token     string
+	hc        *http.Client
+	userAgent string
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient makes the Client send its requests with hc (default
+// http.DefaultClient).
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithUserAgent sets the User-Agent header (default "chat-go-client").
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// New returns a Client for the API mounted at baseURL (for example
+// "http://127.0.0.1:8080/api/v2") that authenticates with token.
+func New(baseURL, token string, opts ...Option) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: http.DefaultClient, userAgent: "chat-go-client"}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Error is an error answered by the API (or a response that could not be
+// read as one).
+type Error struct {
+	// Status is the HTTP status.
+	Status int
+	// Code is the wire error code, such as chat.CodeNotFound.
+	Code chat.Code
+	// Message is the API's explanation.
+	Message string
+	// Detail is the structured detail (data.detail), often naming the field.
+	Detail []any
+	// RequestID is the X-Request-Id of the response, for support requests.
+	RequestID string
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	s := fmt.Sprintf("chat api: %d %d: %s", e.Status, int(e.Code), e.Message)
+	if e.RequestID != "" {
+		s += " (request id " + e.RequestID + ")"
+	}
+	return s
+}
+
+// Is reports whether target is a *chat.Error (such as chat.ErrNotFound)
+// or an *Error with the same code; a target with a message must match it
+// too.
+func (e *Error) Is(target error) bool {
+	switch t := target.(type) {
+	case *chat.Error:
+		return t.Code == e.Code && (t.Message == "" || t.Message == e.Message)
+	case *Error:
+		return t.Code == e.Code && (t.Message == "" || t.Message == e.Message)
+	}
+	return false
+}
+
+// Unwrap returns the error as a *chat.Error, so errors.As can reach one.
+func (e *Error) Unwrap() error {
+	return &chat.Error{Code: e.Code, Message: e.Message, Detail: e.Detail}
+}
+
+// codeOfStatus guesses the wire code of a response without an error body.
+func codeOfStatus(status int) chat.Code {
+	switch status {
+	case http.StatusBadRequest:
+		return chat.CodeBadRequest
+	case http.StatusUnauthorized:
+		return chat.CodeUnauthorized
+	case http.StatusForbidden:
+		return chat.CodeForbidden
+	case http.StatusNotFound:
+		return chat.CodeNotFound
+	case http.StatusConflict:
+		return chat.CodeConflict
+	case http.StatusRequestEntityTooLarge:
+		return chat.CodeTooLarge
+	case http.StatusUnsupportedMediaType:
+		return chat.CodeUnsupportedMedia
+	case http.StatusTooManyRequests:
+		return chat.CodeRateLimited
+	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return chat.CodeUnavailable
+	}
+	if status >= 500 {
+		return chat.CodeInternal
+	}
+	return chat.CodeBadRequest
+}
+
+// responseError reads an error response.
+func responseError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &Error{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id")}
+	var body struct {
+		Code    chat.Code `json:"code"`
+		Message string    `json:"message"`
+		Data    struct {
+			Detail []any `json:"detail"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(b, &body) == nil && body.Code != 0 {
+		e.Code, e.Message, e.Detail = body.Code, body.Message, body.Data.Detail
+		return e
+	}
+	e.Code = codeOfStatus(resp.StatusCode)
+	e.Message = http.StatusText(resp.StatusCode)
+	if s := strings.TrimSpace(string(b)); s != "" {
+		if len(s) > 200 {
+			s = s[:200]
+		}
+		e.Message += ": " + s
+	}
+	return e
+}
+
+// endpoint joins path elements: literal segments and escaped ids.
+func (c *Client) endpoint(path string, query url.Values) string {
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	return u
+}
+
+// esc escapes an id for use as one path segment.
+func esc(id string) string { return url.PathEscape(id) }
+
+// send performs a request and returns the response when its status is
+// 2xx or 304; other statuses become *Error.
+func (c *Client) send(ctx context.Context, method, u string, body io.Reader, contentType string, hdr http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if c.userAgent != "" {
+		req.Header.Set("User-Agent", c.userAgent)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusNotModified {
+		defer resp.Body.Close()
+		return nil, responseError(resp)
+	}
+	return resp, nil
+}
+
+// do sends in (as JSON when not nil) and decodes the JSON response into
+// out (when not nil).
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	var body io.Reader
+	ct := ""
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body, ct = bytes.NewReader(b), "application/json"
+	}
+	resp, err := c.send(ctx, method, c.endpoint(path, query), body, ct, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	return decodeJSON(resp, out)
+}
+
+// decodeJSON decodes a JSON response body into out.
+func decodeJSON(resp *http.Response, out any) error {
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("chat api: decoding the response of %s %s: %w", resp.Request.Method, resp.Request.URL.Path, err)
+	}
+	return nil
+}
+
+// success is the body of actions.
+type success struct {
+	Success   bool    `json:"success"`
+	AddedID   *string `json:"addedId"`
+	RemovedID *string `json:"removedId"`
+}
+
+// action sends in and expects {"success":true}.
+func (c *Client) action(ctx context.Context, method, path string, in any) error {
+	return c.do(ctx, method, path, nil, in, &success{})
+}
+
+// Ptr returns a pointer to v, for the optional fields of requests.
+func Ptr[T any](v T) *T { return &v }
+
+// query helps build query strings.
+type query url.Values
+
+func (q query) str(k, v string) {
+	if v != "" {
+		url.Values(q).Set(k, v)
+	}
+}
+
+func (q query) int(k string, v int) {
+	if v != 0 {
+		url.Values(q).Set(k, strconv.Itoa(v))
+	}
+}
+
+func (q query) strs(k string, v []string) {
+	for _, s := range v {
+		url.Values(q).Add(k, s)
+	}
+}

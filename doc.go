@@ -1,0 +1,51 @@
+// Package chat is an embeddable chat engine: the domain vocabulary
+// (channels, messages, users, roles, rules, reactions, admins, webhooks),
+// the Service that enforces the chat rules, and the Store interface that
+// persistence adapters implement.
+//
+// A host application picks a Store (store/memory, store/sqlite or
+// store/postgres), creates a Service with New, mounts the admin HTTP API
+// from package httpapi and, to deliver webhook events, starts a
+// webhook.Dispatcher. The root package imports no driver, router or image
+// library.
+//
+// # Transactions and events
+//
+// Every operation that changes state runs in one Store transaction. Events
+// (the spec's message.didCreate, channel.didCreate, channel.didJoin and
+// channel.didAddUsers, and the extension events listed in EventNames) are
+// written to the outbox as one Delivery per matching webhook in that same
+// transaction, so a crash after the change commits never loses the event
+// and a failed change emits none.
+//
+// # Choices where the API contract is silent
+//
+//   - messageCount is the number of messages ever posted in a channel, which
+//     is also its last channelSegment; deleting a message does not lower it.
+//     childrenNumber likewise counts the comments ever posted.
+//   - A channel's displayName defaults to its channelId; a user's to its
+//     userId.
+//   - isMuted is derived from muteTimeout when read, so mutes expire by time
+//     alone; an expired mute reads as muteTimeout null. mutePeriod -1 mutes
+//     until 9999-12-31T23:59:59.999Z (Forever).
+//   - User search is a case-insensitive prefix match on displayName or
+//     userId (indexable in every store).
+//   - Blacklist entries without regular-expression syntax are matched
+//     together by one Aho-Corasick automaton over the lowercased text, so
+//     their cost does not grow with their number; whole-word entries match
+//     only between Unicode non-letter, non-digit runes. Entries with regex
+//     syntax are RE2 patterns, case-insensitive.
+//   - Links, for the whitelist, are runs of the form scheme://host/path or
+//     host.tld/path where the top-level label has at least two letters; an
+//     e-mail address is not a link.
+//   - Paging tokens are HMAC-signed, bound to the query that made them, and
+//     carry a keyset position: inserting rows never makes a page skip or
+//     repeat one. The key lives in the store, so every process sharing the
+//     store accepts the tokens of the others.
+//   - Admins post as their own user, which holds the built-in role
+//     global-admin: they may post to any open channel, member or not, muted
+//     or not, but they are not exempt from the blacklist or whitelist.
+//   - Images: the Service stores the renditions it is given (package media
+//     makes them); files are stored unchanged. Both live in the Store, so
+//     several processes on one Postgres share them.
+package chat

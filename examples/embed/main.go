@@ -1,0 +1,69 @@
+// Command embed shows the chat engine used as a library: a store, the
+// Service, the admin HTTP API mounted in the host's own router, and the
+// webhook dispatcher. It is the program the README walks through.
+package main
+
+import (
+	"context"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+
+	"github.com/go-chi/chi/v5"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/httpapi"
+	"github.com/chatengine/chat/store/sqlite"
+	"github.com/chatengine/chat/webhook"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	// Any chat.Store: memory.New(), sqlite.Open or postgres.Open.
+	st, err := sqlite.Open(ctx, "embed.db", nil) // WAL, synchronous=FULL
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+
+	// The dispatcher delivers the events the Service writes to the outbox.
+	hooks := webhook.New(st, webhook.Config{})
+	svc, err := chat.New(ctx, st, chat.Config{
+		WebhookURLCheck: func(u string) error { return webhook.CheckURL(u, false) },
+		OnCommit:        hooks.Wake,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := hooks.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer hooks.Stop(context.Background())
+
+	// The Service is usable directly from Go...
+	if ok, _ := svc.HasAdmins(ctx); !ok {
+		_, token, err := svc.CreateAdmin(ctx, "ops", "")
+		if err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("admin token (shown once): %s", token)
+		if _, err := svc.CreateChannel(ctx, "ops", chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard}); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// ...and over HTTP, mounted wherever the host likes.
+	r := chi.NewRouter()
+	r.Mount("/api/v2", httpapi.New(svc, httpapi.Config{}))
+	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: r}
+	go func() {
+		<-ctx.Done()
+		srv.Shutdown(context.Background())
+	}()
+	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+		log.Fatal(err)
+	}
+}

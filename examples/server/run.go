@@ -1,0 +1,402 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
+
+// version is the server's version; release builds set it with
+// -ldflags "-X main.version=v1.2.3". Otherwise the module version from the
+// build info is used.
+var version = "dev"
+
+// config is everything the flags (and their CHAT_ variables) configure.
+type config struct {
+	store           string
+	addr            string
+	maxBodyBytes    int64
+	maxUploadBytes  int64
+	maxImagePixels  int64
+	webhookURL      string
+	webhookSecret   string
+	webhookHeader   string
+	allowPrivate    bool
+	logLevel        string
+	logFormat       string
+	shutdownTimeout time.Duration
+	postgresSchema  string
+}
+
+// defaults are the values used when neither a flag nor its variable is set.
+var defaults = config{
+	store:           "sqlite:chat.db",
+	addr:            "127.0.0.1:8080",
+	maxBodyBytes:    1 << 20,
+	maxUploadBytes:  50 << 20,
+	maxImagePixels:  50_000_000,
+	logLevel:        "info",
+	logFormat:       "text",
+	shutdownTimeout: 30 * time.Second,
+}
+
+// usageError is a mistake on the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
+
+// envName returns the environment variable read for a flag:
+// "allow-private-webhooks" -> "CHAT_ALLOW_PRIVATE_WEBHOOKS".
+func envName(flagName string) string {
+	return "CHAT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// bindGlobal defines the global flags on fs, writing into c.
+func bindGlobal(fs *flag.FlagSet, c *config) {
+	*c = defaults
+	fs.StringVar(&c.store, "store", c.store, "store: memory | sqlite:PATH | postgres://USER:PASS@HOST:PORT/DB?sslmode=...")
+	fs.StringVar(&c.addr, "addr", c.addr, "listen address (host:port; port 0 picks a free one)")
+	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", c.maxBodyBytes, "largest JSON or form request body in bytes (larger: 413)")
+	fs.Int64Var(&c.maxUploadBytes, "max-upload-bytes", c.maxUploadBytes, "largest image or file upload in bytes (larger: 413)")
+	fs.Int64Var(&c.maxImagePixels, "max-image-pixels", c.maxImagePixels, "largest image in pixels, width times height (larger: 413)")
+	fs.StringVar(&c.webhookURL, "webhook-url", "", "static webhook: URL that receives every event (registered at start)")
+	fs.StringVar(&c.webhookSecret, "webhook-secret", "", "static webhook: secret signing its deliveries (required with -webhook-url)")
+	fs.StringVar(&c.webhookHeader, "webhook-signature-header", "", "header carrying the sha1= signature (default X-Service-Signature)")
+	fs.BoolVar(&c.allowPrivate, "allow-private-webhooks", false, "let webhooks reach loopback and private addresses (local development only)")
+	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log level: debug | info | warn | error")
+	fs.StringVar(&c.logFormat, "log-format", c.logFormat, "log format: text | json")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", c.shutdownTimeout, "how long SIGINT/SIGTERM waits for requests and webhook deliveries in flight")
+	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
+}
+
+// cli runs one invocation of the server binary.
+type cli struct {
+	env    func(string) string
+	stdout io.Writer
+	stderr io.Writer
+	// ready, when not nil, is called with the listening address once the
+	// server accepts connections (tests listen on 127.0.0.1:0).
+	ready func(addr string)
+}
+
+// run executes the command line args (without the program name): the
+// server by default, or a subcommand. env looks up environment variables.
+// The server runs until ctx is cancelled and then shuts down gracefully.
+func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	return (&cli{env: env, stdout: stdout, stderr: stderr}).run(ctx, args)
+}
+
+const usageText = `Usage: server [flags] [command]
+
+Commands:
+  serve (default)               run the HTTP server
+  admin create NAME [-user-id ID]
+                                create an admin account; prints its access token alone on stdout
+  admin list                    list admin accounts
+  admin revoke NAME             revoke an admin's access token
+  migrate                       bring the store's schema up to date and exit
+  version                       print the version
+
+Every flag can also be set with the environment variable CHAT_ + its name in
+upper snake case (CHAT_STORE, CHAT_ADDR, CHAT_WEBHOOK_URL, ...); a flag given
+on the command line beats its variable.
+
+Flags:
+`
+
+// parse parses args into cfg (already holding defaults or earlier
+// values) with the global flags plus those extra defines,
+// allowing flags anywhere among the positional arguments, and then fills
+// every global flag not given on the command line from its CHAT_ variable.
+// set records the flags given on the command line across calls.
+func (c *cli) parse(name string, cfg *config, set map[string]bool, args []string, extra func(*flag.FlagSet)) ([]string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	saved := *cfg
+	bindGlobal(fs, cfg)
+	*cfg = saved // keep what earlier parses set
+	if extra != nil {
+		extra(fs)
+	}
+	fs.Usage = func() {
+		fmt.Fprint(c.stderr, usageText)
+		fs.PrintDefaults()
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return pos, nil
+}
+
+// applyEnv fills every global flag that was not given on the command line
+// from its CHAT_ variable.
+func (c *cli) applyEnv(cfg *config, set map[string]bool) error {
+	fs := flag.NewFlagSet("env", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	saved := *cfg
+	bindGlobal(fs, cfg)
+	*cfg = saved
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	sort.Strings(names)
+	for _, n := range names {
+		if set[n] || c.env == nil {
+			continue
+		}
+		v := c.env(envName(n))
+		if v == "" {
+			continue
+		}
+		if err := fs.Set(n, v); err != nil {
+			return usagef("%s=%q: %v", envName(n), v, err)
+		}
+	}
+	return nil
+}
+
+func (c *cli) run(ctx context.Context, args []string) error {
+	cfg := defaults
+	set := map[string]bool{}
+
+	// Global flags come first; the first positional argument names the
+	// command. The command's own parse accepts global flags too.
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	bindGlobal(fs, &cfg)
+	fs.Usage = func() {
+		fmt.Fprint(c.stderr, usageText)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	rest := fs.Args()
+	cmd := "serve"
+	if len(rest) > 0 {
+		cmd, rest = rest[0], rest[1:]
+	}
+
+	var userID string
+	var pos []string
+	var err error
+	switch cmd {
+	case "admin":
+		if len(rest) == 0 {
+			return usagef("admin: missing subcommand (create, list or revoke)")
+		}
+		sub := rest[0]
+		pos, err = c.parse("admin "+sub, &cfg, set, rest[1:], func(fs *flag.FlagSet) {
+			if sub == "create" {
+				fs.StringVar(&userID, "user-id", "", "chat user the admin acts as (default: NAME)")
+			}
+		})
+		pos = append([]string{sub}, pos...)
+	case "serve", "migrate", "version", "help":
+		pos, err = c.parse(cmd, &cfg, set, rest, nil)
+	default:
+		return usagef("unknown command %q (serve, admin, migrate, version)", cmd)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.applyEnv(&cfg, set); err != nil {
+		return err
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+
+	switch cmd {
+	case "help":
+		fs.SetOutput(c.stdout)
+		fmt.Fprint(c.stdout, usageText)
+		fs.PrintDefaults()
+		return nil
+	case "version":
+		if len(pos) > 0 {
+			return usagef("version takes no arguments")
+		}
+		fmt.Fprintf(c.stdout, "chat server %s (%s %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return nil
+	case "migrate":
+		if len(pos) > 0 {
+			return usagef("migrate takes no arguments")
+		}
+		return c.migrate(ctx, &cfg)
+	case "admin":
+		return c.admin(ctx, &cfg, pos, userID)
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected arguments: %s", strings.Join(pos, " "))
+	}
+	return c.serve(ctx, &cfg)
+}
+
+func (cfg *config) validate() error {
+	switch {
+	case cfg.maxBodyBytes <= 0:
+		return usagef("-max-body-bytes must be positive")
+	case cfg.maxUploadBytes <= 0:
+		return usagef("-max-upload-bytes must be positive")
+	case cfg.maxImagePixels <= 0:
+		return usagef("-max-image-pixels must be positive")
+	case cfg.shutdownTimeout <= 0:
+		return usagef("-shutdown-timeout must be positive")
+	case cfg.webhookURL != "" && cfg.webhookSecret == "":
+		return usagef("-webhook-url needs -webhook-secret (or CHAT_WEBHOOK_SECRET)")
+	case cfg.webhookURL == "" && cfg.webhookSecret != "":
+		return usagef("-webhook-secret needs -webhook-url")
+	}
+	if _, err := parseLevel(cfg.logLevel); err != nil {
+		return err
+	}
+	if cfg.logFormat != "text" && cfg.logFormat != "json" {
+		return usagef("-log-format must be text or json, not %q", cfg.logFormat)
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, usagef("-log-level must be debug, info, warn or error, not %q", s)
+	}
+	return l, nil
+}
+
+func versionString() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
+func (c *cli) migrate(ctx context.Context, cfg *config) error {
+	st, kind, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if kind == "memory" {
+		fmt.Fprintln(c.stderr, "the memory store has no schema: nothing to migrate")
+		return nil
+	}
+	fmt.Fprintf(c.stderr, "%s store %s is up to date\n", kind, redactStore(cfg.store))
+	return nil
+}
+
+// openService opens the store and the Service for the admin commands.
+func (c *cli) openService(ctx context.Context, cfg *config) (*chat.Service, chat.Store, error) {
+	st, _, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := chat.New(ctx, st, chat.Config{Logger: slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return svc, st, nil
+}
+
+func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID string) error {
+	sub, args := pos[0], pos[1:]
+	switch sub {
+	case "create":
+		if len(args) != 1 {
+			return usagef("usage: admin create NAME [-user-id ID]")
+		}
+	case "revoke":
+		if len(args) != 1 {
+			return usagef("usage: admin revoke NAME")
+		}
+	case "list":
+		if len(args) != 0 {
+			return usagef("usage: admin list")
+		}
+	default:
+		return usagef("admin: unknown subcommand %q (create, list or revoke)", sub)
+	}
+	svc, st, err := c.openService(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch sub {
+	case "create":
+		a, token, err := svc.CreateAdmin(ctx, args[0], userID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.stdout, token)
+		fmt.Fprintf(c.stderr, "Created admin %q acting as user %q. The access token above is shown only once; send it as\n"+
+			"  Authorization: Bearer <token>\n", a.Name, a.UserID)
+		if cfg.store == "memory" {
+			fmt.Fprintln(c.stderr, "Note: -store memory keeps nothing; this admin is gone already. Use a sqlite: or postgres:// store.")
+		}
+		return nil
+	case "revoke":
+		if err := svc.RevokeAdmin(ctx, args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "Revoked the access token of admin %q.\n", args[0])
+		return nil
+	}
+	as, err := svc.ListAdmins(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tUSER ID\tCREATED\tSTATUS")
+	for _, a := range as {
+		status := "active"
+		if a.RevokedAt != nil {
+			status = "revoked " + a.RevokedAt.Format(chat.TimeLayout)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.UserID, a.CreatedAt.Format(chat.TimeLayout), status)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(as) == 0 {
+		fmt.Fprintln(c.stderr, "No admin accounts yet: the server creates one on first start, or run `admin create NAME`.")
+	}
+	return nil
+}

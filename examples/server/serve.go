@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/httpapi"
+	"github.com/chatengine/chat/store/memory"
+	"github.com/chatengine/chat/store/postgres"
+	"github.com/chatengine/chat/store/sqlite"
+	"github.com/chatengine/chat/webhook"
+)
+
+// openStore opens the store named by cfg.store and returns it with its
+// kind ("memory", "sqlite" or "postgres"). SQLite runs in WAL mode with
+// synchronous=FULL: a write acknowledged to a client survives a crash.
+func openStore(ctx context.Context, cfg *config) (chat.Store, string, error) {
+	s := strings.TrimSpace(cfg.store)
+	switch {
+	case s == "memory":
+		return memory.New(), "memory", nil
+	case strings.HasPrefix(s, "sqlite:"):
+		path := strings.TrimPrefix(s, "sqlite:")
+		if path == "" {
+			return nil, "", usagef("-store sqlite:PATH needs a file path")
+		}
+		st, err := sqlite.Open(ctx, path, &sqlite.Options{Synchronous: "FULL"})
+		if err != nil {
+			return nil, "", fmt.Errorf("opening SQLite store %s: %w", path, err)
+		}
+		return st, "sqlite", nil
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		st, err := postgres.Open(ctx, s, &postgres.Options{Schema: cfg.postgresSchema})
+		if err != nil {
+			return nil, "", fmt.Errorf("opening Postgres store %s: %w", redactStore(s), err)
+		}
+		return st, "postgres", nil
+	}
+	return nil, "", usagef("-store must be memory, sqlite:PATH or postgres://..., not %q", redactStore(s))
+}
+
+// redactStore hides a password in a Postgres URL.
+func redactStore(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return s
+}
+
+func newLogger(cfg *config, c *cli) *slog.Logger {
+	lvl, _ := parseLevel(cfg.logLevel)
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(c.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(c.stderr, opts))
+}
+
+// serve runs the HTTP server until ctx is cancelled, then shuts down:
+// stop accepting, finish the requests in flight, drain the webhook
+// deliveries in flight, close the store.
+func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
+	log := newLogger(cfg, c)
+	st, kind, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing the store: %w", cerr)
+		}
+	}()
+
+	allowPrivate := cfg.allowPrivate
+	disp := webhook.New(st, webhook.Config{
+		AllowPrivate:    allowPrivate,
+		SignatureHeader: cfg.webhookHeader,
+		Logger:          log,
+	})
+	svc, err := chat.New(ctx, st, chat.Config{
+		Logger: log,
+		Limits: chat.Limits{MaxFileBytes: cfg.maxUploadBytes, MaxImagePixels: cfg.maxImagePixels},
+		WebhookURLCheck: func(u string) error {
+			return webhook.CheckURL(u, allowPrivate)
+		},
+		OnCommit: disp.Wake,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the chat service: %w", err)
+	}
+
+	if err := c.firstAdmin(ctx, svc, kind); err != nil {
+		return err
+	}
+	if cfg.webhookURL != "" {
+		w, err := svc.EnsureWebhook(ctx, cfg.webhookURL, cfg.webhookSecret)
+		if err != nil {
+			return fmt.Errorf("registering -webhook-url: %w", err)
+		}
+		log.Info("static webhook registered", "webhookId", w.WebhookID, "url", w.URL)
+	}
+
+	api := httpapi.New(svc, httpapi.Config{
+		MaxBodyBytes:         cfg.maxBodyBytes,
+		MaxUploadBytes:       cfg.maxUploadBytes,
+		MaxImagePixels:       cfg.maxImagePixels,
+		Logger:               log,
+		AccessLog:            true,
+		AllowPrivateWebhooks: allowPrivate,
+	})
+	var draining atomic.Bool
+	r := chi.NewRouter()
+	r.Get("/livez", func(w http.ResponseWriter, _ *http.Request) {
+		writeStatus(w, http.StatusOK, "ok")
+	})
+	r.Get("/readyz", readyz(st, &draining, log))
+	r.Mount("/api/v2", api)
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           r,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	// The dispatcher runs until Stop: cancelling ctx starts the shutdown
+	// below, which stops it only after the last request finished.
+	if err := disp.Start(context.WithoutCancel(ctx)); err != nil {
+		ln.Close()
+		return fmt.Errorf("starting the webhook dispatcher: %w", err)
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.Info("chat server listening", "api", "http://"+addr+"/api/v2", "store", kind, "version", versionString())
+	if c.ready != nil {
+		c.ready(addr)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		draining.Store(true)
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		_ = disp.Stop(sctx)
+		return fmt.Errorf("http server: %w", err)
+	}
+
+	log.Info("shutting down", "timeout", cfg.shutdownTimeout)
+	draining.Store(true)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	var errs []error
+	if err := srv.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("finishing requests: %w", err))
+		srv.Close()
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, err)
+	}
+	if err := disp.Stop(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("draining webhook deliveries: %w", err))
+	}
+	if len(errs) == 0 {
+		log.Info("shutdown complete")
+	}
+	return errors.Join(errs...)
+}
+
+// firstAdmin creates the admin "admin" when the store has no admin account
+// and prints its token, once, to stderr.
+func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind string) error {
+	has, err := svc.HasAdmins(ctx)
+	if err != nil {
+		return fmt.Errorf("looking for admin accounts: %w", err)
+	}
+	if has {
+		return nil
+	}
+	a, token, err := svc.CreateAdmin(ctx, "admin", "")
+	if chat.ErrorCode(err) == chat.CodeConflict {
+		return nil // another process sharing the store was first
+	}
+	if err != nil {
+		return fmt.Errorf("creating the first admin: %w", err)
+	}
+	note := ""
+	if kind == "memory" {
+		note = "\n(The memory store keeps nothing: a new admin and token are made on every start.)"
+	}
+	fmt.Fprintf(c.stderr, "\nNo admin account existed, so admin %q (user %q) was created.\n"+
+		"Its access token is shown only this once:\n\n    %s\n\n"+
+		"Use it as \"Authorization: Bearer <token>\". Create more with: server admin create NAME%s\n\n",
+		a.Name, a.UserID, token, note)
+	return nil
+}
+
+// readyz answers 200 when the store answers a cheap read within 2 s, and
+// 503 when it does not or when the server is shutting down.
+func readyz(st chat.Store, draining *atomic.Bool, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		if draining.Load() {
+			writeStatus(w, http.StatusServiceUnavailable, "shutting down")
+			return
+		}
+		rctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+		defer cancel()
+		err := st.View(rctx, func(tx chat.Tx) error {
+			_, err := tx.RulesVersion(rctx)
+			return err
+		})
+		if err != nil {
+			log.Warn("readyz: store unreachable", "err", err)
+			writeStatus(w, http.StatusServiceUnavailable, "store unavailable")
+			return
+		}
+		writeStatus(w, http.StatusOK, "ok")
+	}
+}
+
+func writeStatus(w http.ResponseWriter, code int, status string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"status": status})
+}

@@ -1,0 +1,610 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	chat "github.com/chatengine/chat"
+)
+
+// This file is the one request decoder of the package. Every request, JSON,
+// form or query string, becomes a value tree of plain Go values:
+//
+//	map[string]any  an object
+//	[]any           an array
+//	string          a JSON string
+//	json.Number     a JSON number
+//	bool            a JSON boolean
+//	nil             a JSON null (treated as absent)
+//	formValue       a scalar from a form body or a query string, whose type
+//	                is decided by the accessor that reads it
+//
+// Handlers read fields through the typed accessors of params, which report
+// the first type error as a 400000 naming the field.
+
+// formValue is a scalar that came from a form body or a query string.
+type formValue string
+
+// maxFormDepth bounds the bracket nesting of form keys (a[b][c]...).
+const maxFormDepth = 32
+
+// badRequest returns a 400000 error naming field, with the field in the
+// detail as the Service does.
+func badRequest(field, format string, args ...any) *chat.Error {
+	return &chat.Error{
+		Code:    chat.CodeBadRequest,
+		Message: field + ": " + fmt.Sprintf(format, args...),
+		Detail:  []any{map[string]string{"field": field}},
+	}
+}
+
+// decodeRequest reads the parameters of a request that is not an upload:
+// the JSON or form body of every method, and for GET and DELETE the query
+// string too (body fields win over query fields of the same name). The body
+// is bounded by limit bytes (413 with 400413 beyond it).
+func decodeRequest(w http.ResponseWriter, r *http.Request, limit int64) (*params, error) {
+	v := map[string]any{}
+	if r.Method == http.MethodGet || r.Method == http.MethodDelete {
+		q, err := decodeForm(r.URL.RawQuery, "query string")
+		if err != nil {
+			return nil, err
+		}
+		v = q
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Body != nil && r.Body != http.NoBody {
+		b, err := readBody(w, r, limit)
+		if err != nil {
+			return nil, err
+		}
+		body, err := decodeBody(r.Header.Get("Content-Type"), b)
+		if err != nil {
+			return nil, err
+		}
+		for k, x := range body {
+			v[k] = x
+		}
+	}
+	return newParams(v), nil
+}
+
+// readBody reads the whole body, at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(serverWriter(r, w), r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge(limit)
+		}
+		return nil, &chat.Error{Code: chat.CodeBadRequest, Message: "body: could not be read", Err: err}
+	}
+	return b, nil
+}
+
+func tooLarge(limit int64) *chat.Error {
+	return chat.Errorf(chat.CodeTooLarge, "request body is larger than %d bytes", limit)
+}
+
+// decodeBody decodes a JSON or form body by its content type. JSON is
+// application/json (or any +json type), or a body without a content type
+// that starts with '{'. Form is application/x-www-form-urlencoded, or a
+// body without a content type that does not start with '{'. Any other
+// content type is 415 with 400415.
+func decodeBody(contentType string, b []byte) (map[string]any, error) {
+	mt := ""
+	if contentType != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
+			return nil, chat.Errorf(chat.CodeUnsupportedMedia, "Content-Type %q cannot be parsed: send application/json or application/x-www-form-urlencoded", contentType)
+		}
+	}
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
+	switch {
+	case len(trimmed) == 0:
+		return map[string]any{}, nil
+	case mt == "application/json" || strings.HasSuffix(mt, "+json") || (mt == "" && trimmed[0] == '{'):
+		return decodeJSON(b)
+	case mt == "application/x-www-form-urlencoded" || mt == "":
+		return decodeForm(string(b), "body")
+	}
+	return nil, chat.Errorf(chat.CodeUnsupportedMedia, "Content-Type %s is not supported: send application/json or application/x-www-form-urlencoded", mt)
+}
+
+// decodeJSON decodes a JSON object, keeping numbers as json.Number.
+func decodeJSON(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, badRequest("body", "invalid JSON: %s", jsonErrorText(err))
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, badRequest("body", "must be a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, badRequest("body", "invalid JSON: unexpected data after the object")
+	}
+	return m, nil
+}
+
+// jsonErrorText describes a JSON syntax error without Go type names.
+func jsonErrorText(err error) string {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "unexpected end of input"
+	}
+	return "malformed"
+}
+
+// formNode collects the values of one form key path before it becomes a
+// value: plain values (key=v), object members (key[name]=v), indexed
+// elements (key[0]=v) and appended elements (key[]=v).
+type formNode struct {
+	vals    []string
+	keys    map[string]*formNode
+	korder  []string
+	indexed map[int64]*formNode
+	app     []*formNode
+}
+
+func (n *formNode) key(k string) *formNode {
+	if n.keys == nil {
+		n.keys = map[string]*formNode{}
+	}
+	c := n.keys[k]
+	if c == nil {
+		c = &formNode{}
+		n.keys[k] = c
+		n.korder = append(n.korder, k)
+	}
+	return c
+}
+
+func (n *formNode) index(i int64) *formNode {
+	if n.indexed == nil {
+		n.indexed = map[int64]*formNode{}
+	}
+	c := n.indexed[i]
+	if c == nil {
+		c = &formNode{}
+		n.indexed[i] = c
+	}
+	return c
+}
+
+// decodeForm turns a URL-encoded form or query string into a value tree.
+// Arrays may be repeated keys (a=1&a=2), a[]=1, a[0]=1 or one JSON array
+// string; objects may be brackets (o[k]=1, o[k][j]=1) or one JSON object
+// string (decided by the accessor). where names the source in errors.
+func decodeForm(raw, where string) (map[string]any, error) {
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, badRequest(where, "malformed URL encoding")
+	}
+	return decodeValues(vals)
+}
+
+// decodeValues turns form values (of a form body, a query string or the
+// fields of a multipart upload) into a value tree.
+func decodeValues(vals url.Values) (map[string]any, error) {
+	root := &formNode{}
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		name, path, ok := splitFormKey(k)
+		if !ok {
+			name, path = k, nil
+		}
+		if len(path) > maxFormDepth {
+			return nil, badRequest(name, "nested more than %d levels deep", maxFormDepth)
+		}
+		for _, v := range vals[k] {
+			n := root.key(name)
+			for _, seg := range path {
+				switch {
+				case seg == "":
+					c := &formNode{}
+					n.app = append(n.app, c)
+					n = c
+				case isIndex(seg):
+					i, _ := strconv.ParseInt(seg, 10, 64)
+					n = n.index(i)
+				default:
+					n = n.key(seg)
+				}
+			}
+			n.vals = append(n.vals, v)
+		}
+	}
+	out := make(map[string]any, len(root.korder))
+	for _, k := range root.korder {
+		v, err := root.keys[k].value(k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// splitFormKey splits "a[b][]" into "a" and ["b", ""]. ok is false when
+// the key has no well-formed bracket suffix (then it is a literal name).
+func splitFormKey(k string) (name string, path []string, ok bool) {
+	i := strings.IndexByte(k, '[')
+	if i <= 0 {
+		return k, nil, i < 0
+	}
+	name, rest := k[:i], k[i:]
+	for rest != "" {
+		if rest[0] != '[' {
+			return "", nil, false
+		}
+		j := strings.IndexByte(rest, ']')
+		if j < 0 {
+			return "", nil, false
+		}
+		path = append(path, rest[1:j])
+		rest = rest[j+1:]
+	}
+	return name, path, true
+}
+
+func isIndex(s string) bool {
+	if s == "" || len(s) > 9 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// value turns a collected node into a value; field names it in errors.
+func (n *formNode) value(field string) (any, error) {
+	if len(n.keys) > 0 {
+		if len(n.vals) > 0 || len(n.indexed) > 0 || len(n.app) > 0 {
+			return nil, badRequest(field, "mixes an object (%s[name]) with other values", field)
+		}
+		m := make(map[string]any, len(n.keys))
+		for _, k := range n.korder {
+			v, err := n.keys[k].value(field + "." + k)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = v
+		}
+		return m, nil
+	}
+	if len(n.indexed) == 0 && len(n.app) == 0 {
+		if len(n.vals) == 1 {
+			return formValue(n.vals[0]), nil
+		}
+		arr := make([]any, len(n.vals))
+		for i, v := range n.vals {
+			arr[i] = formValue(v)
+		}
+		return arr, nil
+	}
+	arr := make([]any, 0, len(n.vals)+len(n.indexed)+len(n.app))
+	for _, v := range n.vals {
+		arr = append(arr, formValue(v))
+	}
+	idx := make([]int64, 0, len(n.indexed))
+	for i := range n.indexed {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	children := make([]*formNode, 0, len(idx)+len(n.app))
+	for _, i := range idx {
+		children = append(children, n.indexed[i])
+	}
+	children = append(children, n.app...)
+	for i, c := range children {
+		v, err := c.value(fmt.Sprintf("%s[%d]", field, i))
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+	}
+	return arr, nil
+}
+
+// params reads typed fields from a value tree. The first error is kept
+// (later accessors return zero values) and reported by Err; nested
+// objects share it.
+type params struct {
+	v      map[string]any
+	prefix string
+	err    *error
+}
+
+func newParams(v map[string]any) *params {
+	var err error
+	return &params{v: v, err: &err}
+}
+
+// Err returns the first error an accessor met.
+func (p *params) Err() error { return *p.err }
+
+func (p *params) fail(e *chat.Error) {
+	if *p.err == nil {
+		*p.err = e
+	}
+}
+
+func (p *params) field(name string) string { return p.prefix + name }
+
+// get returns the value of name; nil when absent or null.
+func (p *params) get(name string) any {
+	if *p.err != nil {
+		return nil
+	}
+	return p.v[name]
+}
+
+// has reports whether name is present and not null.
+func (p *params) has(name string) bool { return p.get(name) != nil }
+
+// str reads a string ("" when absent).
+func (p *params) str(name string) string {
+	switch x := p.get(name).(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case formValue:
+		return string(x)
+	}
+	p.fail(badRequest(p.field(name), "must be a string"))
+	return ""
+}
+
+// strPtr reads an optional string: nil when absent.
+func (p *params) strPtr(name string) *string {
+	if !p.has(name) {
+		return nil
+	}
+	s := p.str(name)
+	return &s
+}
+
+// strs reads an array of strings (nil when absent). A form field with one
+// empty value is an empty array; a form value that is a JSON array is
+// decoded; any other single form value is an array of one.
+func (p *params) strs(name string) []string {
+	v := p.get(name)
+	if fv, ok := v.(formValue); ok {
+		s := string(fv)
+		switch {
+		case s == "":
+			return []string{}
+		case s[0] == '[':
+			var arr []any
+			if json.Unmarshal([]byte(s), &arr) == nil {
+				v = arr
+				break
+			}
+			return []string{s}
+		default:
+			return []string{s}
+		}
+	}
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			switch s := e.(type) {
+			case string:
+				out = append(out, s)
+			case formValue:
+				out = append(out, string(s))
+			default:
+				p.fail(badRequest(p.field(name), "must be an array of strings"))
+				return nil
+			}
+		}
+		return out
+	}
+	p.fail(badRequest(p.field(name), "must be an array of strings"))
+	return nil
+}
+
+// strsPtr reads an optional array of strings: nil when absent.
+func (p *params) strsPtr(name string) *[]string {
+	if !p.has(name) {
+		return nil
+	}
+	s := p.strs(name)
+	if s == nil {
+		s = []string{}
+	}
+	return &s
+}
+
+// int64Ptr reads an optional integer: nil when absent (or an empty form
+// value). Decimal strings are accepted from forms only; JSON needs a number.
+func (p *params) int64Ptr(name string) *int64 {
+	var s string
+	fromJSON := false
+	switch x := p.get(name).(type) {
+	case nil:
+		return nil
+	case json.Number:
+		s, fromJSON = string(x), true
+	case formValue:
+		if x == "" {
+			return nil
+		}
+		s = strings.TrimSpace(string(x))
+	default:
+		p.fail(badRequest(p.field(name), "must be an integer"))
+		return nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return &n
+	} else if ne, ok := errors.AsType[*strconv.NumError](err); ok && ne.Err == strconv.ErrRange {
+		p.fail(badRequest(p.field(name), "is out of range"))
+		return nil
+	}
+	// JSON numbers such as 10.0 or 1e2 are integers too; forms take
+	// decimal integers only.
+	f, err := strconv.ParseFloat(s, 64)
+	if !fromJSON || err != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
+		p.fail(badRequest(p.field(name), "must be an integer"))
+		return nil
+	}
+	if f < -(1<<63) || f >= 1<<63 {
+		p.fail(badRequest(p.field(name), "is out of range"))
+		return nil
+	}
+	n := int64(f)
+	return &n
+}
+
+// maxInt bounds the integers read by integer (page sizes, offsets).
+const maxInt = 1 << 30
+
+// integer reads an integer within ±2^30 (0 when absent).
+func (p *params) integer(name string) int {
+	n := p.int64Ptr(name)
+	if n == nil {
+		return 0
+	}
+	if *n > maxInt || *n < -maxInt {
+		p.fail(badRequest(p.field(name), "is out of range"))
+		return 0
+	}
+	return int(*n)
+}
+
+// int64 reads an integer (0 when absent).
+func (p *params) int64(name string) int64 {
+	if n := p.int64Ptr(name); n != nil {
+		return *n
+	}
+	return 0
+}
+
+// boolean reads a boolean (false when absent): JSON true/false, or from
+// forms true/false/1/0 (case-insensitive) and an empty value as absent.
+func (p *params) boolean(name string) bool {
+	switch x := p.get(name).(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case formValue:
+		switch strings.ToLower(strings.TrimSpace(string(x))) {
+		case "true", "1":
+			return true
+		case "false", "0", "":
+			return false
+		}
+	}
+	p.fail(badRequest(p.field(name), "must be a boolean (true or false)"))
+	return false
+}
+
+// objectValue returns the object under name as a tree (nil when absent). A
+// form value holding a JSON object is decoded.
+func (p *params) objectValue(name string) map[string]any {
+	switch x := p.get(name).(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		return x
+	case formValue:
+		if x == "" {
+			return nil
+		}
+		if x[0] == '{' {
+			if m, err := decodeJSON([]byte(x)); err == nil {
+				return m
+			}
+		}
+	}
+	p.fail(badRequest(p.field(name), "must be an object"))
+	return nil
+}
+
+// object reads an object as plain JSON values (nil when absent): form
+// values become strings, numbers float64.
+func (p *params) object(name string) map[string]any {
+	m := p.objectValue(name)
+	if m == nil {
+		return nil
+	}
+	return plain(m).(map[string]any)
+}
+
+// objectPtr reads an optional object: nil when absent.
+func (p *params) objectPtr(name string) *map[string]any {
+	if !p.has(name) {
+		return nil
+	}
+	m := p.object(name)
+	if m == nil {
+		if *p.err != nil {
+			return nil
+		}
+		m = map[string]any{}
+	}
+	return &m
+}
+
+// sub returns the params of a nested object (empty when absent); its
+// fields are named "name.field" in errors.
+func (p *params) sub(name string) *params {
+	m := p.objectValue(name)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return &params{v: m, prefix: p.field(name) + ".", err: p.err}
+}
+
+// plain converts a value tree to what encoding/json would decode.
+func plain(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = plain(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plain(e)
+		}
+		return out
+	case formValue:
+		return string(x)
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return string(x)
+	}
+	return v
+}

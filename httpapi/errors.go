@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	chat "github.com/chatengine/chat"
+)
+
+// statusOf is the one table from wire error code to HTTP status
+// (CONTRACT section 3). Codes missing from it are answered with 500.
+var statusOf = map[chat.Code]int{
+	chat.CodeBadRequest:       http.StatusBadRequest,
+	chat.CodeInvalidRegex:     http.StatusBadRequest,
+	chat.CodeUnauthorized:     http.StatusUnauthorized,
+	chat.CodeForbidden:        http.StatusForbidden,
+	chat.CodePermissionDenied: http.StatusForbidden,
+	chat.CodeUserMuted:        http.StatusForbidden,
+	chat.CodeChannelMuted:     http.StatusForbidden,
+	chat.CodeUserBanned:       http.StatusForbidden,
+	chat.CodeBlacklisted:      http.StatusForbidden,
+	chat.CodeLinkNotAllowed:   http.StatusForbidden,
+	chat.CodeRateLimited:      http.StatusTooManyRequests,
+	chat.CodeGlobalBanned:     http.StatusForbidden,
+	chat.CodeNotFound:         http.StatusNotFound,
+	chat.CodeConflict:         http.StatusConflict,
+	chat.CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	chat.CodeUnsupportedMedia: http.StatusUnsupportedMediaType,
+	chat.CodeInternal:         http.StatusInternalServerError,
+	chat.CodeUnavailable:      http.StatusServiceUnavailable,
+}
+
+// errorBody is the error envelope of every failed request.
+type errorBody struct {
+	Status  string    `json:"status"`
+	Code    chat.Code `json:"code"`
+	Message string    `json:"message"`
+	Data    errorData `json:"data"`
+}
+
+type errorData struct {
+	Detail []any `json:"detail"`
+}
+
+// writeError answers a request with err. A *chat.Error with a 4xx code is
+// shown as it is. Anything else, and every 5xx, is logged with the
+// request id and answered with a generic message, so no internals leak.
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := chat.CodeInternal
+	var ce *chat.Error
+	if errors.As(err, &ce) {
+		code = ce.Code
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		code = chat.CodeUnavailable
+	}
+	status, ok := statusOf[code]
+	if !ok {
+		code, status = chat.CodeInternal, http.StatusInternalServerError
+	}
+	body := errorBody{Status: "error", Code: code, Data: errorData{Detail: []any{}}}
+	rid := RequestIDFrom(r.Context())
+	if status >= 500 {
+		level := slog.LevelError
+		if r.Context().Err() != nil {
+			level = slog.LevelInfo // the client went away
+		}
+		h.log.Log(r.Context(), level, "httpapi: request failed", "requestId", rid,
+			"method", r.Method, "path", r.URL.Path, "code", int(code), "err", err)
+		body.Message = "internal error; the request id is " + rid
+		if code == chat.CodeUnavailable {
+			body.Message = "the service is temporarily unavailable, try again later; the request id is " + rid
+		}
+	} else {
+		body.Message = ce.Error()
+		if ce.Detail != nil {
+			body.Data.Detail = ce.Detail
+		}
+	}
+	switch code {
+	case chat.CodeUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="chat"`)
+	case chat.CodeRateLimited:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(ce)))
+	}
+	writeJSON(w, status, body)
+}
+
+// retryAfter reads the seconds to wait from a rate-limit error's detail
+// ({"retryAfter": seconds}); 1 when absent.
+func retryAfter(e *chat.Error) int {
+	for _, d := range e.Detail {
+		if m, ok := d.(map[string]any); ok {
+			switch v := m["retryAfter"].(type) {
+			case int:
+				return max(v, 1)
+			case float64:
+				return max(int(v), 1)
+			}
+		}
+	}
+	return 1
+}

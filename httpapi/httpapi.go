@@ -1,0 +1,503 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	chat "github.com/chatengine/chat"
+)
+
+// Config configures the handler. The zero value works; each field's
+// comment states its default.
+type Config struct {
+	// MaxBodyBytes bounds a JSON or form request body. Default 1 MiB.
+	// Larger bodies are answered with 413 and code 400413.
+	MaxBodyBytes int64
+	// MaxUploadBytes bounds the file of an image or file upload. Default
+	// 50 MiB. The multipart body as a whole may exceed it by MaxBodyBytes
+	// (for the other fields and the multipart framing). Larger uploads are
+	// answered with 413 and code 400413 as soon as the limit is crossed.
+	// The Service refuses files over its own chat.Limits.MaxFileBytes
+	// (also 50 MiB by default), so raise both together.
+	MaxUploadBytes int64
+	// MaxImagePixels bounds the width times height of an uploaded image,
+	// checked before decoding. Default 50,000,000 (50 megapixels).
+	MaxImagePixels int64
+	// JPEGQuality is the quality of JPEG renditions, 1-100. Default 0
+	// lets package media choose (media.DefaultJPEGQuality, 85).
+	JPEGQuality int
+	// Logger receives the access log and the internal errors (with the
+	// request id). Default slog.Default().
+	Logger *slog.Logger
+	// AccessLog, when true, logs one line per request at level Info:
+	// method, path, status, bytes, duration and request id. Default false
+	// (most hosts log requests themselves).
+	AccessLog bool
+	// AllowPrivateWebhooks lets POST /webhooks register URLs whose host is
+	// a loopback, private or link-local address (passed to
+	// webhook.CheckURL). Default false: such URLs are refused with 400000.
+	AllowPrivateWebhooks bool
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.MaxUploadBytes <= 0 {
+		c.MaxUploadBytes = 50 << 20
+	}
+	if c.MaxImagePixels <= 0 {
+		c.MaxImagePixels = 50_000_000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// handler holds what the endpoints share.
+type handler struct {
+	svc *chat.Service
+	cfg Config
+	log *slog.Logger
+	mux *chi.Mux
+}
+
+// New returns the admin API handler for svc. It serves the routes listed
+// by Routes relative to where it is mounted, for example with
+// r.Mount("/api/v2", h) in chi or
+// mux.Handle("/api/v2/", http.StripPrefix("/api/v2", h)) in net/http.
+// Every request needs Authorization: Bearer <token> of an admin account.
+func New(svc *chat.Service, cfg Config) http.Handler {
+	cfg = cfg.withDefaults()
+	h := &handler{svc: svc, cfg: cfg, log: cfg.Logger, mux: chi.NewRouter()}
+	h.mux.Use(h.requestID, h.accessLog, h.recoverPanic, h.auth)
+	for _, rt := range h.routes() {
+		h.mux.Method(rt.Method, rt.Pattern, h.wrap(rt.fn))
+	}
+	h.mux.NotFound(h.notFound)
+	h.mux.MethodNotAllowed(h.methodNotAllowed)
+	return h.mux
+}
+
+// Route is one served route: an HTTP method and a chi pattern relative to
+// the mount point, such as POST /channel/{channelId}/users.
+type Route struct {
+	Method  string
+	Pattern string
+}
+
+// Routes lists every route New serves, in a stable order.
+func Routes() []Route {
+	var h *handler
+	rs := h.routes()
+	out := make([]Route, len(rs))
+	for i, r := range rs {
+		out[i] = Route{Method: r.Method, Pattern: r.Pattern}
+	}
+	return out
+}
+
+type route struct {
+	Route
+	fn func(w http.ResponseWriter, r *http.Request) error
+}
+
+// routes is the route table. h may be nil (Routes only reads the table).
+func (h *handler) routes() []route {
+	rt := func(method, pattern string, fn func(http.ResponseWriter, *http.Request) error) route {
+		return route{Route{method, pattern}, fn}
+	}
+	const (
+		get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
+	)
+	return []route{
+		// Channels.
+		rt(post, "/channels", h.queryChannels),
+		rt(post, "/channel", h.createChannel),
+		rt(get, "/channel/{channelId}", h.getChannel),
+		rt(post, "/channel/displayName", h.renameChannel),
+		rt(post, "/channel/{channelId}/displayName", h.renameChannel),
+		rt(post, "/channel/{channelId}/users", h.addUsers),
+		rt(del, "/channel/{channelId}/users", h.removeUsers),
+		rt(post, "/channel/{channelId}/join", h.joinChannel),
+		rt(put, "/channel/{channelId}/mute", h.muteChannel),
+		rt(put, "/channel/{channelId}/users/mute", h.muteUsers),
+		rt(post, "/channel/{channelId}/users/ban", h.banUsers),
+		rt(post, "/channel/{channelId}/users/unban", h.unbanUsers),
+		rt(post, "/channel/{channelId}/close", h.closeChannel),
+		rt(post, "/channels/{channelId}/close", h.closeChannel),
+		// Messages.
+		rt(post, "/messages", h.queryMessages),
+		rt(get, "/message/{messageId}", h.getMessage),
+		rt(post, "/message", h.createMessage),
+		rt(del, "/message/{messageId}", h.deleteMessage),
+		rt(post, "/message/{messageId}/flags", h.flagMessage),
+		rt(del, "/message/{messageId}/flags", h.clearMessageFlags),
+		rt(post, "/messages/images", h.createImageMessage),
+		rt(get, "/messages/{messageId}/images", h.getImage),
+		rt(post, "/messages/files", h.createFileMessage),
+		rt(get, "/messages/{messageId}/files", h.getFile),
+		// Users.
+		rt(get, "/users", h.queryUsers),
+		rt(get, "/users/{userId}", h.getUser),
+		rt(put, "/users", h.updateUser),
+		rt(post, "/users/ban", h.globalBan),
+		rt(post, "/users/unban", h.globalUnban),
+		rt(post, "/users/{userId}/flags", h.flagUser),
+		rt(del, "/users/{userId}/flags", h.clearUserFlags),
+		// Roles.
+		rt(get, "/roles", h.queryRoles),
+		rt(put, "/roles", h.putRoles),
+		// Blacklist and whitelist.
+		rt(get, "/blacklist/records", h.queryRules(chat.Blacklist)),
+		rt(post, "/blacklist/records", h.addRules(chat.Blacklist)),
+		rt(del, "/blacklist/records", h.deleteRules(chat.Blacklist)),
+		rt(put, "/blacklist/records/{ruleId}", h.updateRule(chat.Blacklist)),
+		rt(get, "/whitelist/records", h.queryRules(chat.Whitelist)),
+		rt(post, "/whitelist/records", h.addRules(chat.Whitelist)),
+		rt(del, "/whitelist/records", h.deleteRules(chat.Whitelist)),
+		rt(put, "/whitelist/records/{ruleId}", h.updateRule(chat.Whitelist)),
+		// Reactions.
+		rt(get, "/reactions", h.queryReactors),
+		rt(post, "/reactions", h.addReaction),
+		rt(del, "/reactions", h.removeReaction),
+		rt(get, "/reactions/messages/most", h.mostReacted),
+		// Webhooks.
+		rt(post, "/webhooks", h.createWebhook),
+		rt(get, "/webhooks", h.listWebhooks),
+		rt(del, "/webhooks/{webhookId}", h.deleteWebhook),
+		rt(post, "/webhooks/{webhookId}/secret", h.rotateWebhookSecret),
+		rt(get, "/webhooks/{webhookId}/deliveries", h.listDeliveries),
+		rt(post, "/webhooks/{webhookId}/deliveries/{requestId}/redeliver", h.redeliver),
+	}
+}
+
+// wrap turns an endpoint that returns an error into an http.HandlerFunc.
+func (h *handler) wrap(fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	}
+}
+
+// writeJSON writes v as the JSON response body with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"status":"error","code":500000,"message":"internal error","data":{"detail":[]}}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// successBody is the response of actions with nothing to return.
+type successBody struct {
+	Success   bool    `json:"success"`
+	AddedID   *string `json:"addedId,omitempty"`
+	RemovedID *string `json:"removedId,omitempty"`
+}
+
+func writeSuccess(w http.ResponseWriter) error {
+	writeJSON(w, http.StatusOK, successBody{Success: true})
+	return nil
+}
+
+// decode reads the parameters of a JSON or form request.
+func (h *handler) decode(w http.ResponseWriter, r *http.Request) (*params, error) {
+	return decodeRequest(w, r, h.cfg.MaxBodyBytes)
+}
+
+// pathParam returns the URL-decoded path parameter name. chi matches on
+// the escaped path when the request has one (r.URL.RawPath), so ids that
+// contain '/' or '%' arrive escaped and are decoded here.
+func pathParam(r *http.Request, name string) (string, error) {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v, nil
+	}
+	s, err := url.PathUnescape(v)
+	if err != nil {
+		return "", badRequest(name, "malformed URL escape in the path")
+	}
+	return s, nil
+}
+
+// actor returns the user id the acting admin acts as.
+func actor(r *http.Request) string {
+	if a := AdminFrom(r.Context()); a != nil {
+		return a.UserID
+	}
+	return ""
+}
+
+type ctxKey int
+
+const (
+	adminKey ctxKey = iota
+	requestIDKey
+	writerKey
+)
+
+// serverWriter returns the ResponseWriter the requestID middleware
+// received (normally the server's own), for http.MaxBytesReader: only the
+// server's writer learns that a body was too large and closes the
+// connection instead of draining the rest of an oversized upload.
+func serverWriter(r *http.Request, w http.ResponseWriter) http.ResponseWriter {
+	if sw, ok := r.Context().Value(writerKey).(http.ResponseWriter); ok {
+		return sw
+	}
+	return w
+}
+
+// AdminFrom returns the admin account that authenticated the request, or
+// nil outside an authenticated request.
+func AdminFrom(ctx context.Context) *chat.Admin {
+	a, _ := ctx.Value(adminKey).(*chat.Admin)
+	return a
+}
+
+// RequestIDFrom returns the request id of the request (also sent as the
+// X-Request-Id response header), or "" outside the handler.
+func RequestIDFrom(ctx context.Context) string {
+	s, _ := ctx.Value(requestIDKey).(string)
+	return s
+}
+
+// requestID gives every request an id: the incoming X-Request-Id when it
+// is a sane token (1-64 characters of A-Z a-z 0-9 . _ -), else a new one.
+// The id is echoed in the X-Request-Id response header.
+func (h *handler) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !saneRequestID(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), writerKey, w)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func saneRequestID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// statusWriter records the status and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// accessLog logs one line per request when Config.AccessLog is set.
+func (h *handler) accessLog(next http.Handler) http.Handler {
+	if !h.cfg.AccessLog {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "httpapi: request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", sw.status), slog.Int64("bytes", sw.bytes),
+			slog.Duration("duration", time.Since(start)),
+			slog.String("requestId", RequestIDFrom(r.Context())))
+	})
+}
+
+// recoverPanic turns a panic in an endpoint into a logged 500000.
+func (h *handler) recoverPanic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.log.Error("httpapi: panic", "requestId", RequestIDFrom(r.Context()),
+				"method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			if sw.status == 0 {
+				h.writeError(sw, r, chat.Errorf(chat.CodeInternal, "panic"))
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// auth authenticates the bearer token and puts the admin in the context.
+func (h *handler) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			h.writeError(w, r, chat.Errorf(chat.CodeUnauthorized, "missing access token: send the header Authorization: Bearer <token>"))
+			return
+		}
+		a, err := h.svc.Authenticate(r.Context(), token)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), adminKey, a)))
+	})
+}
+
+// bearer extracts the token of an Authorization: Bearer header (the scheme
+// is case-insensitive).
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	h.writeError(w, r, chat.Errorf(chat.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+}
+
+// methodNotAllowed answers 405 with the Allow header of the path.
+func (h *handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	path := ""
+	if rctx := chi.RouteContext(r.Context()); rctx != nil {
+		path = rctx.RoutePath
+	}
+	if path == "" {
+		path = r.URL.RawPath
+		if path == "" {
+			path = r.URL.Path
+		}
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		if h.mux.Match(chi.NewRouteContext(), m, path) {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+	}
+	err := chat.Errorf(chat.CodeBadRequest, "method %s is not allowed on %s", r.Method, r.URL.Path)
+	err.Detail = []any{map[string]any{"allow": allow}}
+	h.writeErrorStatus(w, r, http.StatusMethodNotAllowed, err)
+}
+
+// writeErrorStatus writes a 4xx error body with an explicit status (405
+// carries code 400000, which the table maps to 400).
+func (h *handler) writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, e *chat.Error) {
+	detail := e.Detail
+	if detail == nil {
+		detail = []any{}
+	}
+	writeJSON(w, status, errorBody{Status: "error", Code: e.Code, Message: e.Error(), Data: errorData{Detail: detail}})
+}
+
+// hasPathParam reports whether the matched route has the path parameter.
+func hasPathParam(r *http.Request, name string) bool {
+	rctx := chi.RouteContext(r.Context())
+	return rctx != nil && slices.Contains(rctx.URLParams.Keys, name)
+}
+
+// reply writes v with status 200, or returns err.
+func (h *handler) reply(w http.ResponseWriter, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	normalize(v)
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// done writes {"success":true}, or returns err.
+func (h *handler) done(w http.ResponseWriter, err error) error {
+	if err != nil {
+		return err
+	}
+	return writeSuccess(w)
+}
+
+// normalize makes every array and object field of a response present
+// ([] or {} instead of null), as CONTRACT section 2 requires. The Service
+// already does it for channels and messages; user, role and webhook
+// results can carry nil slices and maps from the store.
+func normalize(v any) {
+	switch x := v.(type) {
+	case *chat.UserList:
+		for i := range x.Users {
+			u := &x.Users[i]
+			if u.Roles == nil {
+				u.Roles = []string{}
+			}
+			if u.Metadata == nil {
+				u.Metadata = map[string]any{}
+			}
+			if u.Hashflag.Hash == nil {
+				u.Hashflag.Hash = []uint32{}
+			}
+		}
+	case *chat.RoleList:
+		for i := range x.Roles {
+			if x.Roles[i].Permissions == nil {
+				x.Roles[i].Permissions = []string{}
+			}
+		}
+	case *chat.WebhookList:
+		for i := range x.Webhooks {
+			if x.Webhooks[i].Events == nil {
+				x.Webhooks[i].Events = []string{}
+			}
+		}
+	}
+}

@@ -1,0 +1,28 @@
+package httpapi_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/store/sqlite"
+)
+
+func sqliteStore(t *testing.T) chat.Store {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "chat.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestAPISQLite runs the black-box suite against the SQLite store.
+func TestAPISQLite(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the SQLite run is skipped in -short mode")
+	}
+	runSuite(t, sqliteStore)
+}

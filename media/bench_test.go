@@ -1,0 +1,65 @@
+package media
+
+import (
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/chatengine/chat/media/internal/testimg"
+)
+
+var (
+	photo12Once sync.Once
+	photo12     []byte
+)
+
+// photo12MP returns a deterministic 4000x3000 photo-like JPEG (quality 92,
+// 4:2:0, EXIF orientation 6, about 3 MB), generated once per test binary.
+func photo12MP() []byte {
+	photo12Once.Do(func() { photo12 = testimg.PhotoJPEG(4000, 3000, 1, 92, 6) })
+	return photo12
+}
+
+// BenchmarkProcess12MP measures producing small, medium and large from a
+// 12-megapixel photo, as the API does for every upload. The sub-benchmarks
+// compare the JPEG shrink-on-load fast path with a full-size decode, and
+// show the cost of also producing the full rendition.
+func BenchmarkProcess12MP(b *testing.B) {
+	in := photo12MP()
+	for _, bc := range []struct {
+		name   string
+		shrink bool
+		opt    Options
+	}{
+		{"shrink-on-load", true, Options{}},
+		{"full-decode", false, Options{}},
+		{"keep-full", true, Options{KeepFull: true}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			shrinkOnLoad = bc.shrink
+			defer func() { shrinkOnLoad = true }()
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ProcessBytes(in, bc.opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkProcessSmallPNG measures a typical small upload with
+// transparency, which goes through the NRGBA path and PNG encoding.
+func BenchmarkProcessSmallPNG(b *testing.B) {
+	in, err := os.ReadFile("testdata/alpha.png")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ProcessBytes(in, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package media
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"sync"
+)
+
+// Default limits and settings, used when the corresponding Options field is
+// zero.
+const (
+	// DefaultMaxPixels is the largest width×height accepted by default.
+	DefaultMaxPixels = 50_000_000
+	// DefaultMaxBytes is the largest input accepted by default (50 MiB).
+	DefaultMaxBytes = 50 << 20
+	// DefaultJPEGQuality is the JPEG quality used by default: 85, a common
+	// choice for photographs on the web, whose artefacts are hard to see at
+	// normal viewing size.
+	DefaultJPEGQuality = 85
+)
+
+// Options controls Process. The zero value is ready to use.
+type Options struct {
+	// MaxPixels is the largest accepted width×height of the input image.
+	// It is checked against the image header, before any pixel is decoded.
+	// Zero means DefaultMaxPixels (50 million).
+	MaxPixels int64
+	// MaxBytes is the largest accepted size of the encoded input in bytes.
+	// Process reads at most one byte more than this. Zero means
+	// DefaultMaxBytes (50 MiB).
+	MaxBytes int64
+	// KeepFull also produces the "full" rendition, re-encoded (and so
+	// stripped of metadata) at the original, EXIF-oriented dimensions.
+	KeepFull bool
+	// JPEGQuality is the quality, 1 to 100, of JPEG renditions. Zero means
+	// DefaultJPEGQuality (85); values outside 1..100 are clamped.
+	JPEGQuality int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxPixels <= 0 {
+		o.MaxPixels = DefaultMaxPixels
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.JPEGQuality == 0 {
+		o.JPEGQuality = DefaultJPEGQuality
+	}
+	o.JPEGQuality = min(max(o.JPEGQuality, 1), 100)
+	return o
+}
+
+// Size is a named rendition size: the image is scaled to fit within
+// Max×Max pixels (Max is the longest side), never upscaled.
+type Size struct {
+	Name string
+	Max  int
+}
+
+// Sizes lists the bounded renditions from smallest to largest: small fits in
+// 160 px, medium in 600 px and large in 1500 px on the longest side. The
+// renditions of a Result come in this order, followed by "full" when
+// Options.KeepFull is set. Treat it as read-only.
+var Sizes = []Size{
+	{Name: "small", Max: 160},
+	{Name: "medium", Max: 600},
+	{Name: "large", Max: 1500},
+}
+
+// FullName is the name of the rendition at the original dimensions.
+const FullName = "full"
+
+// Rendition is one encoded output image.
+type Rendition struct {
+	// Name is "small", "medium", "large" or "full".
+	Name string
+	// ContentType is "image/jpeg", or "image/png" when the image has any
+	// pixel that is not fully opaque.
+	ContentType string
+	// Width and Height are the rendition's pixel dimensions.
+	Width, Height int
+	// Data is the encoded image, without any metadata.
+	Data []byte
+}
+
+// Result is the outcome of processing one image.
+type Result struct {
+	// SourceMIME is the detected type of the input: "image/jpeg",
+	// "image/png", "image/gif" or "image/webp".
+	SourceMIME string
+	// Width and Height are the original dimensions after EXIF orientation
+	// (a portrait photo stored sideways reports its portrait size).
+	Width, Height int
+	// Renditions are small, medium and large, then full if requested.
+	Renditions []Rendition
+}
+
+// Rendition returns the rendition with the given name, or nil.
+func (r *Result) Rendition(name string) *Rendition {
+	for i := range r.Renditions {
+		if r.Renditions[i].Name == name {
+			return &r.Renditions[i]
+		}
+	}
+	return nil
+}
+
+var (
+	// ErrNotImage means the input is not a decodable JPEG, PNG, GIF or WebP
+	// image (HTTP callers answer 415). Truncated and corrupt images are
+	// reported with this error too.
+	ErrNotImage = errors.New("media: not a supported image (JPEG, PNG, GIF or WebP)")
+	// ErrTooLarge means the input exceeds Options.MaxBytes, or its header
+	// declares more than Options.MaxPixels pixels (HTTP callers answer 413).
+	// The pixel limit is enforced before any pixel data is decoded.
+	ErrTooLarge = errors.New("media: image too large")
+)
+
+// shrinkOnLoad enables decoding large JPEGs at reduced size. Benchmarks
+// turn it off to measure what it saves.
+var shrinkOnLoad = true
+
+// inputPool recycles the buffers Process reads its input into.
+var inputPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// Process reads an image from r (at most opt.MaxBytes bytes) and produces its
+// renditions. See ProcessBytes.
+func Process(r io.Reader, opt Options) (*Result, error) {
+	opt = opt.withDefaults()
+	buf := inputPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		// Do not keep very large buffers alive in the pool.
+		if buf.Cap() <= 64<<20 {
+			inputPool.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(io.LimitReader(r, opt.MaxBytes+1)); err != nil {
+		return nil, fmt.Errorf("media: reading input: %w", err)
+	}
+	if int64(buf.Len()) > opt.MaxBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, opt.MaxBytes)
+	}
+	// The renditions never alias the input, so the buffer can be reused.
+	return ProcessBytes(buf.Bytes(), opt)
+}
+
+// ProcessBytes decodes the image in b and produces its renditions: small,
+// medium and large (and full if opt.KeepFull), EXIF-oriented and re-encoded
+// without metadata. It returns an error wrapping ErrNotImage or ErrTooLarge
+// for unsupported or oversized input. It is safe for concurrent use and does
+// not retain b.
+func ProcessBytes(b []byte, opt Options) (*Result, error) {
+	opt = opt.withDefaults()
+	if int64(len(b)) > opt.MaxBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, opt.MaxBytes)
+	}
+	mime, ok := Sniff(b)
+	if !ok {
+		return nil, ErrNotImage
+	}
+	cfg, err := decodeConfig(mime, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotImage, err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return nil, fmt.Errorf("%w: empty image", ErrNotImage)
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > opt.MaxPixels {
+		return nil, fmt.Errorf("%w: %dx%d is more than %d pixels", ErrTooLarge, cfg.Width, cfg.Height, opt.MaxPixels)
+	}
+	orient := orientation(mime, b)
+
+	// The largest rendition decides how much detail the decoder must keep.
+	need := Sizes[len(Sizes)-1].Max
+	if opt.KeepFull || !shrinkOnLoad {
+		need = 0
+	}
+	img, err := decode(mime, b, cfg, need)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotImage, err)
+	}
+	return render(img, cfg.Width, cfg.Height, orient, mime, opt)
+}
+
+// fit returns the dimensions of a w×h image scaled to fit within max×max,
+// keeping its aspect ratio; images that already fit are not enlarged.
+func fit(w, h, limit int) (int, int) {
+	if w <= limit && h <= limit {
+		return w, h
+	}
+	if w >= h {
+		return limit, max(1, int(float64(h)*float64(limit)/float64(w)+0.5))
+	}
+	return max(1, int(float64(w)*float64(limit)/float64(h)+0.5)), limit
+}
+
+// dims returns the width and height of img.
+func dims(img image.Image) (int, int) {
+	b := img.Bounds()
+	return b.Dx(), b.Dy()
+}

@@ -1,0 +1,717 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// MessageList is the response of message reads and writes, with the
+// authors side-loaded.
+type MessageList struct {
+	Messages []Message `json:"messages"`
+	Users    []User    `json:"users"`
+	Paging   *Paging   `json:"paging,omitempty"`
+}
+
+// CreateMessage is the input of Service.CreateMessage.
+type CreateMessage struct {
+	ChannelID string
+	Type      string // "text" or "custom"
+	Data      map[string]any
+	Tags      []string
+	ParentID  string
+}
+
+func presentMessage(m *Message) {
+	if m.Data == nil {
+		m.Data = map[string]any{}
+	}
+	if m.Tags == nil {
+		m.Tags = []string{}
+	}
+	if m.Reactions == nil {
+		m.Reactions = map[string]int{}
+	}
+	if m.Hashflag.Hash == nil {
+		m.Hashflag.Hash = []uint32{}
+	}
+}
+
+func (s *Service) messageList(ctx context.Context, tx Tx, ms []*Message) (*MessageList, error) {
+	out := &MessageList{Messages: make([]Message, 0, len(ms))}
+	ids := make([]string, 0, len(ms))
+	for _, m := range ms {
+		presentMessage(m)
+		out.Messages = append(out.Messages, *m)
+		ids = append(ids, m.UserID)
+	}
+	us, err := tx.GetUsers(ctx, dedupe(ids))
+	if err != nil {
+		return nil, err
+	}
+	out.Users = userValues(us)
+	return out, nil
+}
+
+// stringsOf collects the string values of a JSON-like value.
+func stringsOf(v any, out []string) []string {
+	switch x := v.(type) {
+	case string:
+		return append(out, x)
+	case map[string]any:
+		for _, e := range x {
+			out = stringsOf(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			out = stringsOf(e, out)
+		}
+	}
+	return out
+}
+
+// validateMessage checks type and data and returns the texts the rules
+// apply to.
+func (s *Service) validateMessage(in *CreateMessage) ([]string, error) {
+	if err := s.checkID("channelId", in.ChannelID); err != nil {
+		return nil, err
+	}
+	if in.ParentID != "" {
+		if err := s.checkID("parentId", in.ParentID); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if in.Tags, err = s.checkTags("tags", in.Tags); err != nil {
+		return nil, err
+	}
+	switch in.Type {
+	case MessageTypeText:
+		if in.Data == nil {
+			return nil, invalid("data", "is required")
+		}
+		t, ok := in.Data["text"].(string)
+		if !ok {
+			return nil, invalid("data.text", "is required and must be a string")
+		}
+		if n := utf8.RuneCountInString(t); n == 0 || n > s.lim.MaxTextChars {
+			return nil, invalid("data.text", "must be 1-%d characters", s.lim.MaxTextChars)
+		}
+		if !utf8.ValidString(t) {
+			return nil, invalid("data.text", "must be valid UTF-8")
+		}
+		if len(in.Data) > 1 {
+			if err := s.checkObject("data", in.Data, s.lim.MaxCustomDataBytes); err != nil {
+				return nil, err
+			}
+			return stringsOf(in.Data, nil), nil
+		}
+		return []string{t}, nil
+	case MessageTypeCustom:
+		if in.Data == nil {
+			return nil, invalid("data", "is required")
+		}
+		if err := s.checkObject("data", in.Data, s.lim.MaxCustomDataBytes); err != nil {
+			return nil, err
+		}
+		return stringsOf(in.Data, nil), nil
+	case "":
+		return nil, invalid("type", "is required (text or custom)")
+	}
+	return nil, invalid("type", "must be text or custom")
+}
+
+// postContext is what the message rules found for an author in a channel.
+type postContext struct {
+	author  *User
+	channel *Channel
+	parent  *Message
+}
+
+// checkPost applies the message rules: author not globally banned, channel
+// open, author not banned there, member (unless admin), channel and member
+// not muted (unless admin or exempt), parent a live message of the same
+// channel, and the blacklist and whitelist on texts.
+func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, parentID string, texts []string) (*postContext, error) {
+	now := s.Now()
+	author, err := tx.GetUser(ctx, actorID)
+	if ErrorCode(err) == CodeNotFound {
+		var us []*User
+		us, err = tx.EnsureUsers(ctx, []string{actorID}, now.Time)
+		if err == nil {
+			author = us[0]
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if author.IsGlobalBan {
+		return nil, Errorf(CodeGlobalBanned, "user %s is globally banned", quote(actorID))
+	}
+	c, err := openChannel(ctx, tx, channelID)
+	if err != nil {
+		return nil, err
+	}
+	perms, admin, err := s.permissions(ctx, tx, author)
+	if err != nil {
+		return nil, err
+	}
+	cu, err := tx.GetChannelUser(ctx, channelID, actorID)
+	if err != nil && ErrorCode(err) != CodeNotFound {
+		return nil, err
+	}
+	if cu != nil && cu.Membership == MembershipBanned {
+		return nil, Errorf(CodeUserBanned, "user %s is banned from channel %s", quote(actorID), quote(channelID))
+	}
+	isMember := cu != nil && cu.Membership == MembershipMember
+	if !admin && !isMember {
+		return nil, Errorf(CodePermissionDenied, "user %s is not a member of channel %s", quote(actorID), quote(channelID))
+	}
+	if !admin && !perms[PermExemptFromMute] {
+		if c.MuteTimeout != nil && c.MuteTimeout.After(now.Time) {
+			return nil, Errorf(CodeChannelMuted, "channel %s is muted", quote(channelID))
+		}
+		if isMember && cu.MuteTimeout != nil && cu.MuteTimeout.After(now.Time) {
+			return nil, Errorf(CodeUserMuted, "user %s is muted in channel %s", quote(actorID), quote(channelID))
+		}
+	}
+	pc := &postContext{author: author, channel: c}
+	if parentID != "" {
+		p, err := tx.GetMessage(ctx, parentID)
+		if err != nil && ErrorCode(err) != CodeNotFound {
+			return nil, err
+		}
+		if p == nil || p.IsDeleted || p.ChannelID != channelID {
+			return nil, invalid("parentId", "must be a live message of channel %s", quote(channelID))
+		}
+		pc.parent = p
+	}
+	if len(texts) > 0 {
+		rs, err := s.ruleSetTx(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if err := rs.checkTexts(texts, perms); err != nil {
+			return nil, err
+		}
+	}
+	return pc, nil
+}
+
+// insertMessage allocates the channel segment and stores m with its blobs
+// and the message.didCreate event.
+func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *postContext, m *Message, blobs []*Blob) (*MessageList, error) {
+	now := s.Now()
+	c, err := tx.NextSegment(ctx, m.ChannelID, now.Time)
+	if err != nil {
+		return nil, err
+	}
+	if c.IsClosed {
+		return nil, Errorf(CodeForbidden, "channel %s is closed", quote(m.ChannelID))
+	}
+	m.ChannelSegment = c.MessageCount
+	m.CreatedAt, m.UpdatedAt = now, now
+	if err := tx.CreateMessage(ctx, m); err != nil {
+		return nil, err
+	}
+	for _, b := range blobs {
+		b.MessageID, b.ChannelID, b.CreatedAt = m.MessageID, m.ChannelID, now
+		if err := tx.PutBlob(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	presentMessage(m)
+	presentUser(pc.author)
+	out := &MessageList{Messages: []Message{*m}, Users: []User{*pc.author}}
+	ev.add(EventMessageDidCreate, MessageEventData{Messages: out.Messages, Users: out.Users})
+	return out, nil
+}
+
+// CreateMessage posts a text or custom message (a comment when ParentID is
+// set) as the acting admin's user. Emits message.didCreate. Errors:
+// CodeBadRequest (validation; parent not a live message of the channel),
+// CodeNotFound (channel), CodeForbidden (closed), CodePermissionDenied (not
+// a member and not an admin), CodeChannelMuted, CodeUserMuted,
+// CodeUserBanned, CodeGlobalBanned, CodeBlacklisted, CodeLinkNotAllowed.
+func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMessage) (*MessageList, error) {
+	texts, err := s.validateMessage(&in)
+	if err != nil {
+		return nil, err
+	}
+	var out *MessageList
+	err = s.update(ctx, func(tx Tx, ev *events) error {
+		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts)
+		if err != nil {
+			return err
+		}
+		m := &Message{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
+			Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}
+		out, err = s.insertMessage(ctx, tx, ev, pc, m, nil)
+		return err
+	})
+	return out, err
+}
+
+// CheckPost reports whether the acting admin's user may post to the
+// channel now (same rules as CreateMessage, without text rules). Upload
+// handlers call it before processing a large upload.
+func (s *Service) CheckPost(ctx context.Context, actorID, channelID, parentID string) error {
+	if err := s.checkID("channelId", channelID); err != nil {
+		return err
+	}
+	return s.view(ctx, func(tx Tx) error {
+		_, err := s.checkPost(ctx, tx, actorID, channelID, parentID, nil)
+		if ErrorCode(err) == CodeNotFound && strings.HasPrefix(err.Error(), "user ") {
+			return nil // the author is created on first post
+		}
+		return err
+	})
+}
+
+// ImageRendition is one processed size of an image message.
+type ImageRendition struct {
+	Name        string // small, medium, large or full
+	ContentType string
+	Width       int
+	Height      int
+	Data        []byte
+}
+
+// CreateImage is the input of Service.CreateImageMessage. The renditions
+// come from package media (the Service does no image processing).
+type CreateImage struct {
+	ChannelID  string
+	Caption    string
+	Tags       []string
+	ParentID   string
+	FileName   string
+	MimeType   string // of the upload
+	Width      int    // of the oriented original
+	Height     int
+	Renditions []ImageRendition
+}
+
+// CreateFile is the input of Service.CreateFileMessage.
+type CreateFile struct {
+	ChannelID string
+	Tags      []string
+	ParentID  string
+	FileName  string
+	MimeType  string
+	Data      []byte
+}
+
+// SafeFileName reduces a client-supplied file name to its last path
+// element without control characters, quotes or separators (default
+// "file").
+func SafeFileName(name string) string {
+	name = strings.ReplaceAll(name, "\\", "/")
+	name = path.Base(name)
+	var b strings.Builder
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == '"' || r == '/' || r == ';' || (r >= 0x80 && r < 0xa0) || r == '\u202e' {
+			continue
+		}
+		b.WriteRune(r)
+	}
+	out := strings.TrimSpace(b.String())
+	if out == "" || out == "." || out == ".." {
+		out = "file"
+	}
+	if len(out) > 255 {
+		ext := path.Ext(out)
+		if len(ext) > 16 {
+			ext = ""
+		}
+		out = strings.ToValidUTF8(out[:255-len(ext)], "") + ext
+	}
+	return out
+}
+
+// CreateImageMessage posts an image message (type "image") whose data is
+// {caption, fileId, fileName, mimeType, width, height, sizes}. The caption
+// goes through the blacklist and whitelist. Emits message.didCreate.
+// Errors: as CreateMessage.
+func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in CreateImage) (*MessageList, error) {
+	base := CreateMessage{ChannelID: in.ChannelID, Type: MessageTypeCustom, Data: map[string]any{}, Tags: in.Tags, ParentID: in.ParentID}
+	if _, err := s.validateMessage(&base); err != nil {
+		return nil, err
+	}
+	if n := utf8.RuneCountInString(in.Caption); n > s.lim.MaxTextChars || !utf8.ValidString(in.Caption) {
+		return nil, invalid("caption", "must be at most %d characters of UTF-8", s.lim.MaxTextChars)
+	}
+	if len(in.Renditions) == 0 {
+		return nil, invalid("file", "no image renditions")
+	}
+	fileID := s.newID()
+	sizes := make([]any, 0, len(in.Renditions))
+	blobs := make([]*Blob, 0, len(in.Renditions))
+	for _, r := range in.Renditions {
+		sizes = append(sizes, map[string]any{"size": r.Name, "width": r.Width, "height": r.Height, "mimeType": r.ContentType, "fileSize": len(r.Data)})
+		blobs = append(blobs, &Blob{Name: r.Name, ContentType: r.ContentType, Data: r.Data})
+	}
+	data := map[string]any{"caption": in.Caption, "fileId": fileID, "fileName": SafeFileName(in.FileName),
+		"mimeType": in.MimeType, "width": in.Width, "height": in.Height, "sizes": sizes}
+	var texts []string
+	if in.Caption != "" {
+		texts = []string{in.Caption}
+	}
+	var out *MessageList
+	err := s.update(ctx, func(tx Tx, ev *events) error {
+		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts)
+		if err != nil {
+			return err
+		}
+		m := &Message{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
+			Data: jsonRoundTrip(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}
+		out, err = s.insertMessage(ctx, tx, ev, pc, m, blobs)
+		return err
+	})
+	return out, err
+}
+
+// CreateFileMessage posts a file message (type "file") whose data is
+// {fileId, fileName, mimeType, size}; the bytes are stored unchanged.
+// Emits message.didCreate. Errors: as CreateMessage, and CodeTooLarge.
+func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in CreateFile) (*MessageList, error) {
+	base := CreateMessage{ChannelID: in.ChannelID, Type: MessageTypeCustom, Data: map[string]any{}, Tags: in.Tags, ParentID: in.ParentID}
+	if _, err := s.validateMessage(&base); err != nil {
+		return nil, err
+	}
+	if int64(len(in.Data)) > s.lim.MaxFileBytes {
+		return nil, Errorf(CodeTooLarge, "file is larger than %d bytes", s.lim.MaxFileBytes)
+	}
+	mt := in.MimeType
+	if mt == "" || len(mt) > 255 || hasControl(mt) {
+		mt = "application/octet-stream"
+	}
+	name := SafeFileName(in.FileName)
+	data := map[string]any{"fileId": s.newID(), "fileName": name, "mimeType": mt, "size": len(in.Data)}
+	var out *MessageList
+	err := s.update(ctx, func(tx Tx, ev *events) error {
+		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil)
+		if err != nil {
+			return err
+		}
+		m := &Message{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
+			Data: jsonRoundTrip(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}
+		out, err = s.insertMessage(ctx, tx, ev, pc, m, []*Blob{{Name: "file", ContentType: mt, Data: in.Data}})
+		return err
+	})
+	return out, err
+}
+
+// jsonRoundTrip normalizes a value to what JSON decoding produces (numbers
+// as float64), so stored and returned data look alike in every store.
+func jsonRoundTrip(v map[string]any) map[string]any {
+	var out map[string]any
+	_ = json.Unmarshal(mustJSON(v), &out)
+	return out
+}
+
+// GetMessage reads one message (deleted ones too). Errors: CodeBadRequest,
+// CodeNotFound.
+func (s *Service) GetMessage(ctx context.Context, messageID string) (*MessageList, error) {
+	if err := s.checkID("messageId", messageID); err != nil {
+		return nil, err
+	}
+	var out *MessageList
+	err := s.view(ctx, func(tx Tx) error {
+		m, err := tx.GetMessage(ctx, messageID)
+		if err != nil {
+			return notFound(err, "message", messageID)
+		}
+		out, err = s.messageList(ctx, tx, []*Message{m})
+		return err
+	})
+	return out, err
+}
+
+// GetMessageBlob returns the bytes of a file message (name "file") or of
+// an image rendition (small, medium, large, full) with the message. A
+// deleted message, a message of another type or a rendition that was not
+// kept is CodeNotFound.
+func (s *Service) GetMessageBlob(ctx context.Context, messageID, name string) (*Blob, *Message, error) {
+	if err := s.checkID("messageId", messageID); err != nil {
+		return nil, nil, err
+	}
+	var b *Blob
+	var m *Message
+	err := s.view(ctx, func(tx Tx) error {
+		var err error
+		m, err = tx.GetMessage(ctx, messageID)
+		if err != nil {
+			return notFound(err, "message", messageID)
+		}
+		want := MessageTypeImage
+		if name == "file" {
+			want = MessageTypeFile
+		}
+		if m.IsDeleted || m.Type != want {
+			return Errorf(CodeNotFound, "message %s has no %s", quote(messageID), name)
+		}
+		b, err = tx.GetBlob(ctx, messageID, name)
+		if ErrorCode(err) == CodeNotFound {
+			return Errorf(CodeNotFound, "message %s has no %s", quote(messageID), name)
+		}
+		return err
+	})
+	return b, m, err
+}
+
+// MessageQuery selects messages of a channel in channelSegment order.
+// After and Before are exclusive segment bounds; First is the count after
+// (or the oldest n alone), Last the count before (or the newest n alone);
+// with neither the newest page comes back. ParentID selects a message's
+// comments; FilterByParentID keeps messages without a parent. Deleted
+// messages only with IncludeDeleted. Token continues a query.
+type MessageQuery struct {
+	ChannelID        string
+	ParentID         string
+	FilterByParentID bool
+	Tags             []string
+	ExcludeTags      []string
+	IncludeDeleted   bool
+	After            *int64
+	Before           *int64
+	First            int
+	Last             int
+	Token            string
+}
+
+// QueryMessages lists messages, ascending by channelSegment, with paging
+// tokens toward older (previous) and newer (next) messages. Errors:
+// CodeBadRequest (validation, bad token), CodeNotFound (channel).
+func (s *Service) QueryMessages(ctx context.Context, q MessageQuery) (*MessageList, error) {
+	if err := s.checkID("channelId", q.ChannelID); err != nil {
+		return nil, err
+	}
+	if q.ParentID != "" {
+		if err := s.checkID("parentId", q.ParentID); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.checkFilterTags("tags", q.Tags); err != nil {
+		return nil, err
+	}
+	if err := s.checkFilterTags("excludeTags", q.ExcludeTags); err != nil {
+		return nil, err
+	}
+	if q.First < 0 || q.First > s.lim.MaxPage {
+		return nil, invalid("options.first", "must be 0-%d", s.lim.MaxPage)
+	}
+	if q.Last < 0 || q.Last > s.lim.MaxPage {
+		return nil, invalid("options.last", "must be 0-%d", s.lim.MaxPage)
+	}
+	if q.After != nil && *q.After < 0 {
+		return nil, invalid("options.after", "must not be negative")
+	}
+	if q.Before != nil && *q.Before < 0 {
+		return nil, invalid("options.before", "must not be negative")
+	}
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
+	}
+	qh := queryHash(q.ChannelID, q.ParentID, flag(q.FilterByParentID), joinList(q.Tags), joinList(q.ExcludeTags), flag(q.IncludeDeleted))
+	f := MessageFilter{ChannelID: q.ChannelID, ParentID: q.ParentID, TopLevel: q.FilterByParentID && q.ParentID == "",
+		Tags: q.Tags, ExcludeTags: q.ExcludeTags, IncludeDeleted: q.IncludeDeleted}
+	limit := s.lim.DefaultMessagePage
+	if q.Token != "" {
+		tok, err := s.decodeToken("options.token", q.Token, "messages", qh)
+		if err != nil {
+			return nil, err
+		}
+		if tok.L > 0 && tok.L <= s.lim.MaxPage {
+			limit = tok.L
+		}
+		if tok.D == "n" {
+			f.AfterSegment = tok.S
+		} else {
+			f.BeforeSegment = tok.S
+			f.Descending = true
+		}
+	} else {
+		if q.After != nil {
+			f.AfterSegment = *q.After
+		}
+		if q.Before != nil {
+			f.BeforeSegment = *q.Before
+		}
+		switch {
+		case q.First > 0:
+			limit = q.First
+		case q.Last > 0:
+			limit = q.Last
+			f.Descending = true
+		case q.After != nil:
+		default:
+			f.Descending = true // newest n
+		}
+	}
+	f.Limit = limit + 1
+	var out *MessageList
+	err := s.view(ctx, func(tx Tx) error {
+		if _, err := tx.GetChannel(ctx, q.ChannelID); err != nil {
+			return notFound(err, "channel", q.ChannelID)
+		}
+		ms, err := tx.QueryMessages(ctx, f)
+		if err != nil {
+			return err
+		}
+		more := len(ms) > limit
+		if more {
+			ms = ms[:limit]
+		}
+		if f.Descending {
+			reverse(ms)
+		}
+		if out, err = s.messageList(ctx, tx, ms); err != nil {
+			return err
+		}
+		out.Paging = &Paging{}
+		if len(ms) == 0 {
+			return nil
+		}
+		first, last := ms[0].ChannelSegment, ms[len(ms)-1].ChannelSegment
+		// Older messages exist when the descending fetch had more, or when
+		// one lies before the first row.
+		hasOlder, hasNewer := false, false
+		if f.Descending {
+			hasOlder = more
+		} else if more {
+			hasNewer = true
+		}
+		exists := func(g MessageFilter) (bool, error) {
+			g.Limit = 1
+			r, err := tx.QueryMessages(ctx, g)
+			return len(r) > 0, err
+		}
+		if !f.Descending && !hasOlder {
+			g := f
+			g.AfterSegment, g.BeforeSegment, g.Descending = 0, first, true
+			if hasOlder, err = exists(g); err != nil {
+				return err
+			}
+		}
+		if f.Descending && !hasNewer {
+			g := f
+			g.AfterSegment, g.BeforeSegment, g.Descending = last, 0, false
+			if hasNewer, err = exists(g); err != nil {
+				return err
+			}
+		}
+		if hasNewer {
+			out.Paging.Next = s.encodeToken(pageToken{K: "messages", Q: qh, D: "n", S: last, L: limit})
+		}
+		if hasOlder {
+			out.Paging.Previous = s.encodeToken(pageToken{K: "messages", Q: qh, D: "p", S: first, L: limit})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteMessage soft-deletes a message: isDeleted true, data {}, files
+// purged, segment kept. Idempotent. Emits message.didDelete the first time.
+// Errors: CodeBadRequest, CodeNotFound.
+func (s *Service) DeleteMessage(ctx context.Context, actorID, messageID string) error {
+	if err := s.checkID("messageId", messageID); err != nil {
+		return err
+	}
+	now := s.Now()
+	return s.update(ctx, func(tx Tx, ev *events) error {
+		m, err := tx.GetMessage(ctx, messageID)
+		if err != nil {
+			return notFound(err, "message", messageID)
+		}
+		if m.IsDeleted {
+			return nil
+		}
+		m.IsDeleted = true
+		m.Data = map[string]any{}
+		m.UpdatedAt = now
+		if err := tx.UpdateMessage(ctx, m); err != nil {
+			return err
+		}
+		if err := tx.DeleteBlobs(ctx, messageID); err != nil {
+			return err
+		}
+		out, err := s.messageList(ctx, tx, []*Message{m})
+		if err != nil {
+			return err
+		}
+		ev.add(EventMessageDidDelete, MessageEventData{Messages: out.Messages, Users: out.Users})
+		return nil
+	})
+}
+
+// FlagMessage records that the acting admin's user flagged a message (one
+// flag per flagger). Emits message.didFlag when new. Errors:
+// CodeBadRequest, CodeNotFound (absent or deleted).
+func (s *Service) FlagMessage(ctx context.Context, actorID, messageID string) (*MessageList, error) {
+	if err := s.checkID("messageId", messageID); err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	var out *MessageList
+	err := s.update(ctx, func(tx Tx, ev *events) error {
+		m, err := tx.GetMessage(ctx, messageID)
+		if err != nil {
+			return notFound(err, "message", messageID)
+		}
+		if m.IsDeleted {
+			return Errorf(CodeNotFound, "message %s is deleted", quote(messageID))
+		}
+		added, err := tx.AddFlag(ctx, FlagTargetMessage, messageID, actorID, now.Time)
+		if err != nil {
+			return err
+		}
+		if added {
+			m.FlagCount++
+			m.Hashflag = bloomAdd(m.Hashflag, actorID)
+			m.UpdatedAt = now
+			if err := tx.UpdateMessage(ctx, m); err != nil {
+				return err
+			}
+		}
+		if out, err = s.messageList(ctx, tx, []*Message{m}); err != nil {
+			return err
+		}
+		if added {
+			ev.add(EventMessageDidFlag, MessageEventData{Messages: out.Messages, Users: out.Users, FlaggerID: actorID})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ClearMessageFlags removes every flag of a message. Errors:
+// CodeBadRequest, CodeNotFound.
+func (s *Service) ClearMessageFlags(ctx context.Context, actorID, messageID string) error {
+	if err := s.checkID("messageId", messageID); err != nil {
+		return err
+	}
+	now := s.Now()
+	return s.update(ctx, func(tx Tx, _ *events) error {
+		m, err := tx.GetMessage(ctx, messageID)
+		if err != nil {
+			return notFound(err, "message", messageID)
+		}
+		if err := tx.ClearFlags(ctx, FlagTargetMessage, messageID); err != nil {
+			return err
+		}
+		if m.FlagCount == 0 {
+			return nil
+		}
+		m.FlagCount = 0
+		m.Hashflag = Hashflag{Hash: []uint32{}}
+		m.UpdatedAt = now
+		return tx.UpdateMessage(ctx, m)
+	})
+}

@@ -1,0 +1,75 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// events collects the events of one transaction; flushEvents turns them
+// into outbox deliveries in the same transaction.
+type events struct {
+	list     []pendingEvent
+	enqueued int
+}
+
+type pendingEvent struct {
+	name string
+	data any
+}
+
+func (e *events) add(name string, data any) { e.list = append(e.list, pendingEvent{name, data}) }
+
+type hookCache struct {
+	version int64
+	hooks   []*Webhook
+}
+
+func (s *Service) webhooksTx(ctx context.Context, tx Tx) ([]*Webhook, error) {
+	v, err := tx.WebhooksVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c := s.hooks.Load(); c != nil && c.version == v {
+		return c.hooks, nil
+	}
+	hs, err := tx.ListWebhooks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.hooks.Store(&hookCache{version: v, hooks: hs})
+	return hs, nil
+}
+
+func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
+	if len(ev.list) == 0 {
+		return nil
+	}
+	hooks, err := s.webhooksTx(ctx, tx)
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	now := s.Now()
+	var ds []*Delivery
+	for _, pe := range ev.list {
+		var data json.RawMessage
+		for _, h := range hooks {
+			if !h.Admits(pe.name) {
+				continue
+			}
+			if data == nil {
+				data = mustJSON(pe.data)
+			}
+			id := s.newID()
+			body := mustJSON(Envelope{RequestID: id, WebhookID: h.WebhookID, Event: pe.name, Data: data})
+			ds = append(ds, &Delivery{
+				RequestID: id, WebhookID: h.WebhookID, Event: pe.name, Body: body,
+				State: DeliveryPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now,
+			})
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	ev.enqueued = len(ds)
+	return tx.EnqueueDeliveries(ctx, ds)
+}

@@ -1,0 +1,94 @@
+package chat
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+)
+
+// Paging carries the tokens of the next and previous pages; a key is
+// absent at that end.
+type Paging struct {
+	Next     string `json:"next,omitempty"`
+	Previous string `json:"previous,omitempty"`
+}
+
+// pageToken is the signed content of a paging token. Q binds the token to
+// the query that made it (a hash of its filter fields), K names the kind of
+// listing, D the direction ("n" next, "p" previous) and the rest is the
+// keyset position.
+type pageToken struct {
+	K  string `json:"k"`
+	Q  string `json:"q"`
+	D  string `json:"d"`
+	T  int64  `json:"t,omitempty"` // time in unix ms
+	ID string `json:"i,omitempty"` // id tie-breaker
+	S  int64  `json:"s,omitempty"` // segment
+	L  int    `json:"l,omitempty"` // page size of the original query
+}
+
+// queryHash returns a short hash of the query's filter fields.
+func queryHash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
+}
+
+func joinList(v []string) string { return strings.Join(v, "\x1f") }
+
+func (s *Service) encodeToken(t pageToken) string {
+	body, _ := json.Marshal(t)
+	mac := hmac.New(sha256.New, s.pkey)
+	mac.Write(body)
+	sum := mac.Sum(nil)[:16]
+	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(sum)
+}
+
+// decodeToken verifies and decodes a token made for the same kind and
+// query. A forged, altered or foreign token is CodeBadRequest.
+func (s *Service) decodeToken(field, tok, kind, q string) (*pageToken, error) {
+	bad := invalid(field, "invalid or expired paging token")
+	if len(tok) > 1024 {
+		return nil, bad
+	}
+	i := strings.IndexByte(tok, '.')
+	if i < 0 {
+		return nil, bad
+	}
+	body, err1 := base64.RawURLEncoding.DecodeString(tok[:i])
+	sum, err2 := base64.RawURLEncoding.DecodeString(tok[i+1:])
+	if err1 != nil || err2 != nil {
+		return nil, bad
+	}
+	mac := hmac.New(sha256.New, s.pkey)
+	mac.Write(body)
+	if !hmac.Equal(mac.Sum(nil)[:16], sum) {
+		return nil, bad
+	}
+	var t pageToken
+	if err := json.Unmarshal(body, &t); err != nil {
+		return nil, bad
+	}
+	if t.K != kind || t.Q != q || (t.D != "n" && t.D != "p") {
+		return nil, invalid(field, "paging token belongs to another query")
+	}
+	return &t, nil
+}
+
+func (s *Service) pageSize(field string, limit, def int) (int, error) {
+	if limit < 0 {
+		return 0, invalid(field, "must not be negative")
+	}
+	if limit == 0 {
+		return def, nil
+	}
+	if limit > s.lim.MaxPage {
+		return 0, invalid(field, "must be at most %d", s.lim.MaxPage)
+	}
+	return limit, nil
+}

@@ -1,0 +1,319 @@
+package chat
+
+import (
+	"context"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// ruleSet is the compiled blacklist and whitelist at one RulesVersion.
+type ruleSet struct {
+	version  int64
+	words    *wordMatcher
+	regexes  []*blackRegex
+	regexIDs []string
+	white    []*whiteRule
+}
+
+// ruleSetTx returns the compiled rules, recompiling when the store's
+// RulesVersion moved (another process may have changed them).
+func (s *Service) ruleSetTx(ctx context.Context, tx Tx) (*ruleSet, error) {
+	v, err := tx.RulesVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rs := s.rules.Load(); rs != nil && rs.version == v {
+		return rs, nil
+	}
+	s.rulesM.Lock()
+	defer s.rulesM.Unlock()
+	if rs := s.rules.Load(); rs != nil && rs.version == v {
+		return rs, nil
+	}
+	black, err := tx.ListRules(ctx, Blacklist, nil)
+	if err != nil {
+		return nil, err
+	}
+	white, err := tx.ListRules(ctx, Whitelist, nil)
+	if err != nil {
+		return nil, err
+	}
+	rs := &ruleSet{version: v}
+	var words, wids []string
+	var exact []bool
+	for _, r := range black {
+		if isPlainPattern(r.RuleID) {
+			words = append(words, lowerText(r.RuleID))
+			exact = append(exact, r.IsMatchExactWord)
+			wids = append(wids, r.RuleID)
+			continue
+		}
+		re, err := compileBlacklistRegex(r.RuleID, r.IsMatchExactWord)
+		if err != nil {
+			s.log.Warn("chat: skipping invalid stored blacklist rule", "rule", r.RuleID, "err", err)
+			continue
+		}
+		rs.regexes = append(rs.regexes, re)
+		rs.regexIDs = append(rs.regexIDs, r.RuleID)
+	}
+	rs.words = newWordMatcher(words, exact, wids)
+	for _, r := range white {
+		w, err := compileWhiteRule(r.RuleID)
+		if err != nil {
+			s.log.Warn("chat: skipping invalid stored whitelist rule", "rule", r.RuleID, "err", err)
+			continue
+		}
+		rs.white = append(rs.white, w)
+	}
+	s.rules.Store(rs)
+	return rs, nil
+}
+
+// blacklisted returns the id of a blacklist rule matching text, or "".
+func (rs *ruleSet) blacklisted(text string) string {
+	if text == "" {
+		return ""
+	}
+	lower := lowerText(text)
+	if i := rs.words.find(lower); i >= 0 {
+		return rs.words.ruleIDs[i]
+	}
+	for i, re := range rs.regexes {
+		if re.match(text, lower) {
+			return rs.regexIDs[i]
+		}
+	}
+	return ""
+}
+
+// disallowedLink returns the first link in text that no whitelist entry
+// allows, or "" (always "" when the whitelist is empty).
+func (rs *ruleSet) disallowedLink(text string) string {
+	if len(rs.white) == 0 || !strings.Contains(text, ".") {
+		return ""
+	}
+	for _, l := range findLinks(text) {
+		ok := false
+		for _, w := range rs.white {
+			if w.allows(l) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return l.raw
+		}
+	}
+	return ""
+}
+
+// checkTexts applies the blacklist and whitelist to texts for an author
+// with the given permissions.
+func (rs *ruleSet) checkTexts(texts []string, perms map[string]bool) error {
+	for _, t := range texts {
+		if !perms[PermExemptFromBlacklist] {
+			if id := rs.blacklisted(t); id != "" {
+				return &Error{Code: CodeBlacklisted, Message: "text contains a blacklisted word (rule " + quote(id) + ")", Detail: []any{map[string]string{"ruleId": id}}}
+			}
+		}
+		if !perms[PermExemptFromWhitelist] {
+			if l := rs.disallowedLink(t); l != "" {
+				return &Error{Code: CodeLinkNotAllowed, Message: "link not allowed by the whitelist: " + quote(l), Detail: []any{map[string]string{"url": l}}}
+			}
+		}
+	}
+	return nil
+}
+
+func quote(s string) string { return "\"" + s + "\"" }
+
+// RuleList results.
+
+// RuleRecords is the response of the blacklist and whitelist endpoints.
+type RuleRecords struct {
+	Records []Rule `json:"records"`
+}
+
+func (s *Service) validatePattern(list RuleList, field, p string) error {
+	if p == "" || len(p) > s.lim.MaxPatternBytes {
+		return invalid(field, "must be 1-%d bytes", s.lim.MaxPatternBytes)
+	}
+	if hasControl(p) {
+		return invalid(field, "must not contain control characters")
+	}
+	if list == Blacklist {
+		if _, err := regexp.Compile(p); err != nil {
+			return &Error{Code: CodeInvalidRegex, Message: "invalid regular expression " + quote(p) + ": " + err.Error(), Detail: []any{map[string]string{"ruleId": p}}}
+		}
+		return nil
+	}
+	if _, err := compileWhiteRule(p); err != nil {
+		return &Error{Code: CodeInvalidRegex, Message: "invalid whitelist entry " + quote(p) + ": " + err.Error(), Detail: []any{map[string]string{"ruleId": p}}}
+	}
+	return nil
+}
+
+func (s *Service) checkPatterns(list RuleList, field string, ps []string) error {
+	if len(ps) == 0 {
+		return invalid(field, "is required")
+	}
+	if len(ps) > s.lim.MaxIDsPerRequest {
+		return invalid(field, "at most %d entries", s.lim.MaxIDsPerRequest)
+	}
+	for _, p := range ps {
+		if err := s.validatePattern(list, field, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// QueryRules returns the records of a list ordered by id; with ids only
+// those that exist. Errors: none beyond the store's.
+func (s *Service) QueryRules(ctx context.Context, list RuleList, ids []string) (*RuleRecords, error) {
+	if err := checkList(list); err != nil {
+		return nil, err
+	}
+	out := &RuleRecords{Records: []Rule{}}
+	err := s.view(ctx, func(tx Tx) error {
+		rs, err := tx.ListRules(ctx, list, nonEmpty(ids))
+		for _, r := range rs {
+			out.Records = append(out.Records, *r)
+		}
+		return err
+	})
+	return out, err
+}
+
+func checkList(list RuleList) error {
+	if list != Blacklist && list != Whitelist {
+		return invalid("list", "must be blacklist or whitelist")
+	}
+	return nil
+}
+
+// AddRules adds patterns to a list; an existing entry is updated (its
+// isMatchExactWord replaced). exact applies to the blacklist only.
+// Errors: CodeBadRequest (empty or oversized pattern), CodeInvalidRegex
+// (nothing is stored when any pattern is invalid).
+func (s *Service) AddRules(ctx context.Context, list RuleList, patterns []string, exact bool) (*RuleRecords, error) {
+	if err := checkList(list); err != nil {
+		return nil, err
+	}
+	if err := s.checkPatterns(list, "regexs", patterns); err != nil {
+		return nil, err
+	}
+	if list == Whitelist {
+		exact = false
+	}
+	now := s.Now()
+	out := &RuleRecords{Records: []Rule{}}
+	seen := map[string]bool{}
+	err := s.update(ctx, func(tx Tx, _ *events) error {
+		out.Records = out.Records[:0]
+		for _, p := range patterns {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			r := &Rule{List: list, RuleID: p, IsMatchExactWord: exact, CreatedAt: now, UpdatedAt: now}
+			if err := tx.PutRule(ctx, r); err != nil {
+				return err
+			}
+		}
+		rs, err := tx.ListRules(ctx, list, dedupe(patterns))
+		for _, r := range rs {
+			out.Records = append(out.Records, *r)
+		}
+		return err
+	})
+	clear(seen)
+	return out, err
+}
+
+// DeleteRules deletes entries by id; absent ids are ignored.
+// Errors: CodeBadRequest when ruleIds is empty.
+func (s *Service) DeleteRules(ctx context.Context, list RuleList, ids []string) error {
+	if err := checkList(list); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return invalid("ruleIds", "is required")
+	}
+	if len(ids) > s.lim.MaxIDsPerRequest {
+		return invalid("ruleIds", "at most %d entries", s.lim.MaxIDsPerRequest)
+	}
+	return s.update(ctx, func(tx Tx, _ *events) error {
+		_, err := tx.DeleteRules(ctx, list, ids)
+		return err
+	})
+}
+
+// UpdateRule renames the entry oldID to newID and sets isMatchExactWord
+// (blacklist). Errors: CodeNotFound (oldID absent), CodeConflict (newID
+// exists), CodeInvalidRegex, CodeBadRequest.
+func (s *Service) UpdateRule(ctx context.Context, list RuleList, oldID, newID string, exact bool) (*RuleRecords, error) {
+	if err := checkList(list); err != nil {
+		return nil, err
+	}
+	if oldID == "" {
+		return nil, invalid("ruleId", "path ruleId is required")
+	}
+	if err := s.validatePattern(list, "ruleId", newID); err != nil {
+		return nil, err
+	}
+	if list == Whitelist {
+		exact = false
+	}
+	now := s.Now()
+	out := &RuleRecords{}
+	err := s.update(ctx, func(tx Tx, _ *events) error {
+		r := &Rule{List: list, RuleID: newID, IsMatchExactWord: exact, UpdatedAt: now, CreatedAt: now}
+		if err := tx.RenameRule(ctx, list, oldID, r); err != nil {
+			if ErrorCode(err) == CodeNotFound {
+				return Errorf(CodeNotFound, "%s entry %s not found", list, quote(oldID))
+			}
+			if ErrorCode(err) == CodeConflict {
+				return Errorf(CodeConflict, "%s entry %s already exists", list, quote(newID))
+			}
+			return err
+		}
+		rs, err := tx.ListRules(ctx, list, []string{newID})
+		out.Records = make([]Rule, 0, len(rs))
+		for _, r := range rs {
+			out.Records = append(out.Records, *r)
+		}
+		return err
+	})
+	return out, err
+}
+
+func nonEmpty(ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	return ids
+}
+
+func dedupe(ids []string) []string {
+	seen := make(map[string]struct{}, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if _, ok := seen[id]; ok {
+			continue
+		}
+		seen[id] = struct{}{}
+		out = append(out, id)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,351 @@
+package chat
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the persistence port of the engine. Every read and write happens
+// inside a transaction: Update runs fn in a read-write transaction that
+// commits when fn returns nil and rolls back otherwise (nothing fn wrote is
+// visible afterwards); View runs fn in a read-only transaction. A Tx must not
+// be used after fn returns. Adapters return *Error values with CodeNotFound,
+// CodeConflict or CodeUnavailable for the matching driver errors.
+//
+// Adapters: store/memory, store/sqlite, store/postgres. Each passes the
+// conformance suite in store/storetest.
+type Store interface {
+	Update(ctx context.Context, fn func(tx Tx) error) error
+	View(ctx context.Context, fn func(tx Tx) error) error
+	Close() error
+}
+
+// OutboxWatcher is implemented by stores that can signal, without polling,
+// that deliveries were committed to the outbox. Each call returns a new
+// channel (buffer 1) that receives a value after every commit that inserted
+// or rescheduled deliveries (signals may be coalesced), and is closed when ctx
+// is done. The Postgres adapter signals across processes with LISTEN/NOTIFY.
+type OutboxWatcher interface {
+	WatchOutbox(ctx context.Context) (<-chan struct{}, error)
+}
+
+// Tx is one transaction: the union of the per-area stores.
+type Tx interface {
+	ChannelStore
+	MessageStore
+	UserStore
+	RoleStore
+	RuleStore
+	ReactionStore
+	FlagStore
+	AdminStore
+	WebhookStore
+	OutboxStore
+	BlobStore
+	MetaStore
+}
+
+// ChannelCursor is a keyset position in the newest-first channel order
+// (CreatedAt descending, then ChannelID descending).
+type ChannelCursor struct {
+	CreatedAt time.Time
+	ChannelID string
+}
+
+// ChannelFilter selects channels. Results are newest first (CreatedAt
+// descending, ChannelID descending). With After set, only channels strictly
+// after that position in this order; with Before set, only channels strictly
+// before it, returned in reverse (oldest first) order so that a caller can
+// page backwards. Offset rows are skipped first; Limit > 0 bounds the count.
+type ChannelFilter struct {
+	MemberOf      string   // only channels this user is a member of
+	NotMemberOf   string   // only channels this user is not a member of
+	Tags          []string // channels having any of these tags
+	ExcludeTags   []string // channels having none of these tags
+	IncludeClosed bool
+	After         *ChannelCursor
+	Before        *ChannelCursor
+	Offset        int
+	Limit         int
+}
+
+// ChannelStore persists channels and memberships.
+type ChannelStore interface {
+	// CreateChannel inserts c. A channel with the same id, closed or not,
+	// is CodeConflict.
+	CreateChannel(ctx context.Context, c *Channel) error
+	// GetChannel returns the channel or CodeNotFound.
+	GetChannel(ctx context.Context, channelID string) (*Channel, error)
+	// GetChannels returns the channels that exist among ids, in no order.
+	GetChannels(ctx context.Context, ids []string) ([]*Channel, error)
+	// UpdateChannel replaces the mutable fields of the channel (displayName,
+	// metadata, tags, muteTimeout, lastActivity, updatedAt, isClosed) by
+	// channel id; CodeNotFound if absent. Counters are not written.
+	UpdateChannel(ctx context.Context, c *Channel) error
+	// NextSegment increments the channel's messageCount, sets lastActivity
+	// and updatedAt to now, and returns the updated channel. Concurrent
+	// callers get distinct, gapless values. CodeNotFound if absent.
+	NextSegment(ctx context.Context, channelID string, now time.Time) (*Channel, error)
+	// QueryChannels returns the channels matching f (see ChannelFilter).
+	QueryChannels(ctx context.Context, f ChannelFilter) ([]*Channel, error)
+
+	// GetChannelUser returns the relation of the user to the channel or
+	// CodeNotFound when there is none.
+	GetChannelUser(ctx context.Context, channelID, userID string) (*ChannelUser, error)
+	// GetChannelUsers returns the relations of the given users (all of the
+	// channel's relations when userIDs is nil), ordered by user id.
+	GetChannelUsers(ctx context.Context, channelID string, userIDs []string) ([]*ChannelUser, error)
+	// ListMemberships returns the relations of one user to the given
+	// channels.
+	ListMemberships(ctx context.Context, userID string, channelIDs []string) ([]*ChannelUser, error)
+	// PutChannelUser inserts or replaces a relation and keeps the channel's
+	// memberCount equal to the number of relations with membership
+	// "member".
+	PutChannelUser(ctx context.Context, cu *ChannelUser) error
+	// DeleteChannelUser removes a relation (no-op when absent) and keeps
+	// memberCount in step.
+	DeleteChannelUser(ctx context.Context, channelID, userID string) error
+	// DeleteChannelUsers removes every relation of the channel and sets
+	// its memberCount to 0.
+	DeleteChannelUsers(ctx context.Context, channelID string) error
+}
+
+// MessageFilter selects messages of one channel in channelSegment order.
+// ParentID selects comments of that message; TopLevel only messages
+// without a parent. AfterSegment and BeforeSegment are exclusive bounds
+// (0 = unbounded). Descending returns the highest segments first. Limit > 0
+// bounds the count.
+type MessageFilter struct {
+	ChannelID      string
+	ParentID       string
+	TopLevel       bool
+	Tags           []string // any of these tags
+	ExcludeTags    []string // none of these tags
+	IncludeDeleted bool
+	AfterSegment   int64
+	BeforeSegment  int64
+	Descending     bool
+	Limit          int
+}
+
+// MessageStore persists messages.
+type MessageStore interface {
+	// CreateMessage inserts m; CodeConflict when its id or its
+	// (channelId, channelSegment) exists. When m.ParentID is set the parent's
+	// childrenNumber is incremented.
+	CreateMessage(ctx context.Context, m *Message) error
+	// GetMessage returns the message (deleted ones too) or CodeNotFound.
+	GetMessage(ctx context.Context, messageID string) (*Message, error)
+	// GetMessages returns the messages that exist among ids, in no order.
+	GetMessages(ctx context.Context, ids []string) ([]*Message, error)
+	// UpdateMessage replaces data, tags, isDeleted, editedAt, updatedAt,
+	// flagCount and hashflag by message id; CodeNotFound if absent.
+	UpdateMessage(ctx context.Context, m *Message) error
+	// QueryMessages returns the messages matching f.
+	QueryMessages(ctx context.Context, f MessageFilter) ([]*Message, error)
+	// SoftDeleteMessages marks every live message of the channel (of one
+	// author when userID is not empty) deleted with data {} and updatedAt
+	// now, and returns their ids.
+	SoftDeleteMessages(ctx context.Context, channelID, userID string, now time.Time) ([]string, error)
+	// SoftDeleteUserMessages does the same for one author in every channel.
+	SoftDeleteUserMessages(ctx context.Context, userID string, now time.Time) ([]string, error)
+}
+
+// UserCursor is a keyset position in the user order (UserID ascending).
+type UserCursor struct{ UserID string }
+
+// UserFilter selects users ordered by UserID ascending. Search matches a
+// case-insensitive prefix of the displayName or of the userId. Flagged
+// keeps users with flagCount > 0. After/Before work as in ChannelFilter
+// (Before returns descending order).
+type UserFilter struct {
+	Search  string
+	Flagged bool
+	After   *UserCursor
+	Before  *UserCursor
+	Limit   int
+}
+
+// UserStore persists users.
+type UserStore interface {
+	// CreateUser inserts u; CodeConflict if the id exists.
+	CreateUser(ctx context.Context, u *User) error
+	// EnsureUsers creates the users among ids that do not exist (with
+	// displayName = userId, createdAt = updatedAt = now) and returns all of
+	// them in the order of ids.
+	EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*User, error)
+	// GetUser returns the user or CodeNotFound.
+	GetUser(ctx context.Context, userID string) (*User, error)
+	// GetUsers returns the users that exist among ids, in the order of ids.
+	GetUsers(ctx context.Context, ids []string) ([]*User, error)
+	// UpdateUser replaces displayName, roles, metadata, flagCount,
+	// hashflag, isGlobalBan and updatedAt; CodeNotFound if absent.
+	UpdateUser(ctx context.Context, u *User) error
+	// QueryUsers returns the users matching f.
+	QueryUsers(ctx context.Context, f UserFilter) ([]*User, error)
+}
+
+// RoleStore persists roles.
+type RoleStore interface {
+	// PutRole inserts or replaces a role (createdAt of an existing role is
+	// kept).
+	PutRole(ctx context.Context, r *Role) error
+	// GetRoles returns the roles that exist among ids.
+	GetRoles(ctx context.Context, ids []string) ([]*Role, error)
+	// ListRoles returns roles ordered by id, those whose id contains
+	// filter (case-insensitive) when filter is not empty.
+	ListRoles(ctx context.Context, filter string) ([]*Role, error)
+}
+
+// RuleStore persists blacklist and whitelist records.
+type RuleStore interface {
+	// PutRule inserts or replaces a rule (createdAt of an existing rule is
+	// kept).
+	PutRule(ctx context.Context, r *Rule) error
+	// ListRules returns the rules of a list ordered by id; with ids only
+	// those.
+	ListRules(ctx context.Context, list RuleList, ids []string) ([]*Rule, error)
+	// DeleteRules deletes the rules among ids and returns how many existed.
+	DeleteRules(ctx context.Context, list RuleList, ids []string) (int, error)
+	// RenameRule changes a rule's id and isMatchExactWord; CodeNotFound if
+	// oldID is absent, CodeConflict if newID exists (and differs).
+	RenameRule(ctx context.Context, list RuleList, oldID string, r *Rule) error
+	// RulesVersion returns a number that changes whenever a rule changes
+	// (in any process sharing the store), so rule caches can be refreshed.
+	RulesVersion(ctx context.Context) (int64, error)
+}
+
+// ReactionCursor is a keyset position in the newest-first reactor order
+// (CreatedAt descending, ReactionID descending).
+type ReactionCursor struct {
+	CreatedAt  time.Time
+	ReactionID string
+}
+
+// ReactionFilter selects reactions to one message newest first; After,
+// Before, Offset and Limit work as in ChannelFilter.
+type ReactionFilter struct {
+	MessageID    string
+	ReactionName string
+	After        *ReactionCursor
+	Before       *ReactionCursor
+	Offset       int
+	Limit        int
+}
+
+// ReactionStore persists reactions and keeps the message counters
+// (reactions, reactionsCount) in step within the same transaction.
+type ReactionStore interface {
+	// AddReaction inserts r unless the same (userId, referenceId,
+	// reactionName) exists; it returns the stored reaction and whether it
+	// was inserted.
+	AddReaction(ctx context.Context, r *Reaction) (*Reaction, bool, error)
+	// RemoveReaction deletes the (userId, messageId, name) reaction and
+	// returns it, or CodeNotFound.
+	RemoveReaction(ctx context.Context, userID, messageID, name string) (*Reaction, error)
+	// QueryReactions returns reactions matching f.
+	QueryReactions(ctx context.Context, f ReactionFilter) ([]*Reaction, error)
+	// MostReacted returns live messages with at least one reaction of name
+	// (in channelID when not empty) ordered by that reaction's count
+	// descending, then createdAt descending, then messageId descending.
+	MostReacted(ctx context.Context, name, channelID string, limit int) ([]*Message, error)
+}
+
+// FlagStore records who flagged what, one flag per flagger.
+type FlagStore interface {
+	// AddFlag records that userID flagged target (kind FlagTargetUser or
+	// FlagTargetMessage) and reports whether it is new.
+	AddFlag(ctx context.Context, kind, targetID, userID string, now time.Time) (bool, error)
+	// ClearFlags deletes every flag of the target.
+	ClearFlags(ctx context.Context, kind, targetID string) error
+}
+
+// AdminStore persists admin accounts.
+type AdminStore interface {
+	// CreateAdmin inserts a; CodeConflict if the name exists.
+	CreateAdmin(ctx context.Context, a *Admin) error
+	// GetAdminByTokenHash returns the admin (revoked ones too) or
+	// CodeNotFound.
+	GetAdminByTokenHash(ctx context.Context, hash []byte) (*Admin, error)
+	// ListAdmins returns every admin ordered by name.
+	ListAdmins(ctx context.Context) ([]*Admin, error)
+	// RevokeAdmin sets revokedAt (kept if already set); CodeNotFound if
+	// absent.
+	RevokeAdmin(ctx context.Context, name string, now time.Time) error
+}
+
+// WebhookStore persists webhook registrations.
+type WebhookStore interface {
+	// CreateWebhook inserts w (with its secret); CodeConflict if the id
+	// exists.
+	CreateWebhook(ctx context.Context, w *Webhook) error
+	// GetWebhook returns the webhook with its secret, or CodeNotFound.
+	GetWebhook(ctx context.Context, webhookID string) (*Webhook, error)
+	// ListWebhooks returns every webhook, with secrets, ordered by
+	// createdAt then id.
+	ListWebhooks(ctx context.Context) ([]*Webhook, error)
+	// UpdateWebhook replaces url, events, secret, isDisabled,
+	// disabledReason and updatedAt; CodeNotFound if absent.
+	UpdateWebhook(ctx context.Context, w *Webhook) error
+	// DeleteWebhook deletes the webhook and its pending deliveries;
+	// CodeNotFound if absent.
+	DeleteWebhook(ctx context.Context, webhookID string) error
+	// WebhooksVersion returns a number that changes whenever a webhook
+	// changes, so caches can be refreshed.
+	WebhooksVersion(ctx context.Context) (int64, error)
+}
+
+// OutboxStore is the webhook outbox.
+type OutboxStore interface {
+	// EnqueueDeliveries inserts pending deliveries; CodeConflict if a
+	// requestId exists.
+	EnqueueDeliveries(ctx context.Context, ds []*Delivery) error
+	// ClaimDeliveries leases up to limit pending deliveries whose
+	// nextAttemptAt <= now and whose lease is absent or expired, ordered by
+	// nextAttemptAt, setting leaseOwner = owner and leaseUntil = now + lease.
+	// Two concurrent claims never return the same delivery while its lease
+	// lasts (Postgres: FOR UPDATE SKIP LOCKED).
+	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*Delivery, error)
+	// FinishDelivery records an attempt and moves the delivery to state
+	// (delivered, failed, or pending again at nextAttemptAt), clearing the
+	// lease. It returns CodeConflict when the delivery is no longer leased
+	// by owner (the lease expired and another dispatcher took it).
+	FinishDelivery(ctx context.Context, owner string, a *DeliveryAttempt, state string, nextAttemptAt time.Time) error
+	// GetDelivery returns one delivery or CodeNotFound.
+	GetDelivery(ctx context.Context, requestID string) (*Delivery, error)
+	// ListDeliveries returns a webhook's deliveries newest first (createdAt
+	// then requestId descending), those created before the cursor
+	// delivery when beforeRequestID is not empty.
+	ListDeliveries(ctx context.Context, webhookID, beforeRequestID string, limit int) ([]*Delivery, error)
+	// ListAttempts returns the attempts of one delivery in order.
+	ListAttempts(ctx context.Context, requestID string) ([]*DeliveryAttempt, error)
+	// RescheduleDelivery sets a delivery pending at nextAttemptAt with no
+	// lease (used by redeliver and when a webhook is re-enabled);
+	// CodeNotFound if absent.
+	RescheduleDelivery(ctx context.Context, requestID string, nextAttemptAt time.Time) error
+	// NextDeliveryAt returns the earliest nextAttemptAt of pending
+	// deliveries, or ok=false when there are none.
+	NextDeliveryAt(ctx context.Context) (t time.Time, ok bool, err error)
+}
+
+// BlobStore persists file and image bytes.
+type BlobStore interface {
+	// PutBlob inserts or replaces a blob by (messageId, name).
+	PutBlob(ctx context.Context, b *Blob) error
+	// GetBlob returns a blob or CodeNotFound.
+	GetBlob(ctx context.Context, messageID, name string) (*Blob, error)
+	// DeleteBlobs deletes every blob of the message.
+	DeleteBlobs(ctx context.Context, messageID string) error
+	// DeleteChannelBlobs deletes every blob of the channel's messages.
+	DeleteChannelBlobs(ctx context.Context, channelID string) error
+}
+
+// MetaStore is a small key-value table for engine settings (for example
+// the paging-token key shared by every process).
+type MetaStore interface {
+	// GetMeta returns the value or CodeNotFound.
+	GetMeta(ctx context.Context, key string) (string, error)
+	// PutMetaIfAbsent stores value unless key exists and returns the value
+	// that is stored afterwards.
+	PutMetaIfAbsent(ctx context.Context, key, value string) (string, error)
+}

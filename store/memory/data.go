@@ -1,0 +1,282 @@
+package memory
+
+import (
+	"cmp"
+	"slices"
+
+	chat "github.com/chatengine/chat"
+)
+
+// data is everything the store holds, with its indexes. Every pointer in it
+// points at a value owned by the store; values are replaced, never edited in
+// place, except through replace (which snapshots for undo).
+type data struct {
+	// Channels, and every channel in (CreatedAt, ChannelID) ascending order;
+	// queries walk chanOrder from the end for newest first.
+	channels  map[string]*chat.Channel
+	chanOrder []*chat.Channel
+
+	// Relations by channel and by user (the same pointers in both).
+	members   map[string]map[string]*chat.ChannelUser // channelID -> userID
+	userChans map[string]map[string]*chat.ChannelUser // userID -> channelID
+
+	// Messages by id; per channel in segment order (all, and top-level
+	// only); comments per parent in segment order; per author in creation
+	// order.
+	msgs     map[string]*chat.Message
+	chanMsgs map[string]*chanMsgs
+	children map[string]*msgList
+	byAuthor map[string]*[]*chat.Message
+
+	// Users by id, and their ids in ascending order.
+	users     map[string]*chat.User
+	userOrder []string
+
+	roles        map[string]*chat.Role
+	rules        map[chat.RuleList]map[string]*chat.Rule
+	rulesVersion int64
+
+	// Reactions by (user, message, name) and by id; per message in
+	// (CreatedAt, ReactionID) ascending order; per name the messages that
+	// have a positive count of it.
+	reactions  map[reactKey]*chat.Reaction
+	reactIDs   map[string]reactKey
+	msgReacts  map[string]*reactList
+	reactNames map[string]map[string]*chat.Message
+
+	flags map[flagKey]map[string]chat.Time // target -> flagger -> when
+
+	admins      map[string]*chat.Admin
+	adminHashes map[string]string // token hash -> admin name
+
+	webhooks     map[string]*chat.Webhook
+	hooksVersion int64
+
+	// Outbox: deliveries by id and by webhook; pending ones in
+	// (NextAttemptAt, RequestID) order; attempts per delivery.
+	deliveries map[string]*chat.Delivery
+	hookDels   map[string]map[string]*chat.Delivery
+	pending    []*chat.Delivery
+	attempts   map[string][]*chat.DeliveryAttempt
+
+	blobs     map[string]map[string]*chat.Blob // messageID -> name
+	chanBlobs map[string]map[string]int        // channelID -> messageID -> blob count
+
+	meta map[string]string
+}
+
+type reactKey struct{ user, msg, name string }
+
+type flagKey struct{ kind, target string }
+
+type chanMsgs struct {
+	all msgList
+	top msgList
+}
+
+func newData() *data {
+	return &data{
+		channels:    map[string]*chat.Channel{},
+		members:     map[string]map[string]*chat.ChannelUser{},
+		userChans:   map[string]map[string]*chat.ChannelUser{},
+		msgs:        map[string]*chat.Message{},
+		chanMsgs:    map[string]*chanMsgs{},
+		children:    map[string]*msgList{},
+		byAuthor:    map[string]*[]*chat.Message{},
+		users:       map[string]*chat.User{},
+		roles:       map[string]*chat.Role{},
+		rules:       map[chat.RuleList]map[string]*chat.Rule{},
+		reactions:   map[reactKey]*chat.Reaction{},
+		reactIDs:    map[string]reactKey{},
+		msgReacts:   map[string]*reactList{},
+		reactNames:  map[string]map[string]*chat.Message{},
+		flags:       map[flagKey]map[string]chat.Time{},
+		admins:      map[string]*chat.Admin{},
+		adminHashes: map[string]string{},
+		webhooks:    map[string]*chat.Webhook{},
+		deliveries:  map[string]*chat.Delivery{},
+		hookDels:    map[string]map[string]*chat.Delivery{},
+		attempts:    map[string][]*chat.DeliveryAttempt{},
+		blobs:       map[string]map[string]*chat.Blob{},
+		chanBlobs:   map[string]map[string]int{},
+		meta:        map[string]string{},
+	}
+}
+
+// ---- sorted index helpers ----
+
+// sortedInsert inserts v into the sorted slice *s (cmp orders it) and
+// records the inverse. Appending at the end, the common case for
+// increasing keys, costs O(1).
+func sortedInsert[T any](t *tx, s *[]T, v T, cmp func(a, b T) int) {
+	insertSorted(s, v, cmp)
+	t.onUndo(func() { removeSorted(s, v, cmp) })
+}
+
+// sortedRemove removes the element equal to v (by cmp) from *s, if there,
+// and records the inverse.
+func sortedRemove[T any](t *tx, s *[]T, v T, cmp func(a, b T) int) {
+	if removeSorted(s, v, cmp) {
+		t.onUndo(func() { insertSorted(s, v, cmp) })
+	}
+}
+
+func insertSorted[T any](s *[]T, v T, cmp func(a, b T) int) {
+	n := len(*s)
+	if n == 0 || cmp((*s)[n-1], v) < 0 {
+		*s = append(*s, v)
+		return
+	}
+	i, _ := slices.BinarySearchFunc(*s, v, cmp)
+	*s = slices.Insert(*s, i, v)
+}
+
+func removeSorted[T any](s *[]T, v T, cmp func(a, b T) int) bool {
+	i, ok := slices.BinarySearchFunc(*s, v, cmp)
+	if !ok {
+		return false
+	}
+	*s = slices.Delete(*s, i, i+1) // Delete zeroes the vacated tail slot
+	return true
+}
+
+// msgList is a list of messages in channelSegment order.
+type msgList []*chat.Message
+
+func cmpSeg(a, b *chat.Message) int { return cmp.Compare(a.ChannelSegment, b.ChannelSegment) }
+
+// find returns the message with segment seg, or nil.
+func (l msgList) find(seg int64) *chat.Message {
+	i, ok := slices.BinarySearchFunc(l, seg, func(m *chat.Message, s int64) int { return cmp.Compare(m.ChannelSegment, s) })
+	if !ok {
+		return nil
+	}
+	return l[i]
+}
+
+// bounds returns the index range [lo, hi) of segments strictly between
+// after and before (0 = unbounded).
+func (l msgList) bounds(after, before int64) (lo, hi int) {
+	hi = len(l)
+	if after > 0 {
+		lo, _ = slices.BinarySearchFunc(l, after+1, func(m *chat.Message, s int64) int { return cmp.Compare(m.ChannelSegment, s) })
+	}
+	if before > 0 {
+		hi, _ = slices.BinarySearchFunc(l, before, func(m *chat.Message, s int64) int { return cmp.Compare(m.ChannelSegment, s) })
+	}
+	if hi < lo {
+		hi = lo
+	}
+	return lo, hi
+}
+
+// reactList is a message's reactions in (CreatedAt, ReactionID) order.
+type reactList = []*chat.Reaction
+
+func cmpReaction(a, b *chat.Reaction) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ReactionID, b.ReactionID)
+}
+
+func cmpChannel(a, b *chat.Channel) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ChannelID, b.ChannelID)
+}
+
+func cmpDelivery(a, b *chat.Delivery) int {
+	if c := a.NextAttemptAt.Compare(b.NextAttemptAt.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.RequestID, b.RequestID)
+}
+
+// window computes which part of an ascending list a keyset query reads. pos
+// reports where an element is relative to a cursor (<0 before it, 0 at it,
+// >0 after it, in ascending order). lowCur and highCur are the cursors that
+// bound the range from below and from above (nil = unbounded); the range
+// excludes the cursors themselves.
+func window[T any](l []T, low, high func(T) int) (lo, hi int) {
+	hi = len(l)
+	if low != nil {
+		// first index whose element is > low cursor
+		lo, _ = slices.BinarySearchFunc(l, 0, func(e T, _ int) int {
+			if low(e) <= 0 {
+				return -1
+			}
+			return 1
+		})
+	}
+	if high != nil {
+		// first index whose element is >= high cursor
+		hi, _ = slices.BinarySearchFunc(l, 0, func(e T, _ int) int {
+			if high(e) < 0 {
+				return -1
+			}
+			return 1
+		})
+	}
+	if hi < lo {
+		hi = lo
+	}
+	return lo, hi
+}
+
+// walk visits l[lo:hi] ascending, or descending when desc, until visit
+// returns false.
+func walk[T any](l []T, lo, hi int, desc bool, visit func(T) bool) {
+	if desc {
+		for i := hi - 1; i >= lo; i-- {
+			if !visit(l[i]) {
+				return
+			}
+		}
+		return
+	}
+	for i := lo; i < hi; i++ {
+		if !visit(l[i]) {
+			return
+		}
+	}
+}
+
+// page applies offset and limit while collecting.
+type page struct {
+	skip  int
+	limit int
+	n     int
+}
+
+// take reports whether the next matching row is kept, and full whether the
+// page is complete afterwards.
+func (p *page) take() (keep, full bool) {
+	if p.skip > 0 {
+		p.skip--
+		return false, false
+	}
+	p.n++
+	return true, p.limit > 0 && p.n >= p.limit
+}
+
+func anyOf(have, want []string) bool {
+	for _, w := range want {
+		if slices.Contains(have, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// tagsMatch applies the any-of and none-of tag filters.
+func tagsMatch(have, anyTags, noneTags []string) bool {
+	if len(anyTags) > 0 && !anyOf(have, anyTags) {
+		return false
+	}
+	if len(noneTags) > 0 && anyOf(have, noneTags) {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,258 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lib/pq"
+	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/store/postgres"
+)
+
+// Run with:
+//
+//	CHAT_TEST_POSTGRES_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
+//		go test -run '^$' -bench . -benchtime 3s ./store/postgres/
+
+// parallel splits b.N operations over workers goroutines and reports the
+// throughput in msgs/s.
+func parallel(b *testing.B, workers int, op func(worker, i int) error) {
+	b.Helper()
+	parallelUnit(b, workers, "msgs/s", op)
+}
+
+// parallelUnit is parallel with the throughput reported in unit.
+func parallelUnit(b *testing.B, workers int, unit string, op func(worker, i int) error) {
+	b.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	b.ResetTimer()
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				if err := op(w, int(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), unit)
+}
+
+// BenchmarkCreateMessage measures creating a message (NextSegment and
+// CreateMessage in one Update, READ COMMITTED, synchronous_commit on)
+// beside the raw driver ceiling measured in the same run: a plain INSERT of
+// a similar row into a table with the same indexes, one transaction per
+// insert, through a prepared statement of database/sql with lib/pq.
+func BenchmarkCreateMessage(b *testing.B) {
+	dsn := testDSN(b)
+	schema := newSchema(b)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: schema, MaxOpenConns: 16})
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	q := pq.QuoteIdentifier(schema)
+
+	var sc string
+	require.NoError(b, s.DB().QueryRow("SHOW synchronous_commit").Scan(&sc))
+	b.Logf("synchronous_commit=%s", sc)
+
+	// The raw table: the message columns and the indexes a message row
+	// maintains (primary key, unique segment, author), but no channel row.
+	_, err = s.DB().Exec(`CREATE TABLE ` + q + `.raw_messages (LIKE ` + q + `.messages INCLUDING DEFAULTS INCLUDING INDEXES)`)
+	require.NoError(b, err)
+	raw, err := s.DB().Prepare(`INSERT INTO ` + q + `.raw_messages
+		(message_id, channel_id, user_id, type, data, tags, created_at, updated_at, channel_segment)
+		VALUES ($1, $2, $3, 'text', $4, '{}', $5, $5, $6)`)
+	require.NoError(b, err)
+	b.Cleanup(func() { raw.Close() })
+
+	for i := 0; i < 8; i++ {
+		require.NoError(b, s.Update(ctx, func(tx chat.Tx) error {
+			return tx.CreateChannel(ctx, channel("c"+strconv.Itoa(i), at(0)))
+		}))
+	}
+	var seq, rawSeq atomic.Int64
+	data := map[string]any{"text": "hello, this is a benchmark message of a typical length"}
+	dataJSON := `{"text":"hello, this is a benchmark message of a typical length"}`
+	create := func(channelID string) error {
+		n := seq.Add(1)
+		return s.Update(ctx, func(tx chat.Tx) error {
+			now := time.Now()
+			c, err := tx.NextSegment(ctx, channelID, now)
+			if err != nil {
+				return err
+			}
+			return tx.CreateMessage(ctx, &chat.Message{
+				MessageID: "m" + strconv.FormatInt(n, 10), ChannelID: channelID, UserID: "u", Type: chat.MessageTypeText,
+				Data: data, Tags: []string{}, ChannelSegment: c.MessageCount,
+				CreatedAt: chat.NewTime(now), UpdatedAt: chat.NewTime(now),
+			})
+		})
+	}
+	rawAutocommit := func(w int) error {
+		n := rawSeq.Add(1)
+		_, err := raw.ExecContext(ctx, "r"+strconv.FormatInt(n, 10), "raw"+strconv.Itoa(w), "u", dataJSON, time.Now(), n)
+		return err
+	}
+	rawTx := func(w int) error {
+		n := rawSeq.Add(1)
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.StmtContext(ctx, raw).ExecContext(ctx, "r"+strconv.FormatInt(n, 10), "raw"+strconv.Itoa(w), "u", dataJSON, time.Now(), n); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}
+
+	// The machine may be shared and its load may drift during a run, so
+	// the comparison that matters is measured interleaved: each iteration
+	// does one of each, back to back, and the time of each kind is summed
+	// separately.
+	b.Run("interleaved/1writer", func(b *testing.B) {
+		var tAuto, tTx, tStore time.Duration
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			if err := rawAutocommit(0); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if err := rawTx(0); err != nil {
+				b.Fatal(err)
+			}
+			t2 := time.Now()
+			if err := create("c0"); err != nil {
+				b.Fatal(err)
+			}
+			t3 := time.Now()
+			tAuto += t1.Sub(t0)
+			tTx += t2.Sub(t1)
+			tStore += t3.Sub(t2)
+		}
+		n := float64(b.N)
+		b.ReportMetric(float64(tAuto.Microseconds())/n, "raw-autocommit-µs/op")
+		b.ReportMetric(float64(tTx.Microseconds())/n, "raw-tx-µs/op")
+		b.ReportMetric(float64(tStore.Microseconds())/n, "store-µs/op")
+		b.ReportMetric(100*float64(tAuto)/float64(tStore), "store-%-of-autocommit")
+		b.ReportMetric(100*float64(tTx)/float64(tStore), "store-%-of-tx")
+	})
+	b.Run("interleaved/8writers", func(b *testing.B) {
+		var tAuto, tStore, nAuto, nStore atomic.Int64
+		parallel(b, 8, func(w, i int) error {
+			start := time.Now()
+			if i%2 == 0 {
+				err := rawAutocommit(w)
+				tAuto.Add(int64(time.Since(start)))
+				nAuto.Add(1)
+				return err
+			}
+			err := create("c" + strconv.Itoa(w))
+			tStore.Add(int64(time.Since(start)))
+			nStore.Add(1)
+			return err
+		})
+		if nAuto.Load() > 0 && nStore.Load() > 0 {
+			auto := float64(tAuto.Load()) / float64(nAuto.Load())
+			store := float64(tStore.Load()) / float64(nStore.Load())
+			b.ReportMetric(auto/1e3, "raw-autocommit-µs/op")
+			b.ReportMetric(store/1e3, "store-µs/op")
+		}
+	})
+	b.Run("raw-insert-autocommit/1writer", func(b *testing.B) {
+		parallel(b, 1, func(w, _ int) error { return rawAutocommit(w) })
+	})
+	b.Run("raw-insert-tx/1writer", func(b *testing.B) {
+		parallel(b, 1, func(w, _ int) error { return rawTx(w) })
+	})
+	b.Run("store/1writer", func(b *testing.B) {
+		parallel(b, 1, func(_, _ int) error { return create("c0") })
+	})
+	b.Run("raw-insert-autocommit/8writers", func(b *testing.B) {
+		parallel(b, 8, func(w, _ int) error { return rawAutocommit(w) })
+	})
+	b.Run("store/8writers-8channels", func(b *testing.B) {
+		parallel(b, 8, func(w, _ int) error { return create("c" + strconv.Itoa(w)) })
+	})
+	b.Run("store/8writers-1channel", func(b *testing.B) {
+		parallel(b, 8, func(_, _ int) error { return create("c0") })
+	})
+}
+
+// BenchmarkMessagePage reads pages of 50 messages, newest first from a
+// random position, of a channel holding 1,000,000 messages (built with one
+// INSERT ... SELECT generate_series and ANALYZE'd), each page in its own
+// View.
+func BenchmarkMessagePage(b *testing.B) {
+	dsn := testDSN(b)
+	schema := newSchema(b)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: schema, MaxOpenConns: 16})
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	q := pq.QuoteIdentifier(schema)
+	const total = 1_000_000
+	start := time.Now()
+	require.NoError(b, s.Update(ctx, func(tx chat.Tx) error {
+		c := channel("big", at(0))
+		c.MessageCount = total
+		return tx.CreateChannel(ctx, c)
+	}))
+	_, err = s.DB().Exec(`INSERT INTO ` + q + `.messages
+		(message_id, channel_id, user_id, type, data, tags, created_at, updated_at, channel_segment)
+		SELECT lpad(to_hex(g), 12, '0') || 'aaaaaaaaaaaa', 'big', 'u' || (g % 1000), 'text',
+			'{"text":"hello, this is a benchmark message of a typical length"}', '{}',
+			timestamptz '2024-01-01' + g * interval '1 second', timestamptz '2024-01-01' + g * interval '1 second', g
+		FROM generate_series(1, ` + strconv.Itoa(total) + `) g`)
+	require.NoError(b, err)
+	_, err = s.DB().Exec(`ANALYZE ` + q + `.messages`)
+	require.NoError(b, err)
+	var size string
+	require.NoError(b, s.DB().QueryRow(`SELECT pg_size_pretty(pg_total_relation_size($1))`, schema+".messages").Scan(&size))
+	b.Logf("fixture: %d messages (%s with indexes) in %s", total, size, time.Since(start).Round(time.Millisecond))
+
+	page := func(before int64) error {
+		return s.View(ctx, func(tx chat.Tx) error {
+			ms, err := tx.QueryMessages(ctx, chat.MessageFilter{ChannelID: "big", BeforeSegment: before, Descending: true, Limit: 50})
+			if err == nil && len(ms) != 50 {
+				err = fmt.Errorf("page before %d: %d messages", before, len(ms))
+			}
+			return err
+		})
+	}
+	b.Run("newest/1reader", func(b *testing.B) {
+		parallelUnit(b, 1, "pages/s", func(_, _ int) error { return page(0) })
+	})
+	b.Run("random/1reader", func(b *testing.B) {
+		parallelUnit(b, 1, "pages/s", func(_, _ int) error { return page(51 + rand.Int64N(total-51)) })
+	})
+	b.Run("random/8readers", func(b *testing.B) {
+		parallelUnit(b, 8, "pages/s", func(_, _ int) error { return page(51 + rand.Int64N(total-51)) })
+	})
+}

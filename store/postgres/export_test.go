@@ -1,0 +1,24 @@
+package postgres
+
+import (
+	"context"
+
+	chat "github.com/chatengine/chat"
+)
+
+// MessageQuery returns the schema-qualified SQL and the arguments that
+// QueryMessages runs for f.
+func (s *Store) MessageQuery(f chat.MessageFilter) (string, []any) {
+	q, args := messageQuery(f)
+	return s.stmt(q).sql, args
+}
+
+// DBErr exposes the driver error translation.
+var DBErr = dbErr
+
+// UpdateLocking runs fn once the way Update runs it after a conflict:
+// reads by id lock their rows.
+func (s *Store) UpdateLocking(ctx context.Context, fn func(chat.Tx) error) error {
+	err, _ := s.run(ctx, false, true, fn)
+	return err
+}

@@ -1,0 +1,249 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	chat "github.com/chatengine/chat"
+	"github.com/lib/pq"
+)
+
+const messageCols = `message_id, channel_id, user_id, type, data, tags, parent_id,
+	is_deleted, created_at, edited_at, updated_at, channel_segment, children_number, flag_count,
+	hashflag, reactions, reactions_count`
+
+// messageSel is what reads return: the columns and the row version.
+const messageSel = messageCols + `, version`
+
+func scanMessage(r scanner) (*chat.Message, int64, error) {
+	var (
+		m                   chat.Message
+		data, hf, reactions []byte
+		tags                pq.StringArray
+		parent              sql.NullString
+		created, updated    time.Time
+		edited              sql.NullTime
+		version             int64
+	)
+	if err := r.Scan(&m.MessageID, &m.ChannelID, &m.UserID, &m.Type, &data, &tags, &parent,
+		&m.IsDeleted, &created, &edited, &updated, &m.ChannelSegment, &m.ChildrenNumber, &m.FlagCount,
+		&hf, &reactions, &m.ReactionsCount, &version); err != nil {
+		return nil, 0, err
+	}
+	var err error
+	if m.Data, err = jsonMap(data); err != nil {
+		return nil, 0, err
+	}
+	if m.Hashflag, err = scanHashflag(hf); err != nil {
+		return nil, 0, err
+	}
+	if m.Reactions, err = scanCounts(reactions); err != nil {
+		return nil, 0, err
+	}
+	m.Tags = tagsOut(tags)
+	m.ParentID = parent.String
+	m.CreatedAt, m.UpdatedAt = ct(created), ct(updated)
+	m.EditedAt = ctp(edited)
+	return &m, version, nil
+}
+
+func (t *tx) messages(ctx context.Context, tmpl string, args ...any) ([]*chat.Message, error) {
+	var out []*chat.Message
+	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
+		m, v, err := scanMessage(r)
+		if err == nil {
+			out = append(out, m)
+			t.seen(messageKey(m.MessageID), v)
+		}
+		return err
+	})
+	return out, err
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// CreateMessage inserts the message and bumps its parent's childrenNumber in
+// one statement. ON CONFLICT DO NOTHING reports a duplicate id or segment
+// as CodeConflict without aborting the transaction.
+func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
+	data, err := jsonArg(m.Data)
+	if err != nil {
+		return err
+	}
+	var n int64
+	err = t.queryRow(ctx, `WITH ins AS (
+			INSERT INTO {s}messages (`+messageCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			ON CONFLICT DO NOTHING RETURNING parent_id
+		), parent AS (
+			UPDATE {s}messages p SET children_number = p.children_number + 1
+			FROM ins WHERE ins.parent_id IS NOT NULL AND p.message_id = ins.parent_id
+		)
+		SELECT count(*) FROM ins`, []any{
+		m.MessageID, m.ChannelID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
+		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt), m.ChannelSegment,
+		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
+	}, &n)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
+			m.MessageID, m.ChannelSegment, m.ChannelID)
+	}
+	t.wrote(messageKey(m.MessageID), 1)
+	return nil
+}
+
+func (t *tx) GetMessage(ctx context.Context, messageID string) (*chat.Message, error) {
+	ms, err := t.messages(ctx, `SELECT `+messageSel+` FROM {s}messages WHERE message_id = $1`+t.forUpdate(), messageID)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, chat.Errorf(chat.CodeNotFound, "message %q not found", messageID)
+	}
+	return ms[0], nil
+}
+
+func (t *tx) GetMessages(ctx context.Context, ids []string) ([]*chat.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ms, err := t.messages(ctx, `SELECT `+messageSel+` FROM {s}messages WHERE message_id = ANY($1::text[])
+		ORDER BY message_id`+t.forUpdate(), textArray(ids))
+	if err != nil {
+		return nil, err
+	}
+	return inIDOrder(ids, ms, func(m *chat.Message) string { return m.MessageID }, nil), nil
+}
+
+// UpdateMessage writes only when the message still has the version this
+// transaction read (when it read it); otherwise the transaction runs again.
+func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
+	data, err := jsonArg(m.Data)
+	if err != nil {
+		return err
+	}
+	key := messageKey(m.MessageID)
+	want := t.expected(key)
+	var v []int64
+	err = t.query(ctx, `UPDATE {s}messages SET data = $2, tags = $3, is_deleted = $4,
+		edited_at = $5, updated_at = $6, flag_count = $7, hashflag = $8, version = version + 1
+		WHERE message_id = $1 AND ($9::bigint IS NULL OR version = $9) RETURNING version`,
+		[]any{m.MessageID, data, tagsArg(m.Tags), m.IsDeleted, timePtrArg(m.EditedAt),
+			timeArg(m.UpdatedAt), m.FlagCount, hashflagArg(m.Hashflag), want}, scanVersion(&v))
+	if err != nil {
+		return err
+	}
+	if len(v) == 0 {
+		if want != nil {
+			found, err := t.exists(ctx, `SELECT 1 FROM {s}messages WHERE message_id = $1`, m.MessageID)
+			if err != nil {
+				return err
+			}
+			if found {
+				return t.conflict(fmt.Sprintf("message %q", m.MessageID))
+			}
+		}
+		return chat.Errorf(chat.CodeNotFound, "message %q not found", m.MessageID)
+	}
+	t.wrote(key, v[0])
+	return nil
+}
+
+// QueryMessages reads one channel's messages by the unique (channel_id,
+// channel_segment) index (a comment page by (parent_id, channel_segment)),
+// walking forwards or backwards from the bound and stopping at the limit.
+func (t *tx) QueryMessages(ctx context.Context, f chat.MessageFilter) ([]*chat.Message, error) {
+	q, args := messageQuery(f)
+	return t.messages(ctx, q, args...)
+}
+
+// messageQuery builds the SQL template and arguments of QueryMessages.
+func messageQuery(f chat.MessageFilter) (string, []any) {
+	var (
+		args  argList
+		where []string
+	)
+	if f.ChannelID != "" {
+		where = append(where, "channel_id = "+args.add(f.ChannelID))
+	}
+	if f.ParentID != "" {
+		where = append(where, "parent_id = "+args.add(f.ParentID))
+	} else if f.TopLevel {
+		where = append(where, "parent_id IS NULL")
+	}
+	if !f.IncludeDeleted {
+		where = append(where, "NOT is_deleted")
+	}
+	if f.AfterSegment > 0 {
+		where = append(where, "channel_segment > "+args.add(f.AfterSegment))
+	}
+	if f.BeforeSegment > 0 {
+		where = append(where, "channel_segment < "+args.add(f.BeforeSegment))
+	}
+	if len(f.Tags) > 0 {
+		where = append(where, "tags && "+args.add(textArray(f.Tags))+"::text[]")
+	}
+	if len(f.ExcludeTags) > 0 {
+		where = append(where, "NOT (tags && "+args.add(textArray(f.ExcludeTags))+"::text[])")
+	}
+	q := "SELECT " + messageSel + " FROM {s}messages"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	// Ordering by channel_id too lets the planner walk the unique index
+	// (channel_id, channel_segment) whichever way the page goes.
+	if f.Descending {
+		q += " ORDER BY channel_id DESC, channel_segment DESC"
+	} else {
+		q += " ORDER BY channel_id, channel_segment"
+	}
+	q += limitOffset(&args, f.Limit, 0)
+	return q, args
+}
+
+func (t *tx) SoftDeleteMessages(ctx context.Context, channelID, userID string, now time.Time) ([]string, error) {
+	if userID == "" {
+		return t.softDeleted(ctx, `WITH u AS (
+				UPDATE {s}messages SET is_deleted = true, data = '{}', updated_at = $2, version = version + 1
+				WHERE channel_id = $1 AND NOT is_deleted RETURNING message_id, channel_segment, version
+			) SELECT message_id, version FROM u ORDER BY channel_segment`, channelID, timeArg(chat.NewTime(now)))
+	}
+	return t.softDeleted(ctx, `WITH u AS (
+			UPDATE {s}messages SET is_deleted = true, data = '{}', updated_at = $3, version = version + 1
+			WHERE user_id = $2 AND channel_id = $1 AND NOT is_deleted RETURNING message_id, channel_segment, version
+		) SELECT message_id, version FROM u ORDER BY channel_segment`, channelID, userID, timeArg(chat.NewTime(now)))
+}
+
+func (t *tx) SoftDeleteUserMessages(ctx context.Context, userID string, now time.Time) ([]string, error) {
+	return t.softDeleted(ctx, `WITH u AS (
+			UPDATE {s}messages SET is_deleted = true, data = '{}', updated_at = $2, version = version + 1
+			WHERE user_id = $1 AND NOT is_deleted RETURNING message_id, channel_id, channel_segment, version
+		) SELECT message_id, version FROM u ORDER BY channel_id, channel_segment`, userID, timeArg(chat.NewTime(now)))
+}
+
+// softDeleted runs a soft delete returning (message_id, version) rows.
+func (t *tx) softDeleted(ctx context.Context, tmpl string, args ...any) ([]string, error) {
+	var out []string
+	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
+		var (
+			id string
+			v  int64
+		)
+		err := r.Scan(&id, &v)
+		out = append(out, id)
+		t.wrote(messageKey(id), v)
+		return err
+	})
+	return out, err
+}

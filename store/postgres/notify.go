@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	chat "github.com/chatengine/chat"
+	"github.com/lib/pq"
+)
+
+// watchers fans outbox signals out to the channels returned by WatchOutbox.
+// Signals come from two sources: commits made through this Store (at once,
+// after COMMIT returns) and, once a WatchOutbox call started it, a
+// pq.Listener that LISTENs on the schema's channel and so hears the commits
+// of every process.
+type watchers struct {
+	mu       sync.Mutex
+	subs     map[chan struct{}]struct{}
+	closed   bool
+	done     chan struct{} // closed by close
+	listener *pq.Listener  // running listener, nil until started
+	starting *listenStart  // in-flight start, nil otherwise
+	loop     sync.WaitGroup
+}
+
+type listenStart struct {
+	l    *pq.Listener
+	done chan struct{}
+	err  error
+}
+
+func (w *watchers) init() {
+	w.subs = make(map[chan struct{}]struct{})
+	w.done = make(chan struct{})
+}
+
+// signal wakes every watcher; a watcher that already has a signal pending
+// keeps just that one.
+func (w *watchers) signal() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (w *watchers) close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	close(w.done)
+	for ch := range w.subs {
+		close(ch)
+	}
+	w.subs = nil
+	if w.listener != nil {
+		w.listener.Close()
+	}
+	if w.starting != nil {
+		w.starting.l.Close() // unblocks its Listen
+	}
+	w.mu.Unlock()
+	w.loop.Wait()
+}
+
+var errClosed = chat.Errorf(chat.CodeUnavailable, "postgres store is closed")
+
+// WatchOutbox implements chat.OutboxWatcher. The returned channel (buffer
+// 1) receives a value after every commit that enqueued, rescheduled or
+// re-queued deliveries, in this process or, through LISTEN/NOTIFY, in any
+// other process using the same schema; after the LISTEN connection is
+// re-established it also receives one, since notifications may have been
+// missed meanwhile. Signals may be coalesced. The channel is closed when
+// ctx is done or the Store is closed.
+//
+// The first call opens the LISTEN connection (Options.NotifyDSN) and waits
+// until the server acknowledged LISTEN or ctx ends; if that fails the error
+// is returned (CodeUnavailable) and the next call tries again. Without a
+// NotifyDSN (New without the option) only this Store's own commits signal.
+func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, dbErr(err)
+	}
+	if err := s.listen(ctx); err != nil {
+		return nil, err
+	}
+	ch := make(chan struct{}, 1)
+	w := &s.w
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil, errClosed
+	}
+	w.subs[ch] = struct{}{}
+	w.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if _, ok := w.subs[ch]; ok {
+			delete(w.subs, ch)
+			close(ch)
+		}
+	})
+	return ch, nil
+}
+
+// listen starts the shared pq.Listener unless it runs already, and waits
+// until it listens.
+func (s *Store) listen(ctx context.Context) error {
+	if s.opt.NotifyDSN == "" {
+		return nil
+	}
+	w := &s.w
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return errClosed
+	}
+	if w.listener != nil {
+		w.mu.Unlock()
+		return nil
+	}
+	st := w.starting
+	if st == nil {
+		st = &listenStart{
+			l:    pq.NewListener(s.opt.NotifyDSN, 100*time.Millisecond, 10*time.Second, nil),
+			done: make(chan struct{}),
+		}
+		w.starting = st
+		go s.startListener(st)
+	}
+	w.mu.Unlock()
+	select {
+	case <-st.done:
+		if st.err != nil {
+			return dbErr(st.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return dbErr(ctx.Err())
+	}
+}
+
+func (s *Store) startListener(st *listenStart) {
+	err := st.l.Listen(s.notify)
+	w := &s.w
+	w.mu.Lock()
+	w.starting = nil
+	switch {
+	case w.closed:
+		if err == nil {
+			err = errClosed
+		}
+		st.l.Close()
+	case err != nil:
+		st.l.Close()
+	default:
+		w.listener = st.l
+		w.loop.Add(1)
+		go s.relay(st.l)
+	}
+	st.err = err
+	w.mu.Unlock()
+	close(st.done)
+}
+
+// relay turns notifications (and the nil that pq sends after a reconnect)
+// into signals, and pings the connection now and then so that a silently
+// dropped connection is noticed and re-established.
+func (s *Store) relay(l *pq.Listener) {
+	defer s.w.loop.Done()
+	ping := time.NewTicker(60 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case _, ok := <-l.Notify:
+			if !ok {
+				return
+			}
+			s.w.signal()
+		case <-ping.C:
+			// An error means the connection is gone; the listener
+			// reconnects by itself and then sends nil on Notify.
+			go func() { _ = l.Ping() }()
+		case <-s.w.done:
+			// Keep draining until the closed listener closes Notify, so
+			// that its goroutine never blocks on a full channel.
+			go func() {
+				for range l.Notify {
+				}
+			}()
+			return
+		}
+	}
+}

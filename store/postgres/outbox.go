@@ -1,0 +1,379 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	chat "github.com/chatengine/chat"
+	"github.com/lib/pq"
+)
+
+// ---- webhooks ----
+
+const webhookCols = `webhook_id, url, events, secret, is_disabled, disabled_reason, created_at, updated_at`
+
+// webhookSel is what reads return: the columns and the row version.
+const webhookSel = webhookCols + `, version`
+
+// bumpHooks is appended to webhook writes: it increments the webhooks
+// version in the writing transaction when the write changed a row.
+const bumpHooks = `, bump AS (UPDATE {s}versions SET value = value + 1 WHERE name = 'webhooks' AND EXISTS (SELECT 1 FROM w))`
+
+func (t *tx) webhooks(ctx context.Context, tmpl string, args ...any) ([]*chat.Webhook, error) {
+	var out []*chat.Webhook
+	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
+		var (
+			w                chat.Webhook
+			events           pq.StringArray
+			created, updated time.Time
+			version          int64
+		)
+		if err := r.Scan(&w.WebhookID, &w.URL, &events, &w.Secret, &w.IsDisabled, &w.DisabledReason, &created, &updated, &version); err != nil {
+			return err
+		}
+		t.seen(webhookKey(w.WebhookID), version)
+		w.Events = arrayOut(events)
+		w.CreatedAt, w.UpdatedAt = ct(created), ct(updated)
+		out = append(out, &w)
+		return nil
+	})
+	return out, err
+}
+
+func (t *tx) CreateWebhook(ctx context.Context, w *chat.Webhook) error {
+	var n int
+	err := t.queryRow(ctx, `WITH w AS (
+			INSERT INTO {s}webhooks (`+webhookCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT DO NOTHING RETURNING 1
+		)`+bumpHooks+` SELECT count(*) FROM w`,
+		[]any{w.WebhookID, w.URL, textArray(w.Events), w.Secret, w.IsDisabled, w.DisabledReason,
+			timeArg(w.CreatedAt), timeArg(w.UpdatedAt)}, &n)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return chat.Errorf(chat.CodeConflict, "webhook %q already exists", w.WebhookID)
+	}
+	t.wrote(webhookKey(w.WebhookID), 1)
+	return nil
+}
+
+func (t *tx) GetWebhook(ctx context.Context, webhookID string) (*chat.Webhook, error) {
+	ws, err := t.webhooks(ctx, `SELECT `+webhookSel+` FROM {s}webhooks WHERE webhook_id = $1`+t.forUpdate(), webhookID)
+	if err != nil {
+		return nil, err
+	}
+	if len(ws) == 0 {
+		return nil, chat.Errorf(chat.CodeNotFound, "webhook %q not found", webhookID)
+	}
+	return ws[0], nil
+}
+
+func (t *tx) ListWebhooks(ctx context.Context) ([]*chat.Webhook, error) {
+	return t.webhooks(ctx, `SELECT `+webhookSel+` FROM {s}webhooks ORDER BY created_at, webhook_id`)
+}
+
+// UpdateWebhook writes only when the webhook still has the version this
+// transaction read (when it read it); otherwise the transaction runs again.
+func (t *tx) UpdateWebhook(ctx context.Context, w *chat.Webhook) error {
+	key := webhookKey(w.WebhookID)
+	want := t.expected(key)
+	var v []int64
+	err := t.query(ctx, `WITH w AS (
+			UPDATE {s}webhooks SET url = $2, events = $3, secret = $4, is_disabled = $5, disabled_reason = $6,
+				updated_at = $7, version = version + 1
+			WHERE webhook_id = $1 AND ($8::bigint IS NULL OR version = $8) RETURNING version
+		)`+bumpHooks+` SELECT version FROM w`,
+		[]any{w.WebhookID, w.URL, textArray(w.Events), w.Secret, w.IsDisabled, w.DisabledReason, timeArg(w.UpdatedAt), want},
+		scanVersion(&v))
+	if err != nil {
+		return err
+	}
+	if len(v) == 0 {
+		if want != nil {
+			found, err := t.exists(ctx, `SELECT 1 FROM {s}webhooks WHERE webhook_id = $1`, w.WebhookID)
+			if err != nil {
+				return err
+			}
+			if found {
+				return t.conflict(fmt.Sprintf("webhook %q", w.WebhookID))
+			}
+		}
+		return chat.Errorf(chat.CodeNotFound, "webhook %q not found", w.WebhookID)
+	}
+	t.wrote(key, v[0])
+	return nil
+}
+
+func (t *tx) DeleteWebhook(ctx context.Context, webhookID string) error {
+	var n int
+	err := t.queryRow(ctx, `WITH w AS (
+			DELETE FROM {s}webhooks WHERE webhook_id = $1 RETURNING 1
+		), d AS (
+			DELETE FROM {s}deliveries WHERE webhook_id = $1 AND state = 'pending' AND EXISTS (SELECT 1 FROM w)
+			RETURNING request_id
+		), a AS (
+			DELETE FROM {s}delivery_attempts WHERE request_id IN (SELECT request_id FROM d)
+		)`+bumpHooks+` SELECT count(*) FROM w`, []any{webhookID}, &n)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return chat.Errorf(chat.CodeNotFound, "webhook %q not found", webhookID)
+	}
+	return nil
+}
+
+func (t *tx) WebhooksVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := t.queryRow(ctx, `SELECT value FROM {s}versions WHERE name = 'webhooks'`, nil, &v)
+	return v, err
+}
+
+// ---- deliveries ----
+
+const deliveryCols = `request_id, webhook_id, event, body, state, attempts, next_attempt_at, lease_owner,
+	lease_until, last_error, last_status, created_at, updated_at`
+
+func scanDelivery(r scanner) (*chat.Delivery, error) {
+	var (
+		d                      chat.Delivery
+		next, created, updated time.Time
+		lease                  sql.NullTime
+	)
+	if err := r.Scan(&d.RequestID, &d.WebhookID, &d.Event, &d.Body, &d.State, &d.Attempts, &next, &d.LeaseOwner,
+		&lease, &d.LastError, &d.LastStatus, &created, &updated); err != nil {
+		return nil, err
+	}
+	d.NextAttemptAt, d.CreatedAt, d.UpdatedAt = ct(next), ct(created), ct(updated)
+	d.LeaseUntil = ctp(lease)
+	return &d, nil
+}
+
+func (t *tx) deliveries(ctx context.Context, tmpl string, args ...any) ([]*chat.Delivery, error) {
+	var out []*chat.Delivery
+	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
+		d, err := scanDelivery(r)
+		if err == nil {
+			out = append(out, d)
+		}
+		return err
+	})
+	return out, err
+}
+
+// timeText formats a time for a timestamptz[] array literal ("" for none).
+func timeText(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// EnqueueDeliveries inserts every delivery with one statement (unnest of
+// column arrays) that also calls pg_notify when one of them is pending:
+// Postgres delivers the notification to every LISTENing process when the
+// transaction commits, and drops it when it rolls back.
+func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	n := len(ds)
+	var (
+		ids, hooks, events, states, owners, leases, errs, nexts, createds, updateds = make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		bodies           = make(pq.ByteaArray, n)
+		attempts, status = make(pq.Int64Array, n), make(pq.Int64Array, n)
+	)
+	for i, d := range ds {
+		ids[i], hooks[i], events[i], states[i], owners[i], errs[i] = d.RequestID, d.WebhookID, d.Event, d.State, d.LeaseOwner, d.LastError
+		bodies[i] = bytesArg(d.Body)
+		attempts[i], status[i] = int64(d.Attempts), int64(d.LastStatus)
+		nexts[i], createds[i], updateds[i] = timeText(d.NextAttemptAt.Time), timeText(d.CreatedAt.Time), timeText(d.UpdatedAt.Time)
+		if d.LeaseUntil != nil {
+			leases[i] = timeText(d.LeaseUntil.Time)
+		}
+	}
+	var inserted, notified int
+	err := t.queryRow(ctx, `WITH ins AS (
+			INSERT INTO {s}deliveries (`+deliveryCols+`)
+			SELECT r, w, e, b, s, a, n::timestamptz, o, NULLIF(l, '')::timestamptz, le, ls, c::timestamptz, u::timestamptz
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
+				$8::text[], $9::text[], $10::text[], $11::int8[], $12::text[], $13::text[])
+				AS x(r, w, e, b, s, a, n, o, l, le, ls, c, u)
+			ON CONFLICT DO NOTHING RETURNING state
+		), notify AS (
+			SELECT pg_notify($14, '') FROM (SELECT 1 FROM ins WHERE state = 'pending' LIMIT 1) p
+		)
+		SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM notify)`,
+		[]any{textArray(ids), textArray(hooks), textArray(events), bodies, textArray(states), attempts,
+			textArray(nexts), textArray(owners), textArray(leases), textArray(errs), status,
+			textArray(createds), textArray(updateds), t.s.notify},
+		&inserted, &notified)
+	if err != nil {
+		return err
+	}
+	if inserted < n {
+		return chat.Errorf(chat.CodeConflict, "a delivery among %d already exists", n)
+	}
+	if notified > 0 {
+		t.notified = true
+	}
+	return nil
+}
+
+// ClaimDeliveries locks due deliveries with FOR UPDATE SKIP LOCKED, so
+// concurrent claimers in any process pass over each other's rows instead of
+// waiting, and leases them in the same statement. A claimer whose snapshot
+// predates another's committed lease re-checks the row when it locks it and
+// skips it, so a delivery is never handed out twice while its lease lasts.
+func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*chat.Delivery, error) {
+	var lim any
+	if limit > 0 {
+		lim = limit
+	}
+	n := now.UTC().Truncate(time.Millisecond)
+	until := now.Add(lease).UTC().Truncate(time.Millisecond)
+	ds, err := t.deliveries(ctx, `WITH c AS MATERIALIZED (
+			SELECT request_id FROM {s}deliveries
+			WHERE state = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+			ORDER BY next_attempt_at, request_id
+			LIMIT $4
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE {s}deliveries d SET lease_owner = $1, lease_until = $2
+		FROM c WHERE d.request_id = c.request_id
+		RETURNING `+prefixCols("d.", deliveryCols), owner, until, n, lim)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ds, func(a, b *chat.Delivery) int {
+		if c := a.NextAttemptAt.Compare(b.NextAttemptAt.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.RequestID, b.RequestID)
+	})
+	return ds, nil
+}
+
+// FinishDelivery updates the delivery only while owner still holds it
+// (state pending, lease_owner = owner) and records the attempt, in one
+// statement.
+func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryAttempt, state string, nextAttemptAt time.Time) error {
+	var at any
+	if !a.At.IsZero() {
+		at = timeArg(a.At)
+	}
+	var updated, exists, notified int
+	err := t.queryRow(ctx, `WITH up AS (
+			UPDATE {s}deliveries x SET state = $3, attempts = x.attempts + 1, last_status = $4, last_error = $5,
+				lease_owner = '', lease_until = NULL, updated_at = COALESCE($6, x.updated_at),
+				next_attempt_at = CASE WHEN $3 = 'pending' THEN $7 ELSE x.next_attempt_at END
+			WHERE x.request_id = $1 AND x.state = 'pending' AND x.lease_owner = $2 AND $2 <> ''
+			RETURNING x.request_id, x.webhook_id, x.event, x.attempts
+		), ins AS (
+			INSERT INTO {s}delivery_attempts (request_id, webhook_id, event, attempt, status_code, latency_ms, error, at)
+			SELECT up.request_id, COALESCE(NULLIF($8, ''), up.webhook_id), COALESCE(NULLIF($9, ''), up.event),
+				CASE WHEN $10 > 0 THEN $10 ELSE up.attempts END, $4, $11, $5, $12
+			FROM up
+		), notify AS (
+			SELECT pg_notify($13, '') FROM up WHERE $3 = 'pending'
+		)
+		SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM {s}deliveries WHERE request_id = $1),
+			(SELECT count(*) FROM notify)`,
+		[]any{a.RequestID, owner, state, a.StatusCode, a.Error, at, nextAttemptAt.UTC().Truncate(time.Millisecond),
+			a.WebhookID, a.Event, a.Attempt, a.LatencyMs, timeArg(a.At), t.s.notify},
+		&updated, &exists, &notified)
+	if err != nil {
+		return err
+	}
+	if updated == 0 {
+		if exists == 0 {
+			return chat.Errorf(chat.CodeNotFound, "delivery %q not found", a.RequestID)
+		}
+		return chat.Errorf(chat.CodeConflict, "delivery %q is no longer leased by %q", a.RequestID, owner)
+	}
+	if notified > 0 {
+		t.notified = true
+	}
+	return nil
+}
+
+func (t *tx) GetDelivery(ctx context.Context, requestID string) (*chat.Delivery, error) {
+	ds, err := t.deliveries(ctx, `SELECT `+deliveryCols+` FROM {s}deliveries WHERE request_id = $1`, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if len(ds) == 0 {
+		return nil, chat.Errorf(chat.CodeNotFound, "delivery %q not found", requestID)
+	}
+	return ds[0], nil
+}
+
+func (t *tx) ListDeliveries(ctx context.Context, webhookID, beforeRequestID string, limit int) ([]*chat.Delivery, error) {
+	var lim any
+	if limit > 0 {
+		lim = limit
+	}
+	if beforeRequestID == "" {
+		return t.deliveries(ctx, `SELECT `+deliveryCols+` FROM {s}deliveries WHERE webhook_id = $1
+			ORDER BY created_at DESC, request_id DESC LIMIT $2`, webhookID, lim)
+	}
+	return t.deliveries(ctx, `SELECT `+deliveryCols+` FROM {s}deliveries WHERE webhook_id = $1
+		AND (created_at, request_id) < (SELECT created_at, request_id FROM {s}deliveries WHERE request_id = $2)
+		ORDER BY created_at DESC, request_id DESC LIMIT $3`, webhookID, beforeRequestID, lim)
+}
+
+func (t *tx) ListAttempts(ctx context.Context, requestID string) ([]*chat.DeliveryAttempt, error) {
+	var out []*chat.DeliveryAttempt
+	err := t.query(ctx, `SELECT request_id, webhook_id, event, attempt, status_code, latency_ms, error, at
+		FROM {s}delivery_attempts WHERE request_id = $1 ORDER BY id`, []any{requestID}, func(r *sql.Rows) error {
+		var (
+			a  chat.DeliveryAttempt
+			at time.Time
+		)
+		if err := r.Scan(&a.RequestID, &a.WebhookID, &a.Event, &a.Attempt, &a.StatusCode, &a.LatencyMs, &a.Error, &at); err != nil {
+			return err
+		}
+		a.At = ct(at)
+		out = append(out, &a)
+		return nil
+	})
+	if out == nil && err == nil {
+		out = []*chat.DeliveryAttempt{}
+	}
+	return out, err
+}
+
+func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttemptAt time.Time) error {
+	var n int
+	err := t.queryRow(ctx, `WITH up AS (
+			UPDATE {s}deliveries SET state = 'pending', next_attempt_at = $2, lease_owner = '', lease_until = NULL
+			WHERE request_id = $1 RETURNING 1
+		), notify AS (
+			SELECT pg_notify($3, '') FROM up
+		)
+		SELECT (SELECT count(*) FROM up) + 0 * (SELECT count(*) FROM notify)`,
+		[]any{requestID, nextAttemptAt.UTC().Truncate(time.Millisecond), t.s.notify}, &n)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return chat.Errorf(chat.CodeNotFound, "delivery %q not found", requestID)
+	}
+	t.notified = true
+	return nil
+}
+
+func (t *tx) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
+	var next time.Time
+	err := t.queryRow(ctx, `SELECT next_attempt_at FROM {s}deliveries WHERE state = 'pending'
+		ORDER BY next_attempt_at LIMIT 1`, nil, &next)
+	if chat.ErrorCode(err) == chat.CodeNotFound {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return next.UTC(), true, nil
+}

@@ -1,0 +1,611 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	chat "github.com/chatengine/chat"
+	"github.com/lib/pq"
+)
+
+var (
+	_ chat.Store         = (*Store)(nil)
+	_ chat.OutboxWatcher = (*Store)(nil)
+	_ chat.Tx            = (*tx)(nil)
+)
+
+// Options configures a Store. The zero value works; every field states its
+// default.
+type Options struct {
+	// Schema is the Postgres schema that holds the store's tables. It is
+	// created when missing, and every statement names it explicitly, so the
+	// connection's search_path does not matter. Several stores (for example
+	// one per test, or one per tenant) can share a database by using
+	// different schemas. Default "public".
+	Schema string
+
+	// MaxOpenConns bounds the connections of the pool that Open creates
+	// (idle connections are kept up to the same number). It is ignored by
+	// New, whose caller configures its own pool. Default 20.
+	MaxOpenConns int
+
+	// NotifyDSN is the connection string of the dedicated LISTEN connection
+	// that WatchOutbox opens (through lib/pq) to hear about deliveries
+	// committed by other processes. Default: the dsn given to Open. With
+	// New and no NotifyDSN, WatchOutbox signals only the commits made
+	// through this Store.
+	NotifyDSN string
+
+	// Retries is how many times Update runs its function again after
+	// Postgres aborted the transaction with a serialization failure
+	// (SQLSTATE 40001) or a deadlock (40P01), or after a row the function
+	// read was changed by another transaction before the function replaced
+	// it (see "Transactions and concurrency" in the package documentation).
+	// When the retries run out, Update returns CodeUnavailable. Default 4;
+	// a negative value disables retries.
+	Retries int
+
+	// NoPrepare runs every statement unprepared. Set it behind a
+	// connection pooler in transaction mode that cannot keep prepared
+	// statements (PgBouncer before 1.21). Default false: each statement is
+	// prepared once per connection and reused, which saves one network
+	// round trip per statement with lib/pq.
+	NoPrepare bool
+
+	// SkipMigrations makes Open and New use the schema as it is, for
+	// deployments that run Migrate separately with a more privileged role.
+	// Default false: Open and New apply pending migrations.
+	SkipMigrations bool
+}
+
+// Store is a chat.Store backed by PostgreSQL. It is safe for concurrent use
+// by many goroutines, and many processes may share one database and schema.
+type Store struct {
+	db     *sql.DB
+	ownDB  bool
+	schema string
+	prefix string // quoted schema name and a dot, prepended to every table
+	notify string // LISTEN/NOTIFY channel of the outbox
+	opt    Options
+
+	sqlMu sync.RWMutex
+	sqls  map[string]*statement // by template
+
+	w watchers
+
+	bg       context.Context // background prepares; cancelled by Close
+	bgCancel context.CancelFunc
+	bgMu     sync.Mutex // orders bgWG.Add before Close's bgWG.Wait
+	bgWG     sync.WaitGroup
+
+	closed atomic.Bool
+}
+
+// statement is one SQL template expanded for this store's schema, with its
+// pool-level prepared form once a background prepare produced it.
+type statement struct {
+	sql       string
+	mu        sync.Mutex
+	stmt      *sql.Stmt
+	preparing bool
+	failures  int
+}
+
+// Open connects to the database at dsn with lib/pq, applies pending
+// migrations and returns a Store that owns the connection pool (Close
+// closes it). dsn is a URL (postgres://user:pass@host:5432/db?sslmode=disable)
+// or key=value pairs (host=... dbname=... sslmode=disable). lib/pq defaults
+// to sslmode=require, so a local server without TLS needs sslmode=disable.
+func Open(ctx context.Context, dsn string, opt *Options) (*Store, error) {
+	var o Options
+	if opt != nil {
+		o = *opt
+	}
+	if o.NotifyDSN == "" {
+		o.NotifyDSN = dsn
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	n := o.MaxOpenConns
+	if n <= 0 {
+		n = 20
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	s, err := New(ctx, db, &o)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.ownDB = true
+	return s, nil
+}
+
+// New returns a Store over an existing pool, such as one opened with lib/pq
+// or with pgx's stdlib driver, after applying pending migrations. The caller
+// keeps ownership of db: Close does not close it.
+func New(ctx context.Context, db *sql.DB, opt *Options) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("postgres: nil *sql.DB")
+	}
+	var o Options
+	if opt != nil {
+		o = *opt
+	}
+	schema, err := schemaName(o.Schema)
+	if err != nil {
+		return nil, err
+	}
+	o.Schema = schema
+	if o.Retries == 0 {
+		o.Retries = 4
+	}
+	if o.Retries < 0 {
+		o.Retries = 0
+	}
+	if !o.SkipMigrations {
+		if err := Migrate(ctx, db, schema); err != nil {
+			return nil, err
+		}
+	}
+	s := &Store{
+		db:     db,
+		schema: schema,
+		prefix: pq.QuoteIdentifier(schema) + ".",
+		notify: notifyChannel(schema),
+		opt:    o,
+		sqls:   make(map[string]*statement),
+	}
+	s.bg, s.bgCancel = context.WithCancel(context.Background())
+	s.w.init()
+	return s, nil
+}
+
+// Schema returns the name of the schema that holds the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// DB returns the connection pool of the store.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close stops the LISTEN connection, closes every channel returned by
+// WatchOutbox and the prepared statements, and closes the pool when Open
+// created it. It is safe to call more than once.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.w.close()
+	s.bgMu.Lock()
+	s.bgCancel()
+	s.bgMu.Unlock()
+	s.bgWG.Wait()
+	s.sqlMu.Lock()
+	for _, st := range s.sqls {
+		st.mu.Lock()
+		if st.stmt != nil {
+			st.stmt.Close()
+			st.stmt = nil
+		}
+		st.mu.Unlock()
+	}
+	s.sqlMu.Unlock()
+	if s.ownDB {
+		return s.db.Close()
+	}
+	return nil
+}
+
+func schemaName(name string) (string, error) {
+	if name == "" {
+		return "public", nil
+	}
+	if len(name) > 63 || strings.ContainsRune(name, 0) {
+		return "", fmt.Errorf("postgres: invalid schema name %q (1-63 bytes, no NUL)", name)
+	}
+	return name, nil
+}
+
+// notifyChannel returns the LISTEN/NOTIFY channel of a schema's outbox.
+// Channel names are identifiers of at most 63 bytes; long schema names are
+// hashed.
+func notifyChannel(schema string) string {
+	c := "chat_outbox." + schema
+	if len(c) <= 63 {
+		return c
+	}
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return fmt.Sprintf("chat_outbox.%016x", h.Sum64())
+}
+
+// Update runs fn in a READ COMMITTED read-write transaction and commits it
+// when fn returns nil. fn may run more than once: when Postgres aborts the
+// transaction with a serialization failure or a deadlock (SQLSTATE 40001,
+// 40P01), or when a row that fn read was changed by another transaction
+// before fn replaced it (see "Transactions and concurrency" in the package
+// documentation), the transaction is
+// rolled back and fn runs again, up to Options.Retries more times. The
+// first run reads optimistically; the runs after a conflict lock the rows
+// they read by id (SELECT ... FOR NO KEY UPDATE), so they cannot conflict
+// again on those rows. fn must therefore not leak state from a failed
+// attempt.
+func (s *Store) Update(ctx context.Context, fn func(chat.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err, retry := s.run(ctx, false, attempt > 0, fn)
+		if !retry || attempt >= s.opt.Retries || ctx.Err() != nil {
+			return err
+		}
+		d := time.Duration(1+rand.IntN(5*(attempt+1))) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(d):
+		}
+	}
+}
+
+// View runs fn in a REPEATABLE READ READ ONLY transaction: every read of fn
+// sees the same snapshot, so consecutive pages are consistent.
+func (s *Store) View(ctx context.Context, fn func(chat.Tx) error) error {
+	err, _ := s.run(ctx, true, false, fn)
+	return err
+}
+
+func (s *Store) run(ctx context.Context, readOnly, lock bool, fn func(chat.Tx) error) (err error, retry bool) {
+	if s.closed.Load() {
+		return errClosed, false
+	}
+	opts := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	if readOnly {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	stx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return dbErr(err), false
+	}
+	t := &tx{s: s, tx: stx, write: !readOnly, lock: lock}
+	done := false
+	defer func() {
+		if !done {
+			_ = stx.Rollback()
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err, t.retry
+	}
+	if t.retry {
+		return t.retryErr, true
+	}
+	done = true
+	if readOnly {
+		// Nothing to commit; ROLLBACK also ends a View whose fn ignored
+		// a failed statement.
+		return dbErr(stx.Rollback()), false
+	}
+	if err := stx.Commit(); err != nil {
+		err = t.fail(err)
+		return err, t.retry
+	}
+	if t.notified {
+		s.w.signal()
+	}
+	return nil, false
+}
+
+// dbErr is the one place where driver errors become chat errors:
+// sql.ErrNoRows is CodeNotFound, unique_violation (23505) CodeConflict,
+// lost or refused connections, server shutdown (57P01..57P03), too many
+// connections (53300), serialization failures and deadlocks that outlived
+// their retries (40001, 40P01) and cancelled contexts CodeUnavailable; any
+// other error is CodeInternal wrapping the driver's error. *chat.Error
+// values pass through unchanged.
+func dbErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *chat.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return &chat.Error{Code: chat.CodeNotFound, Message: "not found", Err: err}
+	}
+	if code := sqlState(err); code != "" {
+		switch {
+		case code == "23505":
+			return &chat.Error{Code: chat.CodeConflict, Message: "already exists", Err: err}
+		case code == "40001", code == "40P01":
+			return &chat.Error{Code: chat.CodeUnavailable, Message: "store busy: concurrent update, try again", Err: err}
+		case code == "57014":
+			return &chat.Error{Code: chat.CodeUnavailable, Message: "store request cancelled", Err: err}
+		case code == "53300", code == "57P01", code == "57P02", code == "57P03",
+			strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"):
+			return &chat.Error{Code: chat.CodeUnavailable, Message: "store unavailable", Err: err}
+		}
+		return &chat.Error{Code: chat.CodeInternal, Err: err}
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &chat.Error{Code: chat.CodeUnavailable, Message: "store request cancelled", Err: err}
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.As(err, &ne):
+		return &chat.Error{Code: chat.CodeUnavailable, Message: "store unavailable", Err: err}
+	}
+	return &chat.Error{Code: chat.CodeInternal, Err: err}
+}
+
+// sqlState returns the SQLSTATE of a server error of lib/pq or pgx (both
+// implement SQLState), or "".
+func sqlState(err error) string {
+	var se interface{ SQLState() string }
+	if errors.As(err, &se) {
+		return se.SQLState()
+	}
+	return ""
+}
+
+// retryable reports whether err aborted the transaction in a way that
+// running it again may fix.
+func retryable(err error) bool {
+	switch sqlState(err) {
+	case "40001", "40P01":
+		return true
+	}
+	return false
+}
+
+// stmt returns the statement of a SQL template (in which "{s}" stands for
+// the quoted schema and a dot), creating it on first use.
+func (s *Store) stmt(tmpl string) *statement {
+	s.sqlMu.RLock()
+	st := s.sqls[tmpl]
+	s.sqlMu.RUnlock()
+	if st != nil {
+		return st
+	}
+	s.sqlMu.Lock()
+	defer s.sqlMu.Unlock()
+	if st = s.sqls[tmpl]; st == nil {
+		st = &statement{sql: strings.ReplaceAll(tmpl, "{s}", s.prefix)}
+		s.sqls[tmpl] = st
+	}
+	return st
+}
+
+// prepared returns the pool-level prepared statement of st, or nil while
+// there is none yet. The first use starts preparing it in the background:
+// preparing through the pool needs a connection of its own, and a
+// transaction that waited for one while holding another could deadlock a
+// small pool. Until the statement is ready it runs unprepared. Once ready,
+// database/sql prepares it on each connection the first time a transaction
+// on that connection uses it (on the transaction's own connection) and
+// reuses it afterwards.
+func (s *Store) prepared(st *statement) *sql.Stmt {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.stmt != nil || st.preparing || st.failures >= 3 || s.bg.Err() != nil {
+		return st.stmt
+	}
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bg.Err() != nil {
+		return nil
+	}
+	st.preparing = true
+	s.bgWG.Add(1)
+	go func() {
+		defer s.bgWG.Done()
+		ctx, cancel := context.WithTimeout(s.bg, 30*time.Second)
+		defer cancel()
+		p, err := s.db.PrepareContext(ctx, st.sql)
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		st.preparing = false
+		switch {
+		case err != nil:
+			st.failures++
+		case s.bg.Err() != nil: // closed meanwhile
+			p.Close()
+		default:
+			st.stmt = p
+		}
+	}()
+	return nil
+}
+
+// tx implements chat.Tx over one *sql.Tx.
+type tx struct {
+	s        *Store
+	tx       *sql.Tx
+	write    bool             // an Update transaction
+	lock     bool             // lock rows read by id (a retry after a conflict)
+	versions map[string]int64 // row versions first read (0: read as absent) or last written
+	notified bool             // the transaction sent a NOTIFY for the outbox
+	retry    bool             // run the transaction again
+	retryErr error            // why, translated
+}
+
+// fail translates err and remembers whether the transaction should be run
+// again.
+func (t *tx) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	if retryable(err) {
+		t.retry = true
+		t.retryErr = dbErr(err)
+		return t.retryErr
+	}
+	return dbErr(err)
+}
+
+// Row version keys.
+func channelKey(id string) string           { return "c\x00" + id }
+func channelUserKey(ch, user string) string { return "cu\x00" + ch + "\x00" + user }
+func messageKey(id string) string           { return "m\x00" + id }
+func userKey(id string) string              { return "u\x00" + id }
+func webhookKey(id string) string           { return "w\x00" + id }
+
+// seen records the version of a row read in an Update transaction, unless
+// the transaction saw or wrote the row before: a later write must find the
+// row as it was first read.
+func (t *tx) seen(key string, version int64) {
+	if !t.write {
+		return
+	}
+	if t.versions == nil {
+		t.versions = make(map[string]int64)
+	}
+	if _, ok := t.versions[key]; !ok {
+		t.versions[key] = version
+	}
+}
+
+// wrote records the version a write of this transaction gave a row.
+func (t *tx) wrote(key string, version int64) {
+	if !t.write {
+		return
+	}
+	if t.versions == nil {
+		t.versions = make(map[string]int64)
+	}
+	t.versions[key] = version
+}
+
+// expected returns the version a write must find (nil: the transaction
+// did not read the row, so the write is unconditional).
+func (t *tx) expected(key string) any {
+	if v, ok := t.versions[key]; ok {
+		return v
+	}
+	return nil
+}
+
+// conflict marks the transaction to be run again because a row it read
+// changed before it wrote it.
+func (t *tx) conflict(what string) error {
+	t.retry = true
+	t.retryErr = chat.Errorf(chat.CodeUnavailable, "%s was changed by a concurrent transaction, try again", what)
+	return t.retryErr
+}
+
+// forUpdate is appended to reads by id: in a retried Update they lock the
+// rows they return.
+func (t *tx) forUpdate() string {
+	if t.write && t.lock {
+		return " FOR NO KEY UPDATE"
+	}
+	return ""
+}
+
+// txStmt returns the statement of a template bound to the transaction, or
+// nil and the SQL text when it is to run unprepared.
+func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
+	st := t.s.stmt(tmpl)
+	if t.s.opt.NoPrepare {
+		return nil, st.sql
+	}
+	if p := t.s.prepared(st); p != nil {
+		return t.tx.StmtContext(ctx, p), st.sql
+	}
+	return nil, st.sql
+}
+
+// exec runs a statement template and returns the number of rows it
+// affected.
+func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) {
+	p, q := t.txStmt(ctx, tmpl)
+	var (
+		res sql.Result
+		err error
+	)
+	if p != nil {
+		res, err = p.ExecContext(ctx, args...)
+	} else {
+		res, err = t.tx.ExecContext(ctx, q, args...)
+	}
+	if err != nil {
+		return 0, t.fail(err)
+	}
+	n, err := res.RowsAffected()
+	return n, t.fail(err)
+}
+
+// query runs a query template and calls scan for each row.
+func (t *tx) query(ctx context.Context, tmpl string, args []any, scan func(*sql.Rows) error) error {
+	p, q := t.txStmt(ctx, tmpl)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if p != nil {
+		rows, err = p.QueryContext(ctx, args...)
+	} else {
+		rows, err = t.tx.QueryContext(ctx, q, args...)
+	}
+	if err != nil {
+		return t.fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return t.fail(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return t.fail(err)
+	}
+	return t.fail(rows.Close())
+}
+
+// queryRow runs a query template that returns at most one row and scans it
+// into dest; no row is CodeNotFound.
+func (t *tx) queryRow(ctx context.Context, tmpl string, args []any, dest ...any) error {
+	found := false
+	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
+		found = true
+		return r.Scan(dest...)
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return dbErr(sql.ErrNoRows)
+	}
+	return nil
+}
+
+// scanVersion returns a row callback that collects a version column.
+func scanVersion(into *[]int64) func(*sql.Rows) error {
+	return func(r *sql.Rows) error {
+		var v int64
+		err := r.Scan(&v)
+		*into = append(*into, v)
+		return err
+	}
+}
+
+// exists reports whether a query returns a row.
+func (t *tx) exists(ctx context.Context, tmpl string, args ...any) (bool, error) {
+	found := false
+	err := t.query(ctx, tmpl, args, func(*sql.Rows) error { found = true; return nil })
+	return found, err
+}

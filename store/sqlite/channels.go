@@ -1,0 +1,304 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
+
+const channelCols = `c.channel_id, c.type, c.display_name, c.is_distinct, c.metadata, c.tags, c.is_muted,
+	c.mute_timeout, c.last_activity, c.created_at, c.updated_at, c.is_rate_limited, c.rate_limit_window,
+	c.member_count, c.message_count, c.is_closed`
+
+// channelReturning is channelCols for RETURNING, which takes no table alias.
+var channelReturning = strings.ReplaceAll(channelCols, "c.", "")
+
+func scanChannel(sc scanner) (*chat.Channel, error) {
+	var c chat.Channel
+	var md, tags sql.RawBytes
+	var mute sql.NullInt64
+	var last, created, updated int64
+	if err := sc.Scan(&c.ChannelID, &c.Type, &c.DisplayName, &c.IsDistinct, &md, &tags, &c.IsMuted,
+		&mute, &last, &created, &updated, &c.IsRateLimited, &c.RateLimitWindow,
+		&c.MemberCount, &c.MessageCount, &c.IsClosed); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(md, &c.Metadata); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(tags, &c.Tags); err != nil {
+		return nil, err
+	}
+	c.MuteTimeout = fromMsp(mute)
+	c.LastActivity, c.CreatedAt, c.UpdatedAt = fromMs(last), fromMs(created), fromMs(updated)
+	return &c, nil
+}
+
+// CreateChannel implements chat.ChannelStore.
+func (t *tx) CreateChannel(ctx context.Context, c *chat.Channel) error {
+	md, err := jsonText(c.Metadata)
+	if err != nil {
+		return err
+	}
+	tags, err := jsonText(c.Tags)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO channels (channel_id, type, display_name, is_distinct, metadata, tags,
+	is_muted, mute_timeout, last_activity, created_at, updated_at, is_rate_limited, rate_limit_window,
+	member_count, message_count, is_closed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		c.ChannelID, c.Type, c.DisplayName, c.IsDistinct, md, tags, c.IsMuted, msp(c.MuteTimeout),
+		ms(c.LastActivity), ms(c.CreatedAt), ms(c.UpdatedAt), c.IsRateLimited, c.RateLimitWindow,
+		c.MemberCount, c.MessageCount, c.IsClosed)
+	if err != nil {
+		return asConflict(err, "channel", c.ChannelID)
+	}
+	return t.insertChannelTags(ctx, c.ChannelID, c.Tags)
+}
+
+func (t *tx) insertChannelTags(ctx context.Context, id string, tags []string) error {
+	for _, tag := range tags {
+		if _, err := t.exec(ctx, "INSERT OR IGNORE INTO channel_tags (channel_id, tag) VALUES (?, ?)", id, tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetChannel implements chat.ChannelStore.
+func (t *tx) GetChannel(ctx context.Context, channelID string) (*chat.Channel, error) {
+	rows, err := list(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, notFound("channel", channelID)
+	}
+	return rows[0], nil
+}
+
+// GetChannels implements chat.ChannelStore.
+func (t *tx) GetChannels(ctx context.Context, ids []string) ([]*chat.Channel, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return list(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id IN "+inIDs, jsonIDs(ids))
+}
+
+// UpdateChannel implements chat.ChannelStore.
+func (t *tx) UpdateChannel(ctx context.Context, c *chat.Channel) error {
+	md, err := jsonText(c.Metadata)
+	if err != nil {
+		return err
+	}
+	tags, err := jsonText(c.Tags)
+	if err != nil {
+		return err
+	}
+	var old []byte
+	if err := t.row(ctx, "SELECT tags FROM channels WHERE channel_id = ?", []any{c.ChannelID}, &old); err != nil {
+		return asNotFound(err, "channel", c.ChannelID)
+	}
+	if _, err := t.exec(ctx, `UPDATE channels SET display_name = ?, metadata = ?, tags = ?,
+	mute_timeout = ?, last_activity = ?, updated_at = ?, is_closed = ? WHERE channel_id = ?`,
+		c.DisplayName, md, tags, msp(c.MuteTimeout), ms(c.LastActivity), ms(c.UpdatedAt),
+		c.IsClosed, c.ChannelID); err != nil {
+		return err
+	}
+	if string(old) == tags {
+		return nil
+	}
+	if _, err := t.exec(ctx, "DELETE FROM channel_tags WHERE channel_id = ?", c.ChannelID); err != nil {
+		return err
+	}
+	return t.insertChannelTags(ctx, c.ChannelID, c.Tags)
+}
+
+// NextSegment implements chat.ChannelStore.
+func (t *tx) NextSegment(ctx context.Context, channelID string, now time.Time) (*chat.Channel, error) {
+	n := ms(chat.NewTime(now))
+	rows, err := list(t, ctx, scanChannel, `UPDATE channels SET message_count = message_count + 1,
+	last_activity = ?, updated_at = ? WHERE channel_id = ? RETURNING `+channelReturning, n, n, channelID)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, notFound("channel", channelID)
+	}
+	return rows[0], nil
+}
+
+// QueryChannels implements chat.ChannelStore.
+func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.Channel, error) {
+	var q strings.Builder
+	var args []any
+	q.WriteString("SELECT " + channelCols + " FROM ")
+	if f.MemberOf != "" {
+		// Drive the query from the user's memberships (index
+		// channel_users_user_idx): CROSS JOIN fixes the join order.
+		q.WriteString(`channel_users cu CROSS JOIN channels c ON c.channel_id = cu.channel_id
+	WHERE cu.user_id = ? AND cu.membership = 'member'`)
+		args = append(args, f.MemberOf)
+	} else {
+		q.WriteString("channels c WHERE 1")
+	}
+	if f.NotMemberOf != "" {
+		q.WriteString(` AND NOT EXISTS (SELECT 1 FROM channel_users nm WHERE nm.channel_id = c.channel_id
+	AND nm.user_id = ? AND nm.membership = 'member')`)
+		args = append(args, f.NotMemberOf)
+	}
+	if len(f.Tags) > 0 {
+		q.WriteString(" AND EXISTS (SELECT 1 FROM channel_tags ct WHERE ct.channel_id = c.channel_id AND ct.tag IN " + inIDs + ")")
+		args = append(args, jsonIDs(f.Tags))
+	}
+	if len(f.ExcludeTags) > 0 {
+		q.WriteString(" AND NOT EXISTS (SELECT 1 FROM channel_tags xt WHERE xt.channel_id = c.channel_id AND xt.tag IN " + inIDs + ")")
+		args = append(args, jsonIDs(f.ExcludeTags))
+	}
+	if !f.IncludeClosed {
+		q.WriteString(" AND c.is_closed = 0")
+	}
+	if f.After != nil {
+		q.WriteString(" AND (c.created_at, c.channel_id) < (?, ?)")
+		args = append(args, ms(chat.NewTime(f.After.CreatedAt)), f.After.ChannelID)
+	}
+	if f.Before != nil {
+		q.WriteString(" AND (c.created_at, c.channel_id) > (?, ?)")
+		args = append(args, ms(chat.NewTime(f.Before.CreatedAt)), f.Before.ChannelID)
+	}
+	if f.Before != nil {
+		q.WriteString(" ORDER BY c.created_at ASC, c.channel_id ASC")
+	} else {
+		q.WriteString(" ORDER BY c.created_at DESC, c.channel_id DESC")
+	}
+	q.WriteString(" LIMIT ? OFFSET ?")
+	args = append(args, limitArg(f.Limit), max(f.Offset, 0))
+	return list(t, ctx, scanChannel, q.String(), args...)
+}
+
+const channelUserCols = "channel_id, user_id, membership, is_muted, mute_timeout, created_at, updated_at"
+
+func scanChannelUser(sc scanner) (*chat.ChannelUser, error) {
+	var cu chat.ChannelUser
+	var mute sql.NullInt64
+	var created, updated int64
+	if err := sc.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &cu.IsMuted, &mute, &created, &updated); err != nil {
+		return nil, err
+	}
+	cu.MuteTimeout = fromMsp(mute)
+	cu.CreatedAt, cu.UpdatedAt = fromMs(created), fromMs(updated)
+	return &cu, nil
+}
+
+// GetChannelUser implements chat.ChannelStore.
+func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
+	rows, err := list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+		" FROM channel_users WHERE channel_id = ? AND user_id = ?", channelID, userID)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, notFound("channel user", channelID+"/"+userID)
+	}
+	return rows[0], nil
+}
+
+// GetChannelUsers implements chat.ChannelStore.
+func (t *tx) GetChannelUsers(ctx context.Context, channelID string, userIDs []string) ([]*chat.ChannelUser, error) {
+	if userIDs == nil {
+		return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+			" FROM channel_users WHERE channel_id = ? ORDER BY user_id", channelID)
+	}
+	if len(userIDs) == 0 {
+		return nil, nil
+	}
+	return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+		" FROM channel_users WHERE channel_id = ? AND user_id IN "+inIDs+" ORDER BY user_id", channelID, jsonIDs(userIDs))
+}
+
+// ListMemberships implements chat.ChannelStore. With channelIDs nil it
+// returns every relation of the user.
+func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []string) ([]*chat.ChannelUser, error) {
+	if channelIDs == nil {
+		return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+			" FROM channel_users WHERE user_id = ? ORDER BY channel_id", userID)
+	}
+	if len(channelIDs) == 0 {
+		return nil, nil
+	}
+	return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+		" FROM channel_users WHERE user_id = ? AND channel_id IN "+inIDs+" ORDER BY channel_id", userID, jsonIDs(channelIDs))
+}
+
+// membershipDelta returns how memberCount changes when a relation goes
+// from old to new membership ("" = no relation).
+func membershipDelta(old, new string) int {
+	d := 0
+	if old == chat.MembershipMember {
+		d--
+	}
+	if new == chat.MembershipMember {
+		d++
+	}
+	return d
+}
+
+func (t *tx) oldMembership(ctx context.Context, channelID, userID string) (string, error) {
+	var old string
+	err := t.row(ctx, "SELECT membership FROM channel_users WHERE channel_id = ? AND user_id = ?",
+		[]any{channelID, userID}, &old)
+	if chat.ErrorCode(err) == chat.CodeNotFound {
+		return "", nil
+	}
+	return old, err
+}
+
+func (t *tx) addMemberCount(ctx context.Context, channelID string, d int) error {
+	if d == 0 {
+		return nil
+	}
+	_, err := t.exec(ctx, "UPDATE channels SET member_count = member_count + ? WHERE channel_id = ?", d, channelID)
+	return err
+}
+
+// PutChannelUser implements chat.ChannelStore.
+func (t *tx) PutChannelUser(ctx context.Context, cu *chat.ChannelUser) error {
+	old, err := t.oldMembership(ctx, cu.ChannelID, cu.UserID)
+	if err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, `INSERT INTO channel_users (`+channelUserCols+`) VALUES (?,?,?,?,?,?,?)
+	ON CONFLICT (channel_id, user_id) DO UPDATE SET membership = excluded.membership,
+	is_muted = excluded.is_muted, mute_timeout = excluded.mute_timeout,
+	created_at = excluded.created_at, updated_at = excluded.updated_at`,
+		cu.ChannelID, cu.UserID, cu.Membership, cu.IsMuted, msp(cu.MuteTimeout), ms(cu.CreatedAt), ms(cu.UpdatedAt)); err != nil {
+		return err
+	}
+	return t.addMemberCount(ctx, cu.ChannelID, membershipDelta(old, cu.Membership))
+}
+
+// DeleteChannelUser implements chat.ChannelStore.
+func (t *tx) DeleteChannelUser(ctx context.Context, channelID, userID string) error {
+	var old string
+	err := t.row(ctx, "DELETE FROM channel_users WHERE channel_id = ? AND user_id = ? RETURNING membership",
+		[]any{channelID, userID}, &old)
+	if chat.ErrorCode(err) == chat.CodeNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return t.addMemberCount(ctx, channelID, membershipDelta(old, ""))
+}
+
+// DeleteChannelUsers implements chat.ChannelStore.
+func (t *tx) DeleteChannelUsers(ctx context.Context, channelID string) error {
+	if _, err := t.exec(ctx, "DELETE FROM channel_users WHERE channel_id = ?", channelID); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, "UPDATE channels SET member_count = 0 WHERE channel_id = ?", channelID)
+	return err
+}

@@ -1,0 +1,99 @@
+// Package sqlite is the SQLite adapter of the chat store: a chat.Store (and
+// chat.OutboxWatcher) over one database file, built on
+// github.com/mattn/go-sqlite3 (cgo).
+//
+//	s, err := sqlite.Open(ctx, "chat.db", nil) // nil: the safe defaults
+//	if err != nil { ... }
+//	defer s.Close()
+//	svc, err := chat.New(ctx, s, cfg)
+//
+// # Options
+//
+// Options is a struct whose zero value works. Synchronous is the SQLite
+// synchronous mode of the write connection: "FULL" (the default) or
+// "NORMAL" (fewer fsyncs; see Durability). BusyTimeout (default 5 s) is how
+// long a statement waits for a lock held by another process that shares the
+// file before it fails with chat.CodeUnavailable. MaxReadConns (default the
+// larger of 4 and the number of CPUs) bounds the read pool. MaxBatch
+// (default 128) bounds a group commit.
+//
+// # Connections and transactions
+//
+// The database runs in WAL mode with foreign keys on. Open makes two
+// connection pools over the same file: a pool of exactly one read-write
+// connection that all writes go through, and a pool of query_only
+// connections for reads. View runs its function in a deferred transaction
+// on a read connection, so every read in it sees one consistent snapshot
+// and never waits for writers. Writes are serialized on the one write
+// connection (see Group commit); every write transaction starts with BEGIN
+// IMMEDIATE, so the write lock is taken up front and a transaction never
+// fails half-way on a lock upgrade. Several processes may
+// share one file: SQLite's file locks serialize their writers (each waits
+// up to BusyTimeout).
+//
+// # Durability
+//
+// Update returns only after its transaction has committed. With
+// Synchronous "FULL" the commit includes an fsync of the write-ahead log, so
+// every write that Update acknowledged survives a process crash, an
+// operating system crash and a power loss. With "NORMAL" the log is synced
+// only at checkpoints: a crash of the process still loses nothing, but a
+// power loss or OS crash may lose the last transactions acknowledged before
+// it (the database stays consistent; it is as if those transactions had
+// never happened). The crash test in this package kills a writer with
+// SIGKILL at a random moment and checks that every acknowledged message is
+// present and no half-written one is.
+//
+// # Group commit
+//
+// An fsync costs far more than the statements of a typical transaction, so
+// committing one transaction at a time caps write throughput at the disk's
+// fsync rate. When the write connection is busy, Update calls queue for a
+// writer goroutine (started by Open). When the connection becomes free, the
+// writer takes every call waiting by then (up to MaxBatch), opens one BEGIN
+// IMMEDIATE transaction, runs each call's function inside its own SAVEPOINT,
+// and commits once. A function that returns an error (or panics) is rolled
+// back to its savepoint, so it leaves no trace and does not affect the
+// others; its caller gets its error at once. The callers whose functions
+// succeeded are answered only after the one COMMIT, so no write is
+// acknowledged before it is durable. The functions of a batch run one after
+// another, so a later one sees the writes of earlier ones, exactly as if
+// they had been committed separately in that order. A lone writer never
+// waits for a batch to fill: when the connection is free and no call is
+// queued, Update runs its function at once on the calling goroutine in a
+// transaction of its own (saving two goroutine switches), and calls that
+// arrive during that commit form the next batch. If the
+// database itself aborts the transaction (disk full, I/O error), every call
+// in the batch fails with chat.CodeUnavailable and nothing of it is
+// committed. A function passed to Update must not call Update (the writer
+// would wait for itself); it may call View.
+//
+// Once a function has started, cancelling the caller's context does not
+// interrupt a statement (interrupting a write can roll back the whole
+// shared transaction); instead every later statement of that Tx fails with
+// the context's error, and when the function returns it, its savepoint is
+// rolled back. A call still waiting in the queue when its context ends is
+// dropped without running. Stats reports how many commits carried how many
+// Update calls.
+//
+// # Schema and migrations
+//
+// The schema lives in embedded, numbered SQL files (migrations/NNNN_*.sql).
+// Open applies the ones not yet recorded in the schema_migrations table
+// (version, applied_at), each in its own IMMEDIATE transaction together
+// with its record; Migrate does the same for a *sql.DB, for tools such as
+// the example server's migrate command. Migrations are forward-only: a new
+// schema version is a new file, and a database whose version is newer than
+// the program's is refused. Times are stored as INTEGER unix milliseconds
+// (UTC) and JSON values (metadata, data, tags, roles, hashflag, reaction
+// counts) as JSON text; every query path has an index, and the package's
+// tests check the plans of the hot queries with EXPLAIN QUERY PLAN.
+//
+// # Errors
+//
+// Driver errors are translated in one function: unique and primary key
+// violations become chat.CodeConflict, missing rows chat.CodeNotFound,
+// busy, locked, I/O and disk-full errors chat.CodeUnavailable, anything
+// else chat.CodeInternal. Errors returned by the functions passed to Update
+// and View are returned unchanged.
+package sqlite

@@ -1,0 +1,220 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
+
+const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, m.type, m.data, m.tags,
+	m.parent_id, m.is_deleted, m.created_at, m.edited_at, m.updated_at, m.children_number, m.flag_count,
+	m.hashflag, m.reactions, m.reactions_count`
+
+func scanMessage(sc scanner) (*chat.Message, error) {
+	var m chat.Message
+	var data, tags, hashflag, reactions sql.RawBytes
+	var parent sql.NullString
+	var edited sql.NullInt64
+	var created, updated int64
+	if err := sc.Scan(&m.MessageID, &m.ChannelID, &m.ChannelSegment, &m.UserID, &m.Type, &data, &tags,
+		&parent, &m.IsDeleted, &created, &edited, &updated, &m.ChildrenNumber, &m.FlagCount,
+		&hashflag, &reactions, &m.ReactionsCount); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		b    []byte
+		dest any
+	}{{data, &m.Data}, {tags, &m.Tags}, {hashflag, &m.Hashflag}, {reactions, &m.Reactions}} {
+		if err := fromJSON(f.b, f.dest); err != nil {
+			return nil, err
+		}
+	}
+	m.ParentID = parent.String
+	m.CreatedAt, m.UpdatedAt = fromMs(created), fromMs(updated)
+	m.EditedAt = fromMsp(edited)
+	return &m, nil
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// CreateMessage implements chat.MessageStore.
+func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
+	data, err := jsonText(m.Data)
+	if err != nil {
+		return err
+	}
+	tags, err := jsonText(m.Tags)
+	if err != nil {
+		return err
+	}
+	hf, err := jsonText(m.Hashflag)
+	if err != nil {
+		return err
+	}
+	reactions, err := jsonText(m.Reactions)
+	if err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, `INSERT INTO messages (message_id, channel_id, channel_segment, user_id, type,
+	data, tags, parent_id, is_deleted, created_at, edited_at, updated_at, children_number, flag_count,
+	hashflag, reactions, reactions_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		m.MessageID, m.ChannelID, m.ChannelSegment, m.UserID, m.Type, data, tags, nullString(m.ParentID),
+		m.IsDeleted, ms(m.CreatedAt), msp(m.EditedAt), ms(m.UpdatedAt), m.ChildrenNumber, m.FlagCount,
+		hf, reactions, m.ReactionsCount); err != nil {
+		return asConflict(err, "message", m.MessageID)
+	}
+	if err := t.insertMessageTags(ctx, m.MessageID, m.Tags); err != nil {
+		return err
+	}
+	if m.ParentID != "" {
+		if _, err := t.exec(ctx, "UPDATE messages SET children_number = children_number + 1 WHERE message_id = ?", m.ParentID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tx) insertMessageTags(ctx context.Context, id string, tags []string) error {
+	for _, tag := range tags {
+		if _, err := t.exec(ctx, "INSERT OR IGNORE INTO message_tags (message_id, tag) VALUES (?, ?)", id, tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetMessage implements chat.MessageStore.
+func (t *tx) GetMessage(ctx context.Context, messageID string) (*chat.Message, error) {
+	rows, err := list(t, ctx, scanMessage, "SELECT "+messageCols+" FROM messages m WHERE m.message_id = ?", messageID)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, notFound("message", messageID)
+	}
+	return rows[0], nil
+}
+
+// GetMessages implements chat.MessageStore.
+func (t *tx) GetMessages(ctx context.Context, ids []string) ([]*chat.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return list(t, ctx, scanMessage, "SELECT "+messageCols+" FROM messages m WHERE m.message_id IN "+inIDs, jsonIDs(ids))
+}
+
+// UpdateMessage implements chat.MessageStore.
+func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
+	data, err := jsonText(m.Data)
+	if err != nil {
+		return err
+	}
+	tags, err := jsonText(m.Tags)
+	if err != nil {
+		return err
+	}
+	hf, err := jsonText(m.Hashflag)
+	if err != nil {
+		return err
+	}
+	var old []byte
+	if err := t.row(ctx, "SELECT tags FROM messages WHERE message_id = ?", []any{m.MessageID}, &old); err != nil {
+		return asNotFound(err, "message", m.MessageID)
+	}
+	if _, err := t.exec(ctx, `UPDATE messages SET data = ?, tags = ?, is_deleted = ?, edited_at = ?,
+	updated_at = ?, flag_count = ?, hashflag = ? WHERE message_id = ?`,
+		data, tags, m.IsDeleted, msp(m.EditedAt), ms(m.UpdatedAt), m.FlagCount, hf, m.MessageID); err != nil {
+		return err
+	}
+	if string(old) == tags {
+		return nil
+	}
+	if _, err := t.exec(ctx, "DELETE FROM message_tags WHERE message_id = ?", m.MessageID); err != nil {
+		return err
+	}
+	return t.insertMessageTags(ctx, m.MessageID, m.Tags)
+}
+
+// QueryMessages implements chat.MessageStore.
+func (t *tx) QueryMessages(ctx context.Context, f chat.MessageFilter) ([]*chat.Message, error) {
+	var q strings.Builder
+	var args []any
+	q.WriteString("SELECT " + messageCols + " FROM messages m WHERE ")
+	switch {
+	case f.ParentID != "":
+		// Comments: index messages_parent_idx (parent_id, channel_segment).
+		q.WriteString("m.parent_id = ?")
+		args = append(args, f.ParentID)
+		if f.ChannelID != "" {
+			q.WriteString(" AND m.channel_id = ?")
+			args = append(args, f.ChannelID)
+		}
+	default:
+		// Pages of a channel: index messages_segment_idx.
+		q.WriteString("m.channel_id = ?")
+		args = append(args, f.ChannelID)
+	}
+	if f.TopLevel {
+		q.WriteString(" AND m.parent_id IS NULL")
+	}
+	if !f.IncludeDeleted {
+		q.WriteString(" AND m.is_deleted = 0")
+	}
+	if len(f.Tags) > 0 {
+		q.WriteString(" AND EXISTS (SELECT 1 FROM message_tags mt WHERE mt.message_id = m.message_id AND mt.tag IN " + inIDs + ")")
+		args = append(args, jsonIDs(f.Tags))
+	}
+	if len(f.ExcludeTags) > 0 {
+		q.WriteString(" AND NOT EXISTS (SELECT 1 FROM message_tags xt WHERE xt.message_id = m.message_id AND xt.tag IN " + inIDs + ")")
+		args = append(args, jsonIDs(f.ExcludeTags))
+	}
+	if f.AfterSegment > 0 {
+		q.WriteString(" AND m.channel_segment > ?")
+		args = append(args, f.AfterSegment)
+	}
+	if f.BeforeSegment > 0 {
+		q.WriteString(" AND m.channel_segment < ?")
+		args = append(args, f.BeforeSegment)
+	}
+	if f.Descending {
+		q.WriteString(" ORDER BY m.channel_segment DESC")
+	} else {
+		q.WriteString(" ORDER BY m.channel_segment ASC")
+	}
+	q.WriteString(" LIMIT ?")
+	args = append(args, limitArg(f.Limit))
+	return list(t, ctx, scanMessage, q.String(), args...)
+}
+
+func (t *tx) softDelete(ctx context.Context, q string, args ...any) ([]string, error) {
+	return list(t, ctx, func(sc scanner) (string, error) {
+		var id string
+		err := sc.Scan(&id)
+		return id, err
+	}, q, args...)
+}
+
+// SoftDeleteMessages implements chat.MessageStore.
+func (t *tx) SoftDeleteMessages(ctx context.Context, channelID, userID string, now time.Time) ([]string, error) {
+	n := ms(chat.NewTime(now))
+	if userID == "" {
+		return t.softDelete(ctx, `UPDATE messages SET is_deleted = 1, data = '{}', updated_at = ?
+	WHERE channel_id = ? AND is_deleted = 0 RETURNING message_id`, n, channelID)
+	}
+	return t.softDelete(ctx, `UPDATE messages SET is_deleted = 1, data = '{}', updated_at = ?
+	WHERE user_id = ? AND channel_id = ? AND is_deleted = 0 RETURNING message_id`, n, userID, channelID)
+}
+
+// SoftDeleteUserMessages implements chat.MessageStore.
+func (t *tx) SoftDeleteUserMessages(ctx context.Context, userID string, now time.Time) ([]string, error) {
+	return t.softDelete(ctx, `UPDATE messages SET is_deleted = 1, data = '{}', updated_at = ?
+	WHERE user_id = ? AND is_deleted = 0 RETURNING message_id`, ms(chat.NewTime(now)), userID)
+}

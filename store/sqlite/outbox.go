@@ -1,0 +1,275 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"sort"
+	"strings"
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
+
+// Webhooks.
+
+const webhookCols = "webhook_id, url, events, secret, is_disabled, disabled_reason, created_at, updated_at"
+
+func scanWebhook(sc scanner) (*chat.Webhook, error) {
+	var w chat.Webhook
+	var events sql.RawBytes
+	var created, updated int64
+	if err := sc.Scan(&w.WebhookID, &w.URL, &events, &w.Secret, &w.IsDisabled, &w.DisabledReason, &created, &updated); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(events, &w.Events); err != nil {
+		return nil, err
+	}
+	w.CreatedAt, w.UpdatedAt = fromMs(created), fromMs(updated)
+	return &w, nil
+}
+
+// CreateWebhook implements chat.WebhookStore.
+func (t *tx) CreateWebhook(ctx context.Context, w *chat.Webhook) error {
+	events, err := jsonText(w.Events)
+	if err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, "INSERT INTO webhooks ("+webhookCols+") VALUES (?,?,?,?,?,?,?,?)",
+		w.WebhookID, w.URL, events, w.Secret, w.IsDisabled, w.DisabledReason, ms(w.CreatedAt), ms(w.UpdatedAt)); err != nil {
+		return asConflict(err, "webhook", w.WebhookID)
+	}
+	return t.bumpVersion(ctx, "webhooks")
+}
+
+// GetWebhook implements chat.WebhookStore.
+func (t *tx) GetWebhook(ctx context.Context, webhookID string) (*chat.Webhook, error) {
+	ws, err := list(t, ctx, scanWebhook, "SELECT "+webhookCols+" FROM webhooks WHERE webhook_id = ?", webhookID)
+	if err != nil {
+		return nil, err
+	}
+	if len(ws) == 0 {
+		return nil, notFound("webhook", webhookID)
+	}
+	return ws[0], nil
+}
+
+// ListWebhooks implements chat.WebhookStore.
+func (t *tx) ListWebhooks(ctx context.Context) ([]*chat.Webhook, error) {
+	return list(t, ctx, scanWebhook, "SELECT "+webhookCols+" FROM webhooks ORDER BY created_at, webhook_id")
+}
+
+// UpdateWebhook implements chat.WebhookStore.
+func (t *tx) UpdateWebhook(ctx context.Context, w *chat.Webhook) error {
+	events, err := jsonText(w.Events)
+	if err != nil {
+		return err
+	}
+	n, err := t.execN(ctx, `UPDATE webhooks SET url = ?, events = ?, secret = ?, is_disabled = ?,
+	disabled_reason = ?, updated_at = ? WHERE webhook_id = ?`,
+		w.URL, events, w.Secret, w.IsDisabled, w.DisabledReason, ms(w.UpdatedAt), w.WebhookID)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound("webhook", w.WebhookID)
+	}
+	return t.bumpVersion(ctx, "webhooks")
+}
+
+// DeleteWebhook implements chat.WebhookStore.
+func (t *tx) DeleteWebhook(ctx context.Context, webhookID string) error {
+	n, err := t.execN(ctx, "DELETE FROM webhooks WHERE webhook_id = ?", webhookID)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound("webhook", webhookID)
+	}
+	if _, err := t.exec(ctx, "DELETE FROM deliveries WHERE webhook_id = ? AND state = ?", webhookID, chat.DeliveryPending); err != nil {
+		return err
+	}
+	return t.bumpVersion(ctx, "webhooks")
+}
+
+// WebhooksVersion implements chat.WebhookStore.
+func (t *tx) WebhooksVersion(ctx context.Context) (int64, error) { return t.version(ctx, "webhooks") }
+
+// Deliveries.
+
+const deliveryCols = `request_id, webhook_id, event, body, state, attempts, next_attempt_at, lease_owner,
+	lease_until, last_error, last_status, created_at, updated_at`
+
+func scanDelivery(sc scanner) (*chat.Delivery, error) {
+	var d chat.Delivery
+	var next, created, updated int64
+	var lease sql.NullInt64
+	if err := sc.Scan(&d.RequestID, &d.WebhookID, &d.Event, &d.Body, &d.State, &d.Attempts, &next,
+		&d.LeaseOwner, &lease, &d.LastError, &d.LastStatus, &created, &updated); err != nil {
+		return nil, err
+	}
+	d.NextAttemptAt, d.CreatedAt, d.UpdatedAt = fromMs(next), fromMs(created), fromMs(updated)
+	d.LeaseUntil = fromMsp(lease)
+	return &d, nil
+}
+
+// EnqueueDeliveries implements chat.OutboxStore.
+func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
+	for _, d := range ds {
+		body := d.Body
+		if body == nil {
+			body = []byte{}
+		}
+		state := d.State
+		if state == chat.DeliveryPending {
+			t.outbox = true
+		}
+		if _, err := t.exec(ctx, "INSERT INTO deliveries ("+deliveryCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			d.RequestID, d.WebhookID, d.Event, body, state, d.Attempts, ms(d.NextAttemptAt), d.LeaseOwner,
+			msp(d.LeaseUntil), d.LastError, d.LastStatus, ms(d.CreatedAt), ms(d.UpdatedAt)); err != nil {
+			return asConflict(err, "delivery", d.RequestID)
+		}
+	}
+	return nil
+}
+
+// ClaimDeliveries implements chat.OutboxStore. SQLite has one writer at a
+// time (the claim runs in the IMMEDIATE write transaction), so a claimed
+// row cannot be claimed again until its lease expires.
+func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*chat.Delivery, error) {
+	n := ms(chat.NewTime(now))
+	until := ms(chat.NewTime(now.Add(lease)))
+	ds, err := list(t, ctx, scanDelivery, `UPDATE deliveries SET lease_owner = ?, lease_until = ?
+	WHERE rowid IN (SELECT rowid FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
+		AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at, request_id LIMIT ?)
+	RETURNING `+deliveryCols, owner, until, n, n, limitArg(limit))
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if !a.NextAttemptAt.Equal(b.NextAttemptAt.Time) {
+			return a.NextAttemptAt.Before(b.NextAttemptAt.Time)
+		}
+		return a.RequestID < b.RequestID
+	})
+	return ds, nil
+}
+
+// FinishDelivery implements chat.OutboxStore. The attempt's webhookId,
+// event and number default to the delivery's; nextAttemptAt is kept only
+// when the delivery goes back to pending; a zero a.At keeps updatedAt.
+func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryAttempt, state string, nextAttemptAt time.Time) error {
+	var at any
+	if !a.At.IsZero() {
+		at = ms(a.At)
+	}
+	var webhookID, event string
+	var attempts int
+	err := t.row(ctx, `UPDATE deliveries SET state = ?, attempts = attempts + 1,
+	next_attempt_at = CASE WHEN ? = 'pending' THEN ? ELSE next_attempt_at END,
+	lease_owner = '', lease_until = NULL, last_error = ?, last_status = ?, updated_at = coalesce(?, updated_at)
+	WHERE request_id = ? AND state = 'pending' AND lease_owner = ? AND lease_owner != ''
+	RETURNING webhook_id, event, attempts`,
+		[]any{state, state, ms(chat.NewTime(nextAttemptAt)), a.Error, a.StatusCode, at, a.RequestID, owner},
+		&webhookID, &event, &attempts)
+	if chat.ErrorCode(err) == chat.CodeNotFound {
+		var c int
+		if err := t.row(ctx, "SELECT count(*) FROM deliveries WHERE request_id = ?", []any{a.RequestID}, &c); err != nil {
+			return err
+		}
+		if c == 0 {
+			return notFound("delivery", a.RequestID)
+		}
+		return &chat.Error{Code: chat.CodeConflict, Message: "delivery " + a.RequestID + " is no longer leased by " + owner}
+	}
+	if err != nil {
+		return err
+	}
+	if a.WebhookID != "" {
+		webhookID = a.WebhookID
+	}
+	if a.Event != "" {
+		event = a.Event
+	}
+	attempt := a.Attempt
+	if attempt == 0 {
+		attempt = attempts
+	}
+	if _, err := t.exec(ctx, `INSERT INTO delivery_attempts (request_id, webhook_id, event, attempt, status_code,
+	latency_ms, error, at) VALUES (?,?,?,?,?,?,?,?)`,
+		a.RequestID, webhookID, event, attempt, a.StatusCode, a.LatencyMs, a.Error, ms(a.At)); err != nil {
+		return err
+	}
+	if state == chat.DeliveryPending {
+		t.outbox = true
+	}
+	return nil
+}
+
+// GetDelivery implements chat.OutboxStore.
+func (t *tx) GetDelivery(ctx context.Context, requestID string) (*chat.Delivery, error) {
+	ds, err := list(t, ctx, scanDelivery, "SELECT "+deliveryCols+" FROM deliveries WHERE request_id = ?", requestID)
+	if err != nil {
+		return nil, err
+	}
+	if len(ds) == 0 {
+		return nil, notFound("delivery", requestID)
+	}
+	return ds[0], nil
+}
+
+// ListDeliveries implements chat.OutboxStore. An unknown beforeRequestID
+// yields no deliveries.
+func (t *tx) ListDeliveries(ctx context.Context, webhookID, beforeRequestID string, limit int) ([]*chat.Delivery, error) {
+	var q strings.Builder
+	args := []any{webhookID}
+	q.WriteString("SELECT " + deliveryCols + " FROM deliveries d WHERE webhook_id = ?")
+	if beforeRequestID != "" {
+		q.WriteString(` AND (created_at, request_id) < (SELECT created_at, request_id FROM deliveries
+	WHERE request_id = ?)`)
+		args = append(args, beforeRequestID)
+	}
+	q.WriteString(" ORDER BY created_at DESC, request_id DESC LIMIT ?")
+	args = append(args, limitArg(limit))
+	return list(t, ctx, scanDelivery, q.String(), args...)
+}
+
+// ListAttempts implements chat.OutboxStore.
+func (t *tx) ListAttempts(ctx context.Context, requestID string) ([]*chat.DeliveryAttempt, error) {
+	return list(t, ctx, func(sc scanner) (*chat.DeliveryAttempt, error) {
+		var a chat.DeliveryAttempt
+		var at int64
+		if err := sc.Scan(&a.RequestID, &a.WebhookID, &a.Event, &a.Attempt, &a.StatusCode, &a.LatencyMs, &a.Error, &at); err != nil {
+			return nil, err
+		}
+		a.At = fromMs(at)
+		return &a, nil
+	}, `SELECT request_id, webhook_id, event, attempt, status_code, latency_ms, error, at
+	FROM delivery_attempts WHERE request_id = ? ORDER BY id`, requestID)
+}
+
+// RescheduleDelivery implements chat.OutboxStore.
+func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttemptAt time.Time) error {
+	n, err := t.execN(ctx, `UPDATE deliveries SET state = 'pending', next_attempt_at = ?, lease_owner = '',
+	lease_until = NULL WHERE request_id = ?`, ms(chat.NewTime(nextAttemptAt)), requestID)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound("delivery", requestID)
+	}
+	t.outbox = true
+	return nil
+}
+
+// NextDeliveryAt implements chat.OutboxStore.
+func (t *tx) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
+	var v sql.NullInt64
+	if err := t.row(ctx, "SELECT min(next_attempt_at) FROM deliveries WHERE state = 'pending'", nil, &v); err != nil {
+		return time.Time{}, false, err
+	}
+	if !v.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMs(v.Int64).Time, true, nil
+}

@@ -1,0 +1,663 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	chat "github.com/chatengine/chat"
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+// Compile-time checks that Store implements the chat ports.
+var (
+	_ chat.Store         = (*Store)(nil)
+	_ chat.OutboxWatcher = (*Store)(nil)
+)
+
+// Options configures Open. The zero value (or a nil *Options) is the safe
+// default: full durability, a 5 second busy timeout and a small read pool.
+type Options struct {
+	// Synchronous is SQLite's synchronous setting for the write connection:
+	// "FULL" (the default) syncs the write-ahead log on every commit, so a
+	// write acknowledged by Update survives a process crash and a power
+	// loss. "NORMAL" syncs only at checkpoints: a process crash still loses
+	// nothing, but a power loss or OS crash may roll back the most recently
+	// acknowledged transactions (never corrupting the database); it trades
+	// that for fewer fsyncs. "EXTRA" is accepted and, in WAL mode, is as safe as
+	// "FULL". Other values (OFF in particular) are rejected.
+	Synchronous string
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process sharing the file before failing with CodeUnavailable. The
+	// default is 5 seconds.
+	BusyTimeout time.Duration
+	// MaxReadConns bounds the pool of read-only connections that serve
+	// View. The default is the larger of 4 and runtime.NumCPU().
+	MaxReadConns int
+	// MaxBatch bounds how many waiting Update calls are committed together
+	// in one transaction (group commit). The default is 128; 1 disables
+	// group commit.
+	MaxBatch int
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	v.Synchronous = strings.ToUpper(strings.TrimSpace(v.Synchronous))
+	switch v.Synchronous {
+	case "":
+		v.Synchronous = "FULL"
+	case "FULL", "NORMAL", "EXTRA":
+	default:
+		return v, chat.Errorf(chat.CodeBadRequest, "sqlite: Synchronous must be FULL, NORMAL or EXTRA, not %q", v.Synchronous)
+	}
+	if v.BusyTimeout < 0 {
+		return v, chat.Errorf(chat.CodeBadRequest, "sqlite: BusyTimeout must not be negative")
+	}
+	if v.BusyTimeout == 0 {
+		v.BusyTimeout = 5 * time.Second
+	}
+	if v.MaxReadConns < 0 {
+		return v, chat.Errorf(chat.CodeBadRequest, "sqlite: MaxReadConns must not be negative")
+	}
+	if v.MaxReadConns == 0 {
+		v.MaxReadConns = max(4, runtime.NumCPU())
+	}
+	if v.MaxBatch < 0 {
+		return v, chat.Errorf(chat.CodeBadRequest, "sqlite: MaxBatch must not be negative")
+	}
+	if v.MaxBatch == 0 {
+		v.MaxBatch = 128
+	}
+	return v, nil
+}
+
+// Store is a chat.Store over one SQLite database file. It is safe for
+// concurrent use. Writes go through one connection owned by a writer
+// goroutine (see the package documentation on group commit); reads use a
+// pool of query-only connections.
+type Store struct {
+	path string
+	opt  Options
+
+	wdb   *sql.DB   // the single write connection's pool (MaxOpenConns 1)
+	wconn *sql.Conn // the write connection, used only by the holder of wlock
+	wlock sync.Mutex
+	rdb   *sql.DB // read pool, query_only
+
+	reqs       chan *request
+	closing    chan struct{}
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+
+	commits, committed atomic.Int64 // see Stats
+
+	wmu      sync.Mutex
+	watchers map[*watcher]struct{}
+	closed   bool // under wmu
+}
+
+// dsn returns the data source name of path with the given parameters.
+func dsn(path string, params url.Values) string {
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + p + "?" + params.Encode()
+}
+
+// Open opens (creating if needed) the database at path, applies pending
+// migrations and starts the writer goroutine. opt may be nil. path must be a
+// file: the store opens it several times (one writer, a read pool), so
+// ":memory:" does not work.
+func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
+	o, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, chat.Errorf(chat.CodeBadRequest, "sqlite: path must be a file path, not %q", path)
+	}
+	busy := strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
+	wp := url.Values{}
+	wp.Set("_journal_mode", "WAL")
+	wp.Set("_synchronous", o.Synchronous)
+	wp.Set("_busy_timeout", busy)
+	wp.Set("_foreign_keys", "1")
+	wp.Set("_txlock", "immediate")
+	wp.Set("_stmt_cache_size", "128")
+	wdb, err := sql.Open("sqlite3", dsn(path, wp))
+	if err != nil {
+		return nil, translate(err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	fail := func(err error) (*Store, error) {
+		wdb.Close()
+		return nil, translate(err)
+	}
+	if err := Migrate(ctx, wdb); err != nil {
+		return fail(err)
+	}
+	wconn, err := wdb.Conn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	rp := url.Values{}
+	rp.Set("_synchronous", o.Synchronous)
+	rp.Set("_busy_timeout", busy)
+	rp.Set("_foreign_keys", "1")
+	rp.Set("_query_only", "1")
+	rp.Set("_stmt_cache_size", "64")
+	rdb, err := sql.Open("sqlite3", dsn(path, rp))
+	if err != nil {
+		wconn.Close()
+		return fail(err)
+	}
+	rdb.SetMaxOpenConns(o.MaxReadConns)
+	rdb.SetMaxIdleConns(o.MaxReadConns)
+	rdb.SetConnMaxLifetime(0)
+	rdb.SetConnMaxIdleTime(0)
+	if err := rdb.PingContext(ctx); err != nil {
+		rdb.Close()
+		wconn.Close()
+		return fail(err)
+	}
+	s := &Store{
+		path: path, opt: o,
+		wdb: wdb, wconn: wconn, rdb: rdb,
+		reqs:       make(chan *request, 4096),
+		closing:    make(chan struct{}),
+		writerDone: make(chan struct{}),
+		watchers:   make(map[*watcher]struct{}),
+	}
+	go s.writer(&writerState{})
+	return s, nil
+}
+
+// Stats are counters of a Store since Open.
+type Stats struct {
+	// Commits is the number of write transactions committed (each one
+	// fsync with Synchronous FULL).
+	Commits int64
+	// Updates is the number of Update calls whose writes were committed.
+	// Updates / Commits is the average group commit size.
+	Updates int64
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	return Stats{Commits: s.commits.Load(), Updates: s.committed.Load()}
+}
+
+// Path returns the database file path the store was opened with.
+func (s *Store) Path() string { return s.path }
+
+// Close stops the writer goroutine after the transactions already queued
+// have run, fails later Update calls with CodeUnavailable, closes every
+// WatchOutbox channel and closes the database. It is idempotent and safe to
+// call concurrently.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		<-s.writerDone
+		// Wait for a transaction running inline and keep the write
+		// connection for good: later Update calls find it taken, queue,
+		// and fail because the writer has stopped.
+		s.wlock.Lock()
+		s.wmu.Lock()
+		s.closed = true
+		for w := range s.watchers {
+			w.close()
+		}
+		clear(s.watchers)
+		s.wmu.Unlock()
+		err1 := s.rdb.Close()
+		err2 := s.wconn.Close()
+		err3 := s.wdb.Close()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			s.closeErr = translate(err)
+		}
+	})
+	return s.closeErr
+}
+
+var errClosed = &chat.Error{Code: chat.CodeUnavailable, Message: "sqlite store is closed"}
+
+// View runs fn in a read-only transaction on a pooled read connection. All
+// reads in fn see one consistent snapshot of the database (a deferred
+// transaction in WAL mode). Writes through the Tx fail.
+func (s *Store) View(ctx context.Context, fn func(tx chat.Tx) error) (err error) {
+	select {
+	case <-s.closing:
+		return errClosed
+	default:
+	}
+	stx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return translate(err)
+	}
+	t := &tx{s: s, db: stx}
+	defer func() {
+		t.finish()
+		rerr := stx.Rollback()
+		if err == nil && rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			err = translate(rerr)
+		}
+	}()
+	return fn(t)
+}
+
+// request is one Update call waiting for the writer.
+type request struct {
+	ctx   context.Context
+	fn    func(tx chat.Tx) error
+	state atomic.Int32 // reqQueued, reqTaken or reqAbandoned
+	err   error
+	panic any
+	done  chan struct{}
+}
+
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqAbandoned
+)
+
+// Update runs fn in a read-write transaction and returns only after the
+// commit is durable (as configured by Options.Synchronous). When the write
+// connection is free and no call is waiting, fn runs at once on the calling
+// goroutine in a transaction of its own. Otherwise the call is queued for
+// the writer goroutine, which commits it together with the other waiting
+// calls (group commit); fn then runs inside its own savepoint, so its error
+// rolls back only its own writes. fn must not call Update itself (that
+// would deadlock); it may call View.
+//
+// When ctx is done before fn started, Update returns ctx.Err() and fn never
+// runs. Once fn has started, Update waits for its outcome: the Tx's later
+// statements fail with ctx.Err(), and when fn returns that error its writes
+// are rolled back. A panic in fn rolls back its writes and is re-raised in
+// the caller's goroutine.
+func (s *Store) Update(ctx context.Context, fn func(tx chat.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(s.reqs) == 0 && s.wlock.TryLock() {
+		return s.runInline(ctx, fn)
+	}
+	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	select {
+	case s.reqs <- r:
+	case <-s.closing:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			return ctx.Err()
+		}
+		<-r.done
+	case <-s.writerDone:
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			return errClosed
+		}
+		<-r.done
+	}
+	if r.panic != nil {
+		panic(r.panic)
+	}
+	return r.err
+}
+
+// writerState belongs to one writer goroutine.
+type writerState struct {
+	// pending are requests (already taken) to run before reading the queue.
+	pending []*request
+	// The transaction being run, for recovery when a function calls
+	// runtime.Goexit: its requests in order, the index of the next one to
+	// start, and those whose functions succeeded (not yet committed).
+	running []*request
+	next    int
+	ok      []*request
+	// replaced is set when a new writer goroutine took over.
+	replaced bool
+}
+
+// writer is the goroutine that commits queued Update calls. It waits for
+// a request, takes the write connection, takes every request queued by then
+// (up to MaxBatch), runs them in one IMMEDIATE transaction, each in a
+// savepoint, commits once and then answers the callers.
+func (s *Store) writer(w *writerState) {
+	defer func() {
+		if !w.replaced {
+			close(s.writerDone)
+		}
+	}()
+	var first *request
+	batch := make([]*request, 0, s.opt.MaxBatch)
+	take := func(r *request) {
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			batch = append(batch, r)
+		}
+	}
+	for {
+		closing := false
+		first = nil
+		if len(w.pending) == 0 {
+			select {
+			case first = <-s.reqs:
+			case <-s.closing:
+				closing = true // run what is queued, then stop
+			}
+		}
+		s.wlock.Lock()
+		batch = append(batch[:0], w.pending...)
+		w.pending = nil
+		if first != nil {
+			take(first)
+		}
+	fill:
+		for len(batch) < cap(batch) {
+			select {
+			case r := <-s.reqs:
+				take(r)
+			default:
+				break fill
+			}
+		}
+		n := len(batch)
+		if n > 0 {
+			s.runBatch(w, batch)
+		}
+		s.wlock.Unlock()
+		if closing && n == 0 {
+			return
+		}
+	}
+}
+
+// runInline runs fn on the calling goroutine in its own transaction; the
+// caller holds s.wlock, which runInline releases. Used when the writer is
+// idle and nothing is queued, it saves a lone writer two goroutine
+// switches per transaction.
+func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err error) {
+	defer s.wlock.Unlock()
+	select {
+	case <-s.closing:
+		return errClosed
+	default:
+	}
+	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
+		return translate(err)
+	}
+	t := &tx{s: s, db: s.wconn, write: true}
+	committed := false
+	defer func() {
+		// Runs on errors, panics and runtime.Goexit alike.
+		t.finish()
+		if !committed && s.inTx() {
+			if rerr := s.wexec("ROLLBACK"); rerr != nil {
+				s.resetConn()
+			}
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := s.wexec("COMMIT"); err != nil {
+		return translate(err)
+	}
+	committed = true
+	s.commits.Add(1)
+	s.committed.Add(1)
+	if t.outbox {
+		s.notifyOutbox()
+	}
+	return nil
+}
+
+// exec runs one control statement on the write connection.
+func (s *Store) wexec(q string) error {
+	_, err := s.wconn.ExecContext(context.Background(), q)
+	return err
+}
+
+// inTx reports whether the write connection has an open transaction.
+func (s *Store) inTx() bool {
+	open := true
+	_ = s.wconn.Raw(func(dc any) error {
+		if c, ok := dc.(*sqlite3.SQLiteConn); ok {
+			open = !c.AutoCommit()
+		}
+		return nil
+	})
+	return open
+}
+
+func (r *request) finish(err error) {
+	r.err = err
+	close(r.done)
+}
+
+var errGoexit = &chat.Error{Code: chat.CodeInternal,
+	Message: "sqlite: the Update function called runtime.Goexit (t.FailNow outside the test's goroutine?)"}
+
+// runFn runs r.fn on t. A panic becomes r.panic (re-raised in the caller's
+// goroutine by Update). If fn calls runtime.Goexit, which ends the writer
+// goroutine, the transaction is rolled back, its callers are answered and a
+// new writer goroutine takes over the requests not yet started.
+func (s *Store) runFn(w *writerState, r *request, t *tx) (err error) {
+	normal := false
+	defer func() {
+		if normal {
+			return
+		}
+		if p := recover(); p != nil {
+			r.panic = p
+			err = fmt.Errorf("panic in Update: %v", p)
+			return
+		}
+		t.finish()
+		if s.inTx() {
+			_ = s.wexec("ROLLBACK")
+		}
+		r.finish(errGoexit)
+		for _, o := range w.ok {
+			o.finish(errBatchAborted)
+		}
+		w.replaced = true
+		s.wlock.Unlock() // held by this goroutine's runBatch, which will not return
+		go s.writer(&writerState{pending: w.running[w.next:]})
+	}()
+	if err = r.ctx.Err(); err == nil {
+		err = r.fn(t)
+	}
+	normal = true
+	return err
+}
+
+// runBatch runs the (taken) requests of one batch. See writer.
+func (s *Store) runBatch(w *writerState, live []*request) {
+	for len(live) > 0 {
+		if len(live) == 1 {
+			s.runOne(w, live[0])
+			return
+		}
+		live = s.runGroup(w, live)
+	}
+}
+
+// runOne runs a lone request in its own transaction, without savepoints.
+func (s *Store) runOne(w *writerState, r *request) {
+	w.running, w.next, w.ok = []*request{r}, 1, nil
+	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
+		r.finish(translate(err))
+		return
+	}
+	t := &tx{s: s, db: s.wconn, write: true}
+	err := s.runFn(w, r, t)
+	t.finish()
+	if err != nil {
+		if s.inTx() {
+			if rerr := s.wexec("ROLLBACK"); rerr != nil {
+				s.resetConn()
+			}
+		}
+		r.finish(err)
+		return
+	}
+	if err := s.wexec("COMMIT"); err != nil {
+		if s.inTx() {
+			_ = s.wexec("ROLLBACK")
+		}
+		r.finish(translate(err))
+		return
+	}
+	s.commits.Add(1)
+	s.committed.Add(1)
+	if t.outbox {
+		s.notifyOutbox()
+	}
+	r.finish(nil)
+}
+
+var errBatchAborted = &chat.Error{Code: chat.CodeUnavailable, Message: "the transaction was aborted; try again"}
+
+// runGroup runs several requests in one transaction, each in a savepoint.
+// It answers the requests it ran and returns those it could not start
+// because the transaction was lost (they go into a new transaction).
+func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
+	w.running, w.next, w.ok = rs, 0, nil
+	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
+		err = translate(err)
+		for _, r := range rs {
+			r.finish(err)
+		}
+		return nil
+	}
+	outbox := false
+	abort := func(err error) {
+		if s.inTx() {
+			_ = s.wexec("ROLLBACK")
+		}
+		for _, r := range w.ok {
+			r.finish(err)
+		}
+		w.ok = nil
+	}
+	for i, r := range rs {
+		w.next = i + 1
+		if err := s.wexec("SAVEPOINT g"); err != nil {
+			abort(translate(err))
+			r.finish(translate(err))
+			return rs[i+1:]
+		}
+		t := &tx{s: s, db: s.wconn, write: true}
+		err := s.runFn(w, r, t)
+		t.finish()
+		if err == nil {
+			w.ok = append(w.ok, r)
+			if rerr := s.wexec("RELEASE g"); rerr != nil {
+				abort(translate(rerr))
+				return rs[i+1:]
+			}
+			outbox = outbox || t.outbox
+			continue
+		}
+		// fn failed: undo its writes only. If the database already rolled
+		// back the whole transaction (I/O error, disk full, interrupt),
+		// the earlier requests of this batch are lost too.
+		if rerr := s.wexec("ROLLBACK TO g"); rerr != nil || !s.inTx() {
+			abort(errBatchAborted)
+			r.finish(err)
+			return rs[i+1:]
+		}
+		if rerr := s.wexec("RELEASE g"); rerr != nil {
+			abort(translate(rerr))
+			r.finish(err)
+			return rs[i+1:]
+		}
+		r.finish(err)
+	}
+	if err := s.wexec("COMMIT"); err != nil {
+		abort(translate(err))
+		return nil
+	}
+	s.commits.Add(1)
+	s.committed.Add(int64(len(w.ok)))
+	if outbox {
+		s.notifyOutbox()
+	}
+	for _, r := range w.ok {
+		r.finish(nil)
+	}
+	w.ok = nil
+	return nil
+}
+
+// resetConn tries to bring the write connection back to autocommit mode
+// after a failed ROLLBACK.
+func (s *Store) resetConn() {
+	for i := 0; i < 3 && s.inTx(); i++ {
+		_ = s.wexec("ROLLBACK")
+	}
+}
+
+// watcher is one WatchOutbox subscription.
+type watcher struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func (w *watcher) close() { w.once.Do(func() { close(w.ch) }) }
+
+// WatchOutbox implements chat.OutboxWatcher. The returned channel (buffer 1)
+// receives a value after every commit of this Store that enqueued or
+// rescheduled deliveries (FinishDelivery back to pending included); signals
+// are coalesced. It is closed when ctx is done or the store is closed.
+// Commits by other processes sharing the file are not signalled; poll
+// NextDeliveryAt for those.
+func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w := &watcher{ch: make(chan struct{}, 1)}
+	s.wmu.Lock()
+	if s.closed {
+		s.wmu.Unlock()
+		return nil, errClosed
+	}
+	s.watchers[w] = struct{}{}
+	s.wmu.Unlock()
+	context.AfterFunc(ctx, func() {
+		s.wmu.Lock()
+		delete(s.watchers, w)
+		s.wmu.Unlock()
+		w.close()
+	})
+	return w.ch, nil
+}
+
+func (s *Store) notifyOutbox() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for w := range s.watchers {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+}

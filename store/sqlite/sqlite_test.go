@@ -1,0 +1,425 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+)
+
+// newStore opens a fresh store in a temporary directory.
+func newStore(t testing.TB, opt *Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "chat.db"), opt)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+var t0 = time.Date(2024, 5, 6, 7, 8, 9, 123_456_789, time.UTC)
+
+func testChannel(id string) *chat.Channel {
+	now := chat.NewTime(t0)
+	return &chat.Channel{ChannelID: id, Type: chat.ChannelTypeStandard, DisplayName: id,
+		LastActivity: now, CreatedAt: now, UpdatedAt: now}
+}
+
+// postMessage allocates the next segment of channelID and creates a
+// message there, as the Service does.
+func postMessage(ctx context.Context, tx chat.Tx, channelID, id, text string) (*chat.Message, error) {
+	c, err := tx.NextSegment(ctx, channelID, t0)
+	if err != nil {
+		return nil, err
+	}
+	now := chat.NewTime(t0)
+	m := &chat.Message{MessageID: id, ChannelID: channelID, UserID: "u1", Type: chat.MessageTypeText,
+		Data: map[string]any{"text": text}, ChannelSegment: c.MessageCount, CreatedAt: now, UpdatedAt: now}
+	return m, tx.CreateMessage(ctx, m)
+}
+
+func TestOpenOptions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	_, err := Open(ctx, filepath.Join(dir, "a.db"), &Options{Synchronous: "OFF"})
+	require.ErrorIs(t, err, chat.ErrBadRequest)
+	_, err = Open(ctx, ":memory:", nil)
+	require.ErrorIs(t, err, chat.ErrBadRequest)
+
+	s, err := Open(ctx, filepath.Join(dir, "odd?name#%.db"), &Options{Synchronous: "normal"})
+	require.NoError(t, err)
+	defer s.Close()
+	require.Equal(t, "NORMAL", s.opt.Synchronous)
+	require.Equal(t, 5*time.Second, s.opt.BusyTimeout)
+	require.GreaterOrEqual(t, s.opt.MaxReadConns, 4)
+
+	var mode string
+	require.NoError(t, s.rdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
+	require.Equal(t, "wal", mode)
+	var fk, qo int
+	require.NoError(t, s.rdb.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk))
+	require.Equal(t, 1, fk)
+	require.NoError(t, s.rdb.QueryRowContext(ctx, "PRAGMA query_only").Scan(&qo))
+	require.Equal(t, 1, qo)
+
+	// The write connection syncs as configured: FULL is 2, NORMAL 1.
+	var sync int
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error {
+		return s.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync)
+	}))
+	require.Equal(t, 1, sync)
+	s2 := newStore(t, nil)
+	require.NoError(t, s2.Update(ctx, func(tx chat.Tx) error {
+		return s2.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync)
+	}))
+	require.Equal(t, 2, sync, "the default is synchronous=FULL")
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "chat.db")
+	s, err := Open(ctx, path, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "Close is idempotent")
+
+	db, err := sql.Open("sqlite3", path)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, Migrate(ctx, db), "Migrate is idempotent")
+	ms, err := migrations()
+	require.NoError(t, err)
+	var n int
+	var latest int64
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT count(*), max(version) FROM schema_migrations").Scan(&n, &latest))
+	require.Equal(t, len(ms), n)
+	require.Equal(t, ms[len(ms)-1].version, latest)
+
+	// A database from a newer program is refused.
+	_, err = db.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'x')", latest+1)
+	require.NoError(t, err)
+	require.ErrorContains(t, Migrate(ctx, db), "newer")
+	_, err = Open(ctx, path, nil)
+	require.Error(t, err)
+}
+
+func TestTranslate(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error { return tx.CreateChannel(ctx, testChannel("c1")) }))
+	err := s.Update(ctx, func(tx chat.Tx) error { return tx.CreateChannel(ctx, testChannel("c1")) })
+	require.ErrorIs(t, err, chat.ErrConflict)
+	err = s.View(ctx, func(tx chat.Tx) error { _, err := tx.GetChannel(ctx, "nope"); return err })
+	require.ErrorIs(t, err, chat.ErrNotFound)
+	// Writing in View fails (query_only) without crashing anything.
+	err = s.View(ctx, func(tx chat.Tx) error { return tx.CreateChannel(ctx, testChannel("c2")) })
+	require.Error(t, err)
+
+	require.Nil(t, translate(nil))
+	require.ErrorIs(t, translate(sql.ErrNoRows), chat.ErrNotFound)
+	require.ErrorIs(t, translate(context.Canceled), context.Canceled)
+	require.Equal(t, chat.CodeInternal, chat.ErrorCode(translate(errors.New("x"))))
+	require.Equal(t, chat.CodeUnavailable, chat.ErrorCode(translate(sql.ErrConnDone)))
+}
+
+func TestTimesRoundTripAtMillisecond(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	c := testChannel("c1")
+	c.CreatedAt = chat.Time{Time: t0.In(time.FixedZone("X", 3600))} // not UTC, sub-ms
+	mute := chat.Forever
+	c.MuteTimeout = &mute
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error { return tx.CreateChannel(ctx, c) }))
+	var got *chat.Channel
+	require.NoError(t, s.View(ctx, func(tx chat.Tx) (err error) { got, err = tx.GetChannel(ctx, "c1"); return err }))
+	require.Equal(t, chat.NewTime(t0), got.CreatedAt)
+	require.Equal(t, time.UTC, got.CreatedAt.Location())
+	require.Equal(t, chat.Forever, *got.MuteTimeout)
+	require.Nil(t, got.Metadata)
+	require.Nil(t, got.Tags)
+}
+
+// TestGroupCommitIsolation runs many concurrent transactions, a third of
+// which fail or panic, and checks that exactly the successful ones are
+// committed and that failures leave no trace.
+func TestGroupCommitIsolation(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error { return tx.CreateChannel(ctx, testChannel("c")) }))
+
+	const n = 300
+	var wg sync.WaitGroup
+	var okCount atomic.Int64
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			errs[i] = s.Update(ctx, func(tx chat.Tx) error {
+				if _, err := postMessage(ctx, tx, "c", fmt.Sprintf("m%03d", i), "x"); err != nil {
+					return err
+				}
+				switch i % 3 {
+				case 1:
+					return fmt.Errorf("boom %d", i)
+				case 2:
+					if i%2 == 0 {
+						panic(fmt.Sprintf("panic %d", i))
+					}
+					// A duplicate insert: a constraint error inside the savepoint.
+					return tx.CreateChannel(ctx, testChannel("c"))
+				}
+				okCount.Add(1)
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	st := s.Stats()
+	require.Equal(t, okCount.Load()+1, st.Updates)
+	require.Less(t, st.Commits, st.Updates, "concurrent updates share commits")
+	t.Logf("%d updates in %d commits", st.Updates, st.Commits)
+	for i, err := range errs {
+		switch {
+		case i%3 == 0:
+			require.NoError(t, err, i)
+		case i%3 == 1:
+			require.EqualError(t, err, fmt.Sprintf("boom %d", i))
+		case i%2 == 0:
+			require.EqualError(t, err, fmt.Sprintf("panic: panic %d", i))
+		default:
+			require.ErrorIs(t, err, chat.ErrConflict)
+		}
+	}
+	require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
+		c, err := tx.GetChannel(ctx, "c")
+		require.NoError(t, err)
+		require.Equal(t, okCount.Load(), c.MessageCount, "only committed transactions count")
+		ms, err := tx.QueryMessages(ctx, chat.MessageFilter{ChannelID: "c"})
+		require.NoError(t, err)
+		require.Len(t, ms, int(okCount.Load()))
+		for i, m := range ms {
+			require.Equal(t, int64(i+1), m.ChannelSegment, "segments are gapless")
+			var k int
+			_, err := fmt.Sscanf(m.MessageID, "m%03d", &k)
+			require.NoError(t, err)
+			require.Equal(t, 0, k%3)
+		}
+		return nil
+	}))
+}
+
+func TestUpdateContext(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error { return tx.CreateChannel(ctx, testChannel("c")) }))
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	ran := false
+	err := s.Update(cctx, func(tx chat.Tx) error { ran = true; return nil })
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, ran)
+
+	// Cancelled while fn runs: later statements fail, the writes are undone.
+	cctx, cancel = context.WithCancel(ctx)
+	err = s.Update(cctx, func(tx chat.Tx) error {
+		if _, err := postMessage(cctx, tx, "c", "m1", "x"); err != nil {
+			return err
+		}
+		cancel()
+		_, err := postMessage(cctx, tx, "c", "m2", "x")
+		return err
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
+		c, err := tx.GetChannel(ctx, "c")
+		require.NoError(t, err)
+		require.Zero(t, c.MessageCount)
+		return nil
+	}))
+
+	// A Tx used after its function returned fails.
+	var leaked chat.Tx
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error { leaked = tx; return nil }))
+	_, err = leaked.GetChannel(ctx, "c")
+	require.Error(t, err)
+}
+
+func TestClosedStore(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	w, err := s.WatchOutbox(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, open := <-w
+	require.False(t, open, "Close closes watcher channels")
+	require.ErrorIs(t, s.Update(ctx, func(tx chat.Tx) error { return nil }), chat.ErrUnavailable)
+	require.ErrorIs(t, s.View(ctx, func(tx chat.Tx) error { return nil }), chat.ErrUnavailable)
+	_, err = s.WatchOutbox(ctx)
+	require.ErrorIs(t, err, chat.ErrUnavailable)
+}
+
+func TestWatchOutbox(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := s.WatchOutbox(ctx)
+	require.NoError(t, err)
+	now := chat.NewTime(t0)
+	d := &chat.Delivery{RequestID: "r1", WebhookID: "w", Event: chat.EventMessageDidCreate, Body: []byte("{}"),
+		State: chat.DeliveryPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+	// A rolled-back enqueue does not signal.
+	_ = s.Update(ctx, func(tx chat.Tx) error {
+		require.NoError(t, tx.EnqueueDeliveries(ctx, []*chat.Delivery{d}))
+		return errors.New("no")
+	})
+	select {
+	case <-w:
+		t.Fatal("signal for a rolled-back enqueue")
+	default:
+	}
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error { return tx.EnqueueDeliveries(ctx, []*chat.Delivery{d}) }))
+	select {
+	case <-w:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no signal after enqueue")
+	}
+	cancel()
+	require.Eventually(t, func() bool {
+		select {
+		case _, open := <-w:
+			return !open
+		default:
+			return false
+		}
+	}, 5*time.Second, time.Millisecond)
+}
+
+// TestGoexitInUpdate checks that a function that ends its goroutine (as
+// t.FailNow does) neither kills the store nor hangs other callers.
+func TestGoexitInUpdate(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error { return tx.CreateChannel(ctx, testChannel("c")) }))
+	// Inline: the caller's goroutine ends, the transaction is rolled back
+	// and the write connection released.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Update(ctx, func(tx chat.Tx) error {
+			if _, err := postMessage(ctx, tx, "c", "gone", "x"); err != nil {
+				return err
+			}
+			runtime.Goexit()
+			return nil
+		})
+	}()
+	<-done
+	// Queued behind a held write connection, so that the writer goroutine
+	// runs them as one batch.
+	hold, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = s.Update(ctx, func(tx chat.Tx) error { close(hold); <-release; return nil })
+	}()
+	<-hold
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Update(ctx, func(tx chat.Tx) error {
+				if _, err := postMessage(ctx, tx, "c", fmt.Sprintf("m%d", i), "x"); err != nil {
+					return err
+				}
+				if i%10 == 3 {
+					runtime.Goexit()
+				}
+				return nil
+			})
+		}()
+	}
+	// The writer holds one request while it waits for the connection.
+	queued := func() bool { return len(s.reqs) >= len(errs)-1 }
+	for start := time.Now(); !queued() && time.Since(start) < 10*time.Second; {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	require.True(t, queued())
+	wg.Wait()
+	committed := 0
+	for i, err := range errs {
+		if i%10 == 3 {
+			// Run by the writer goroutine, the caller gets errGoexit.
+			require.ErrorIs(t, err, errGoexit)
+			continue
+		}
+		if err == nil {
+			committed++
+		} else {
+			require.ErrorIs(t, err, chat.ErrUnavailable, "only batch aborts are allowed")
+		}
+	}
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error {
+		c, err := tx.GetChannel(ctx, "c")
+		if err != nil {
+			return err
+		}
+		if c.MessageCount != int64(committed) {
+			return fmt.Errorf("messageCount %d, committed %d", c.MessageCount, committed)
+		}
+		return nil
+	}))
+}
+
+// TestQueuedUpdateAbandoned checks that a queued Update whose context ends
+// before its turn returns at once and never runs.
+func TestQueuedUpdateAbandoned(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	hold, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = s.Update(ctx, func(tx chat.Tx) error {
+			close(hold)
+			<-release
+			return tx.CreateChannel(ctx, testChannel("first"))
+		})
+	}()
+	<-hold
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	ran := atomic.Bool{}
+	err := s.Update(cctx, func(tx chat.Tx) error { ran.Store(true); return nil })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	close(release)
+	// The next Update runs after the first one committed.
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error {
+		_, err := tx.GetChannel(ctx, "first")
+		return err
+	}))
+	require.False(t, ran.Load(), "an abandoned Update must not run")
+}

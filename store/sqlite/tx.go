@@ -1,0 +1,263 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
+
+// dbtx is what a transaction runs statements on: the write connection
+// (inside the writer's BEGIN IMMEDIATE) or a read pool *sql.Tx.
+type dbtx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// tx implements chat.Tx.
+type tx struct {
+	s      *Store
+	db     dbtx
+	write  bool
+	done   atomic.Bool
+	outbox bool // deliveries were enqueued or made pending again
+}
+
+var _ chat.Tx = (*tx)(nil)
+
+var errTxDone = &chat.Error{Code: chat.CodeInternal, Message: "sqlite: transaction used after its function returned"}
+
+func (t *tx) finish() { t.done.Store(true) }
+
+// ctx checks that the transaction is usable and returns the context to run
+// a statement with. Write statements run with a context that is never
+// cancelled: interrupting a write statement may make SQLite roll back the
+// whole transaction, which in a group commit holds other callers' writes.
+// The caller's ctx is checked before each statement instead.
+func (t *tx) ctx(ctx context.Context) (context.Context, error) {
+	if t.done.Load() {
+		return nil, errTxDone
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if t.write {
+		return context.Background(), nil
+	}
+	return ctx, nil
+}
+
+func (t *tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	c, err := t.ctx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := t.db.ExecContext(c, q, args...)
+	return r, t.err(ctx, err)
+}
+
+// execN runs a statement and returns the number of rows it changed.
+func (t *tx) execN(ctx context.Context, q string, args ...any) (int64, error) {
+	r, err := t.exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.RowsAffected()
+	return n, translate(err)
+}
+
+func (t *tx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	c, err := t.ctx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.db.QueryContext(c, q, args...)
+	return rows, t.err(ctx, err)
+}
+
+// row runs a query expected to return one row and scans it with dest.
+// No row is CodeNotFound.
+func (t *tx) row(ctx context.Context, q string, args []any, dest ...any) error {
+	c, err := t.ctx(ctx)
+	if err != nil {
+		return err
+	}
+	return t.err(ctx, t.db.QueryRowContext(c, q, args...).Scan(dest...))
+}
+
+// err translates a statement's error; when the caller's context ended,
+// its error is returned instead of the driver's "interrupted".
+func (t *tx) err(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return translate(err)
+}
+
+// list runs a query and collects one value per row with scan.
+func list[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, t.err(ctx, err)
+		}
+		out = append(out, v)
+	}
+	return out, t.err(ctx, rows.Err())
+}
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// notFound returns a CodeNotFound error naming the missing thing.
+func notFound(what, id string) error {
+	return &chat.Error{Code: chat.CodeNotFound, Message: what + " " + id + " not found"}
+}
+
+// conflict returns a CodeConflict error naming the duplicate.
+func conflict(what, id string) error {
+	return &chat.Error{Code: chat.CodeConflict, Message: what + " " + id + " already exists"}
+}
+
+// asNotFound turns a CodeNotFound from translate into a named one.
+func asNotFound(err error, what, id string) error {
+	if chat.ErrorCode(err) == chat.CodeNotFound {
+		return notFound(what, id)
+	}
+	return err
+}
+
+// asConflict turns a CodeConflict from translate into a named one.
+func asConflict(err error, what, id string) error {
+	if chat.ErrorCode(err) == chat.CodeConflict {
+		return &chat.Error{Code: chat.CodeConflict, Message: what + " " + id + " already exists", Err: err}
+	}
+	return err
+}
+
+// Time encoding: INTEGER unix milliseconds, UTC.
+
+func ms(t chat.Time) int64 { return t.Time.UnixMilli() }
+
+func msp(t *chat.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.Time.UnixMilli()
+}
+
+func fromMs(v int64) chat.Time { return chat.Time{Time: time.UnixMilli(v).UTC()} }
+
+func fromMsp(v sql.NullInt64) *chat.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMs(v.Int64)
+	return &t
+}
+
+// JSON encoding: nil maps and slices are the JSON literal null, so that
+// they read back as nil.
+
+func jsonText(v any) (string, error) {
+	// Fast paths for the common empty values.
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return "null", nil
+		}
+	case []string:
+		if x == nil {
+			return "null", nil
+		}
+	case map[string]int:
+		if x == nil {
+			return "null", nil
+		}
+	case chat.Hashflag:
+		if x.Bits == 0 && x.Hashes == 0 && x.Hash == nil {
+			return zeroHashflag, nil
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", &chat.Error{Code: chat.CodeBadRequest, Message: "value cannot be stored as JSON", Err: err}
+	}
+	return string(b), nil
+}
+
+// zeroHashflag is the JSON of an unflagged item's chat.Hashflag.
+const zeroHashflag = `{"bits":0,"hashes":0,"hash":null}`
+
+func fromJSON(b []byte, dest any) error {
+	if string(b) == "null" {
+		return nil // dest keeps its zero value
+	}
+	if h, ok := dest.(*chat.Hashflag); ok && string(b) == zeroHashflag {
+		*h = chat.Hashflag{}
+		return nil
+	}
+	if err := json.Unmarshal(b, dest); err != nil {
+		return &chat.Error{Code: chat.CodeInternal, Message: "sqlite: corrupt JSON column", Err: err}
+	}
+	return nil
+}
+
+// jsonIDs encodes a list of strings for `IN (SELECT value FROM
+// json_each(?))`, which keeps the statement text (and so the cached
+// prepared statement) the same for any number of ids.
+func jsonIDs(ids []string) string {
+	if ids == nil {
+		return "[]"
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+const inIDs = "(SELECT value FROM json_each(?))"
+
+// prefixRange returns the bounds lo <= s < hi of the strings that start
+// with p in byte order; hi is "" when there is no upper bound.
+func prefixRange(p string) (lo, hi string) {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return p, string(b[:i+1])
+		}
+	}
+	return p, ""
+}
+
+func lower(s string) string { return strings.ToLower(s) }
+
+// limitArg returns the LIMIT value for limit (-1, no limit, when <= 0).
+func limitArg(limit int) int {
+	if limit <= 0 {
+		return -1
+	}
+	return limit
+}
+
+// bumpVersion increments a change counter in the versions table.
+func (t *tx) bumpVersion(ctx context.Context, name string) error {
+	_, err := t.exec(ctx, "UPDATE versions SET value = value + 1 WHERE name = ?", name)
+	return err
+}
+
+func (t *tx) version(ctx context.Context, name string) (int64, error) {
+	var v int64
+	err := t.row(ctx, "SELECT value FROM versions WHERE name = ?", []any{name}, &v)
+	return v, err
+}

@@ -1,0 +1,229 @@
+package chat
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// TimeLayout is the wire format of every timestamp: ISO 8601 UTC with
+// milliseconds, for example 2018-11-30T11:39:20.149Z.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Time is an instant in UTC with millisecond precision. It marshals to JSON
+// as TimeLayout (always three fractional digits and a Z).
+type Time struct{ time.Time }
+
+// NewTime returns t in UTC truncated to milliseconds.
+func NewTime(t time.Time) Time { return Time{t.UTC().Truncate(time.Millisecond)} }
+
+// TimePtr returns a pointer to NewTime(t).
+func TimePtr(t time.Time) *Time { v := NewTime(t); return &v }
+
+// Forever is the muteTimeout of a channel or member muted with mutePeriod -1.
+var Forever = NewTime(time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC))
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(TimeLayout)+2)
+	b = append(b, '"')
+	b = t.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	p, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	*t = NewTime(p)
+	return nil
+}
+
+// Channel types.
+const (
+	ChannelTypeStandard = "standard"
+)
+
+// Channel is a chat channel. Field names follow the spec's section 2.
+// MessageCount is the number of messages ever posted in the channel, which is
+// also its last channelSegment; deleting a message does not lower it.
+// IsMuted is derived from MuteTimeout at read time, so a mute expires by
+// time alone.
+type Channel struct {
+	ChannelID       string         `json:"channelId"`
+	Type            string         `json:"type"`
+	DisplayName     string         `json:"displayName"`
+	IsDistinct      bool           `json:"isDistinct"`
+	Metadata        map[string]any `json:"metadata"`
+	Tags            []string       `json:"tags"`
+	IsMuted         bool           `json:"isMuted"`
+	MuteTimeout     *Time          `json:"muteTimeout"`
+	LastActivity    Time           `json:"lastActivity"`
+	CreatedAt       Time           `json:"createdAt"`
+	UpdatedAt       Time           `json:"updatedAt"`
+	IsRateLimited   bool           `json:"isRateLimited"`
+	RateLimitWindow int            `json:"rateLimitWindow"`
+	MemberCount     int            `json:"memberCount"`
+	MessageCount    int64          `json:"messageCount"`
+	IsClosed        bool           `json:"isClosed"`
+}
+
+// Membership values of a ChannelUser.
+const (
+	MembershipMember = "member"
+	MembershipBanned = "banned"
+	MembershipNone   = "none"
+)
+
+// ChannelUser is a user's relation to one channel. A banned user has
+// membership "banned" until unbanned; the ban is its own record and removing
+// or re-adding never clears it. IsMuted is derived from MuteTimeout.
+type ChannelUser struct {
+	ChannelID   string `json:"channelId"`
+	UserID      string `json:"userId"`
+	Membership  string `json:"membership"`
+	IsMuted     bool   `json:"isMuted"`
+	MuteTimeout *Time  `json:"muteTimeout"`
+	CreatedAt   Time   `json:"createdAt"`
+	UpdatedAt   Time   `json:"updatedAt"`
+}
+
+// Message types.
+const (
+	MessageTypeText   = "text"
+	MessageTypeCustom = "custom"
+	MessageTypeImage  = "image"
+	MessageTypeFile   = "file"
+)
+
+// Message is a message in a channel. ParentID is set only on comments.
+// Reactions maps a reaction name to its count; ReactionsCount is their sum.
+type Message struct {
+	MessageID      string         `json:"messageId"`
+	ChannelID      string         `json:"channelId"`
+	UserID         string         `json:"userId"`
+	Type           string         `json:"type"`
+	Data           map[string]any `json:"data"`
+	Tags           []string       `json:"tags"`
+	ParentID       string         `json:"parentId,omitempty"`
+	IsDeleted      bool           `json:"isDeleted"`
+	CreatedAt      Time           `json:"createdAt"`
+	EditedAt       *Time          `json:"editedAt"`
+	UpdatedAt      Time           `json:"updatedAt"`
+	ChannelSegment int64          `json:"channelSegment"`
+	ChildrenNumber int            `json:"childrenNumber"`
+	FlagCount      int            `json:"flagCount"`
+	Hashflag       Hashflag       `json:"hashflag"`
+	Reactions      map[string]int `json:"reactions"`
+	ReactionsCount int            `json:"reactionsCount"`
+}
+
+// Hashflag is a bloom filter of the ids of the users who flagged an item:
+// Bits is the filter's size in bits, Hashes the number of hash functions and
+// Hash the bit array as 32-bit words. All zero and empty when unflagged.
+type Hashflag struct {
+	Bits   int      `json:"bits"`
+	Hashes int      `json:"hashes"`
+	Hash   []uint32 `json:"hash"`
+}
+
+// User is a chat user. Users referenced by id are created on first
+// reference with DisplayName = UserID.
+type User struct {
+	UserID      string         `json:"userId"`
+	DisplayName string         `json:"displayName"`
+	Roles       []string       `json:"roles"`
+	Metadata    map[string]any `json:"metadata"`
+	FlagCount   int            `json:"flagCount"`
+	Hashflag    Hashflag       `json:"hashflag"`
+	IsGlobalBan bool           `json:"isGlobalBan"`
+	CreatedAt   Time           `json:"createdAt"`
+	UpdatedAt   Time           `json:"updatedAt"`
+}
+
+// Permissions the engine acts on. Other permission strings are stored and
+// returned as given.
+const (
+	PermExemptFromBlacklist = "User/ExempFromBlacklist"
+	PermExemptFromWhitelist = "User/ExempFromWhitelist"
+	PermExemptFromMute      = "User/ExemptFromMute"
+)
+
+// RoleGlobalAdmin is the built-in role of admin users.
+const RoleGlobalAdmin = "global-admin"
+
+// Role is a named set of permissions.
+type Role struct {
+	RoleID      string   `json:"roleId"`
+	Permissions []string `json:"permissions"`
+	CreatedAt   Time     `json:"createdAt"`
+	UpdatedAt   Time     `json:"updatedAt"`
+}
+
+// RuleList names the list a Rule belongs to.
+type RuleList string
+
+// The two rule lists.
+const (
+	Blacklist RuleList = "blacklist"
+	Whitelist RuleList = "whitelist"
+)
+
+// Rule is a blacklist or whitelist record. RuleID is the word, URL or
+// pattern itself. IsMatchExactWord is meaningful for the blacklist only.
+type Rule struct {
+	List             RuleList `json:"-"`
+	RuleID           string   `json:"ruleId"`
+	IsMatchExactWord bool     `json:"isMatchExactWord"`
+	CreatedAt        Time     `json:"createdAt"`
+	UpdatedAt        Time     `json:"updatedAt"`
+}
+
+// ReferenceTypeMessage is the only reaction reference type.
+const ReferenceTypeMessage = "message"
+
+// Reaction is one user's reaction of one name to one message.
+type Reaction struct {
+	ReactionID    string `json:"reactionId"`
+	ReferenceID   string `json:"referenceId"`
+	ReferenceType string `json:"referenceType"`
+	ReactionName  string `json:"reactionName"`
+	UserID        string `json:"userId"`
+	CreatedAt     Time   `json:"createdAt"`
+}
+
+// Admin is an admin account. Its access token is stored only as a SHA-256
+// hash; the token itself is shown once, at creation.
+type Admin struct {
+	Name      string `json:"name"`
+	UserID    string `json:"userId"`
+	TokenHash []byte `json:"-"`
+	CreatedAt Time   `json:"createdAt"`
+	RevokedAt *Time  `json:"revokedAt"`
+}
+
+// Flag target kinds.
+const (
+	FlagTargetUser    = "user"
+	FlagTargetMessage = "message"
+)
+
+// Blob is stored file or image bytes belonging to a message. Name is "file"
+// for file messages and the rendition name ("small", "medium", "large",
+// "full") for images.
+type Blob struct {
+	MessageID   string
+	ChannelID   string
+	Name        string
+	ContentType string
+	Data        []byte
+	CreatedAt   Time
+}

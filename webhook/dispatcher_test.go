@@ -1,0 +1,616 @@
+package webhook
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	chat "github.com/chatengine/chat"
+	"github.com/stretchr/testify/require"
+)
+
+// The main delivery test, over every available store: each event reaches a
+// real receiver once, with the exact body and verifiable signatures.
+func TestDeliver(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s := b.open(t)
+			rc := newReceiver(t, "s3cret", nil)
+			hook := createHook(t, s, rc.URL+"/hook", "s3cret")
+			start(t, s, testConfig())
+			ds := newDeliveries(t, hook.WebhookID, 50)
+			ids := enqueue(t, s, ds)
+			states := waitStates(t, s, ids, 10*time.Second)
+			require.Zero(t, rc.overlaps.Load())
+			for _, dl := range ds {
+				got := states[dl.RequestID]
+				require.Equal(t, chat.DeliveryDelivered, got.State, dl.RequestID)
+				require.Equal(t, 1, got.Attempts)
+				require.Equal(t, http.StatusNoContent, got.LastStatus)
+				require.Equal(t, 1, rc.deliveredCount(dl.RequestID), "verified by the receiver once")
+				hits := rc.hitsOf(dl.RequestID)
+				require.Len(t, hits, 1)
+				h := hits[0]
+				require.Equal(t, dl.Body, h.body, "body is the outbox bytes, unchanged")
+				require.Equal(t, "application/json", h.header.Get("Content-Type"))
+				require.Equal(t, Sign([]byte("s3cret"), dl.Body), h.header.Get("X-Service-Signature"))
+				require.Equal(t, dl.RequestID, h.header.Get("webhook-id"))
+				ts, err := strconv.ParseInt(h.header.Get("webhook-timestamp"), 10, 64)
+				require.NoError(t, err)
+				require.InDelta(t, time.Now().Unix(), ts, 60)
+				require.True(t, strings.HasPrefix(h.header.Get("webhook-signature"), "v1,"))
+				require.Equal(t, "chatengine-webhook/1", h.header.Get("User-Agent"))
+				_, as := getDelivery(t, s, dl.RequestID)
+				require.Len(t, as, 1)
+				require.Equal(t, http.StatusNoContent, as[0].StatusCode)
+				require.Equal(t, 1, as[0].Attempt)
+				require.Empty(t, as[0].Error)
+				require.Equal(t, hook.WebhookID, as[0].WebhookID)
+				require.Equal(t, chat.EventMessageDidCreate, as[0].Event)
+			}
+		})
+	}
+}
+
+// Failure injection: each scenario ends with the event delivered (but for
+// 410), every attempt recorded with its status or error, and every attempt
+// carrying the same requestId.
+func TestFailures(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	type injectFn = func(w http.ResponseWriter, r *http.Request, id string, attempt int) bool
+	failFirst := func(n int, f func(w http.ResponseWriter, r *http.Request)) injectFn {
+		return func(w http.ResponseWriter, r *http.Request, _ string, attempt int) bool {
+			if attempt > n {
+				return false
+			}
+			f(w, r)
+			return true
+		}
+	}
+	status := func(code int) func(w http.ResponseWriter, r *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) { http.Error(w, "injected failure", code) }
+	}
+	cases := []struct {
+		name   string
+		inject injectFn
+		check  func(t *testing.T, as []*chat.DeliveryAttempt, hits []hit)
+		final  string // state, default delivered
+		ok     bool   // the injected answer itself is a success
+	}{
+		{
+			name:   "500 twice",
+			inject: failFirst(2, status(500)),
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, _ []hit) {
+				require.Len(t, as, 3)
+				require.Equal(t, []int{500, 500, 204}, codes(as))
+				require.Equal(t, "HTTP 500: injected failure", as[0].Error)
+			},
+		},
+		{
+			name: "timeout",
+			inject: failFirst(1, func(w http.ResponseWriter, r *http.Request) {
+				select { // sleep past the timeout; the client gives up first
+				case <-r.Context().Done():
+				case <-time.After(5 * timeout):
+				}
+			}),
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, _ []hit) {
+				require.Len(t, as, 2)
+				require.Equal(t, []int{0, 204}, codes(as))
+				require.Contains(t, as[0].Error, "timeout")
+				require.GreaterOrEqual(t, as[0].LatencyMs, timeout.Milliseconds()-5)
+				require.Less(t, as[0].LatencyMs, (3 * timeout).Milliseconds())
+			},
+		},
+		{
+			name: "connection reset",
+			inject: failFirst(2, func(w http.ResponseWriter, r *http.Request) {
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					_ = conn.Close()
+				}
+			}),
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, _ []hit) {
+				require.Len(t, as, 3)
+				require.Equal(t, []int{0, 0, 204}, codes(as))
+				require.NotEmpty(t, as[0].Error)
+				require.NotEmpty(t, as[1].Error)
+			},
+		},
+		{
+			name: "slow body after 200",
+			inject: failFirst(1, func(w http.ResponseWriter, r *http.Request) {
+				// The status arrives at once; the body trickles for longer
+				// than the timeout. The status decides: delivered.
+				w.WriteHeader(http.StatusOK)
+				rc := http.NewResponseController(w)
+				for i := 0; i < 40; i++ {
+					if _, err := w.Write([]byte("x")); err != nil {
+						return
+					}
+					_ = rc.Flush()
+					select {
+					case <-r.Context().Done():
+						return
+					case <-time.After(timeout / 10):
+					}
+				}
+			}),
+			ok: true,
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, _ []hit) {
+				require.Len(t, as, 1)
+				require.Equal(t, []int{200}, codes(as))
+				require.Less(t, as[0].LatencyMs, timeout.Milliseconds())
+			},
+		},
+		{
+			name: "slow headers",
+			inject: failFirst(1, func(w http.ResponseWriter, r *http.Request) {
+				// Headers dribble: no status line before the timeout.
+				conn, bw, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				gone := make(chan struct{})
+				go func() { // the client hangs up when it times out
+					_, _ = conn.Read(make([]byte, 1))
+					close(gone)
+				}()
+				for _, part := range []string{"HTTP/1.1 2", "00 OK\r\n", "Content-Length: 0\r\n", "\r\n"} {
+					_, _ = bw.WriteString(part)
+					_ = bw.Flush()
+					select {
+					case <-gone:
+						return
+					case <-time.After(timeout / 2):
+					}
+				}
+			}),
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, _ []hit) {
+				require.Len(t, as, 2)
+				require.Equal(t, []int{0, 204}, codes(as))
+				require.Contains(t, as[0].Error, "timeout")
+			},
+		},
+		{
+			name: "huge error body",
+			inject: failFirst(1, func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusBadGateway)
+				bw := bufio.NewWriter(w)
+				for i := 0; i < 10<<20/64 && r.Context().Err() == nil; i++ {
+					if _, err := bw.WriteString(strings.Repeat("y", 63) + "\n"); err != nil {
+						return
+					}
+				}
+				_ = bw.Flush()
+			}),
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, _ []hit) {
+				require.Equal(t, []int{502, 204}, codes(as))
+				require.LessOrEqual(t, len(as[0].Error), maxErrorLen+3)
+				require.True(t, strings.HasPrefix(as[0].Error, "HTTP 502: yyy"))
+			},
+		},
+		{
+			name: "429 with Retry-After",
+			inject: failFirst(1, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "slow down", http.StatusTooManyRequests)
+			}),
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, hits []hit) {
+				require.Equal(t, []int{429, 204}, codes(as))
+				require.GreaterOrEqual(t, hits[1].at.Sub(hits[0].at), 900*time.Millisecond,
+					"the retry waited for Retry-After, not the 10 ms schedule")
+			},
+		},
+		{
+			name: "503 with Retry-After date",
+			inject: failFirst(1, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", time.Now().Add(2*time.Second).UTC().Format(http.TimeFormat))
+				http.Error(w, "maintenance", http.StatusServiceUnavailable)
+			}),
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, hits []hit) {
+				require.Equal(t, []int{503, 204}, codes(as))
+				require.GreaterOrEqual(t, hits[1].at.Sub(hits[0].at), 900*time.Millisecond)
+			},
+		},
+		{
+			name:   "redirect is not followed",
+			inject: failFirst(1, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusFound) }),
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, hits []hit) {
+				require.Equal(t, []int{302, 204}, codes(as))
+				require.Len(t, hits, 2)
+			},
+		},
+		{
+			name:   "always failing gives up after the schedule",
+			inject: failFirst(1000, status(500)),
+			final:  chat.DeliveryFailed,
+			check: func(t *testing.T, as []*chat.DeliveryAttempt, hits []hit) {
+				require.Len(t, as, 5, "len(Schedule) attempts")
+				require.Len(t, hits, 5)
+				for i, a := range as {
+					require.Equal(t, i+1, a.Attempt)
+					require.Equal(t, 500, a.StatusCode)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := memoryBackend.open(t)
+			rc := newReceiver(t, "k", tc.inject)
+			hook := createHook(t, s, rc.URL, "k")
+			start(t, s, testConfig(func(c *Config) { c.Timeout = timeout }))
+			ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 3))
+			states := waitStates(t, s, ids, 15*time.Second)
+			for _, id := range ids {
+				want := tc.final
+				if want == "" {
+					want = chat.DeliveryDelivered
+					if !tc.ok {
+						require.Equal(t, 1, rc.deliveredCount(id), "verified and delivered once")
+					}
+				}
+				require.Equal(t, want, states[id].State)
+				d, as := getDelivery(t, s, id)
+				require.Equal(t, len(as), d.Attempts)
+				for _, a := range as {
+					require.Equal(t, id, a.RequestID, "same requestId on every attempt")
+				}
+				hits := rc.hitsOf(id)
+				for _, h := range hits {
+					require.Equal(t, id, h.header.Get(HeaderID))
+				}
+				tc.check(t, as, hits)
+			}
+		})
+	}
+}
+
+func codes(as []*chat.DeliveryAttempt) []int {
+	out := make([]int, len(as))
+	for i, a := range as {
+		out[i] = a.StatusCode
+	}
+	return out
+}
+
+// 410 Gone disables the webhook; the delivery fails, and no later delivery
+// is POSTed to it.
+func TestGoneDisablesWebhook(t *testing.T) {
+	t.Parallel()
+	s := memoryBackend.open(t)
+	rc := newReceiver(t, "k", func(w http.ResponseWriter, r *http.Request, _ string, _ int) bool {
+		http.Error(w, "gone", http.StatusGone)
+		return true
+	})
+	hook := createHook(t, s, rc.URL, "k")
+	start(t, s, testConfig(func(c *Config) { c.Workers = 1 }))
+	ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 3))
+	states := waitStates(t, s, ids, 5*time.Second)
+	require.Equal(t, 1, rc.hitCount(), "one POST, then the webhook is disabled")
+	for _, id := range ids {
+		require.Equal(t, chat.DeliveryFailed, states[id].State)
+	}
+	d, as := getDelivery(t, s, rc.hits[0].id)
+	require.Equal(t, 410, d.LastStatus)
+	require.Len(t, as, 1)
+	var w *chat.Webhook
+	require.NoError(t, s.View(context.Background(), func(tx chat.Tx) (err error) {
+		w, err = tx.GetWebhook(context.Background(), hook.WebhookID)
+		return err
+	}))
+	require.True(t, w.IsDisabled)
+	require.Contains(t, w.DisabledReason, "410")
+
+	// Later deliveries fail without a request.
+	more := enqueue(t, s, newDeliveries(t, hook.WebhookID, 2))
+	states = waitStates(t, s, more, 5*time.Second)
+	for _, id := range more {
+		require.Equal(t, chat.DeliveryFailed, states[id].State)
+		_, as := getDelivery(t, s, id)
+		require.Len(t, as, 1)
+		require.Zero(t, as[0].StatusCode)
+		require.Contains(t, as[0].Error, "webhook disabled")
+	}
+	require.Equal(t, 1, rc.hitCount())
+}
+
+// A delivery whose webhook was deleted while it was queued fails without a
+// request. (The store deletes a webhook's pending deliveries with it; this
+// covers deliveries claimed before the delete and stores that keep them.)
+func TestDeletedWebhook(t *testing.T) {
+	t.Parallel()
+	s := memoryBackend.open(t)
+	ds := newDeliveries(t, "no-such-webhook", 1)
+	ids := enqueue(t, s, ds)
+	start(t, s, testConfig())
+	states := waitStates(t, s, ids, 5*time.Second)
+	require.Equal(t, chat.DeliveryFailed, states[ids[0]].State)
+	_, as := getDelivery(t, s, ids[0])
+	require.Len(t, as, 1)
+	require.Equal(t, "webhook deleted", as[0].Error)
+}
+
+// Without AllowPrivate a webhook pointing at 127.0.0.1 is refused at dial
+// time: the attempt records the refusal and the receiver sees nothing.
+func TestPrivateAddressRefused(t *testing.T) {
+	t.Parallel()
+	s := memoryBackend.open(t)
+	rc := newReceiver(t, "k", nil)
+	hook := createHook(t, s, rc.URL, "k")
+	start(t, s, testConfig(func(c *Config) {
+		c.AllowPrivate = false
+		c.Schedule = []time.Duration{0, time.Millisecond}
+	}))
+	ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 1))
+	states := waitStates(t, s, ids, 5*time.Second)
+	require.Equal(t, chat.DeliveryFailed, states[ids[0]].State)
+	_, as := getDelivery(t, s, ids[0])
+	require.Len(t, as, 2)
+	require.Contains(t, as[0].Error, "refused")
+	require.Contains(t, as[0].Error, "loopback")
+	require.Zero(t, rc.hitCount())
+
+	// The same through a host name resolving to a private address, and
+	// through the dial-time check alone (a custom HTTP client is not
+	// involved: the default transport dials through the Guard).
+	s2 := memoryBackend.open(t)
+	hook2 := createHook(t, s2, "http://internal.example:"+rc.URL[strings.LastIndex(rc.URL, ":")+1:]+"/", "k")
+	res := &fakeResolver{answers: map[string][]string{"internal.example": {"10.0.0.1"}}}
+	start(t, s2, testConfig(func(c *Config) {
+		c.AllowPrivate = false
+		c.Resolver = res
+		c.Schedule = []time.Duration{0}
+	}))
+	ids = enqueue(t, s2, newDeliveries(t, hook2.WebhookID, 1))
+	waitStates(t, s2, ids, 5*time.Second)
+	_, as = getDelivery(t, s2, ids[0])
+	require.Len(t, as, 1)
+	require.Contains(t, as[0].Error, "refused")
+	require.Contains(t, as[0].Error, "10.0.0.1")
+	require.Zero(t, rc.hitCount())
+}
+
+// hideWatcher hides a store's OutboxWatcher, as a store without commit
+// signals would.
+type hideWatcher struct{ chat.Store }
+
+// With a watcher, a commit is delivered at once though the poll interval is
+// an hour; without one, Wake does the same.
+func TestWakeOnCommit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		wrap func(chat.Store) chat.Store
+		wake bool
+	}{
+		{"watcher", func(s chat.Store) chat.Store { return s }, false},
+		{"wake", func(s chat.Store) chat.Store { return hideWatcher{s} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := tc.wrap(memoryBackend.open(t))
+			rc := newReceiver(t, "k", nil)
+			hook := createHook(t, s, rc.URL, "k")
+			d := start(t, s, testConfig(func(c *Config) { c.PollInterval = time.Hour }))
+			time.Sleep(50 * time.Millisecond) // let the first (empty) claim pass
+			for i := 0; i < 3; i++ {
+				ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 1))
+				if tc.wake {
+					d.Wake()
+				}
+				waitStates(t, s, ids, 2*time.Second)
+			}
+			require.EqualValues(t, 3, rc.total.Load())
+		})
+	}
+}
+
+// A retry due in the future is claimed when it is due, without a signal or
+// a poll: the dispatcher sleeps until the next attempt time.
+func TestSleepsUntilNextAttempt(t *testing.T) {
+	t.Parallel()
+	s := hideWatcher{memoryBackend.open(t)}
+	rc := newReceiver(t, "k", func(w http.ResponseWriter, r *http.Request, _ string, attempt int) bool {
+		if attempt == 1 {
+			http.Error(w, "later", 500)
+			return true
+		}
+		return false
+	})
+	hook := createHook(t, s, rc.URL, "k")
+	d := start(t, s, testConfig(func(c *Config) {
+		c.PollInterval = time.Hour
+		c.Schedule = []time.Duration{0, 200 * time.Millisecond}
+		c.Jitter = -1
+	}))
+	ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 1))
+	d.Wake()
+	waitStates(t, s, ids, 3*time.Second)
+	hits := rc.hitsOf(ids[0])
+	require.Len(t, hits, 2)
+	gap := hits[1].at.Sub(hits[0].at)
+	require.GreaterOrEqual(t, gap, 190*time.Millisecond)
+	require.Less(t, gap, 1500*time.Millisecond)
+}
+
+// Stop waits for deliveries in flight and records them; it is idempotent.
+func TestStopWaitsForInFlight(t *testing.T) {
+	t.Parallel()
+	s := memoryBackend.open(t)
+	entered := make(chan struct{}, 10)
+	rc := newReceiver(t, "k", func(w http.ResponseWriter, r *http.Request, _ string, _ int) bool {
+		entered <- struct{}{}
+		time.Sleep(300 * time.Millisecond)
+		return false
+	})
+	hook := createHook(t, s, rc.URL, "k")
+	d := New(s, testConfig())
+	require.NoError(t, d.Start(context.Background()))
+	require.Error(t, d.Start(context.Background()), "Start twice")
+	ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 2))
+	<-entered
+	<-entered
+	begin := time.Now()
+	require.NoError(t, d.Stop(context.Background()))
+	require.GreaterOrEqual(t, time.Since(begin), 200*time.Millisecond, "Stop waited")
+	for _, id := range ids {
+		dl, _ := getDelivery(t, s, id)
+		require.Equal(t, chat.DeliveryDelivered, dl.State, "recorded before Stop returned")
+	}
+	require.NoError(t, d.Stop(context.Background()), "idempotent")
+	<-d.Done()
+	require.Error(t, d.Start(context.Background()), "no restart")
+
+	never := New(s, testConfig())
+	require.NoError(t, never.Stop(context.Background()), "Stop before Start")
+	require.Error(t, never.Start(context.Background()))
+}
+
+// When Stop's context ends first, deliveries in flight are abandoned: no
+// attempt is recorded, and once the lease expires another dispatcher
+// delivers them.
+func TestHardStopLeavesLease(t *testing.T) {
+	t.Parallel()
+	s := memoryBackend.open(t)
+	var block atomic.Bool
+	block.Store(true)
+	entered := make(chan struct{}, 10)
+	rc := newReceiver(t, "k", func(w http.ResponseWriter, r *http.Request, _ string, _ int) bool {
+		if block.Load() {
+			entered <- struct{}{}
+			<-r.Context().Done()
+			return true
+		}
+		return false
+	})
+	hook := createHook(t, s, rc.URL, "k")
+	cfg := testConfig(func(c *Config) { c.Timeout = 5 * time.Second; c.Lease = 6 * time.Second })
+	a := New(s, cfg)
+	require.NoError(t, a.Start(context.Background()))
+	ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 1))
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, a.Stop(ctx), context.DeadlineExceeded)
+	<-a.Done()
+	dl, as := getDelivery(t, s, ids[0])
+	require.Equal(t, chat.DeliveryPending, dl.State)
+	require.Empty(t, as, "nothing recorded for an abandoned attempt")
+	require.Equal(t, a.Owner(), dl.LeaseOwner)
+
+	// A second dispatcher with a clock 6 s ahead sees the lease expired.
+	block.Store(false)
+	start(t, s, testConfig(func(c *Config) {
+		c.Now = func() time.Time { return time.Now().Add(7 * time.Second) }
+	}))
+	states := waitStates(t, s, ids, 5*time.Second)
+	require.Equal(t, chat.DeliveryDelivered, states[ids[0]].State)
+	require.Equal(t, 1, rc.deliveredCount(ids[0]))
+}
+
+// Several dispatchers on one store never have one delivery in flight twice
+// at once, and deliver everything.
+func TestConcurrentDispatchers(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s1, s2 := b.pair(t)
+			rc := newReceiver(t, "k", func(w http.ResponseWriter, r *http.Request, id string, attempt int) bool {
+				time.Sleep(time.Millisecond) // widen the window for overlaps
+				if attempt == 1 && id[len(id)-1]%4 == 0 {
+					http.Error(w, "retry me", 500) // some retries interleave too
+					return true
+				}
+				return false
+			})
+			hook := createHook(t, s1, rc.URL, "k")
+			cfg := func(owner string) Config {
+				return testConfig(func(c *Config) {
+					c.Owner, c.Workers, c.BatchSize, c.PollInterval = owner, 8, 10, 20*time.Millisecond
+					// Tag each request with the dispatcher that sent it.
+					def := c.withDefaults()
+					base := def.newClient()
+					base.Transport = ownerTag{base.Transport, owner}
+					c.HTTPClient = base
+				})
+			}
+			start(t, s1, cfg("d1"))
+			start(t, s2, cfg("d2"))
+			var ids []string
+			for i := 0; i < 6; i++ {
+				ids = append(ids, enqueue(t, s1, newDeliveries(t, hook.WebhookID, 50))...)
+			}
+			states := waitStates(t, s1, ids, 60*time.Second)
+			require.Zero(t, rc.overlaps.Load(), "a requestId was in flight twice at once")
+			for _, id := range ids {
+				require.Equal(t, chat.DeliveryDelivered, states[id].State)
+				require.GreaterOrEqual(t, rc.deliveredCount(id), 1)
+			}
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			seen := map[[2]any]bool{}
+			owners := map[string]int{}
+			for _, h := range rc.hits {
+				owners[h.header.Get("X-Test-Owner")]++
+				k := [2]any{h.id, h.attempt}
+				require.False(t, seen[k], "attempt %d of %s sent twice", h.attempt, h.id)
+				seen[k] = true
+			}
+			t.Logf("requests per dispatcher: %v", owners)
+			require.Positive(t, owners["d1"], "both dispatchers worked")
+			require.Positive(t, owners["d2"], "both dispatchers worked")
+		})
+	}
+}
+
+// ownerTag adds the sending dispatcher's name to each request.
+type ownerTag struct {
+	base  http.RoundTripper
+	owner string
+}
+
+func (o ownerTag) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Test-Owner", o.owner)
+	return o.base.RoundTrip(r)
+}
+
+// A webhook's new URL and secret apply from the next attempt: the cache of
+// webhooks follows WebhooksVersion.
+func TestWebhookChangesApply(t *testing.T) {
+	t.Parallel()
+	s := memoryBackend.open(t)
+	first := make(chan struct{}, 1)
+	a := newReceiver(t, "old", func(w http.ResponseWriter, r *http.Request, _ string, _ int) bool {
+		http.Error(w, "moving", 500)
+		first <- struct{}{}
+		return true
+	})
+	b := newReceiver(t, "new", nil)
+	hook := createHook(t, s, a.URL, "old")
+	start(t, s, testConfig(func(c *Config) { c.Schedule = []time.Duration{0, 300 * time.Millisecond} }))
+	ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 1))
+	<-first
+	require.NoError(t, s.Update(context.Background(), func(tx chat.Tx) error {
+		w, err := tx.GetWebhook(context.Background(), hook.WebhookID)
+		if err != nil {
+			return err
+		}
+		w.URL, w.Secret = b.URL, "new"
+		return tx.UpdateWebhook(context.Background(), w)
+	}))
+	states := waitStates(t, s, ids, 5*time.Second)
+	require.Equal(t, chat.DeliveryDelivered, states[ids[0]].State)
+	require.Equal(t, 1, a.hitCount())
+	require.Equal(t, 1, b.deliveredCount(ids[0]), "verified with the new secret")
+}
