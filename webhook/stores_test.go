@@ -83,6 +83,9 @@ var postgresBackend = backend{
 // TestPostgresConfigured says why the Postgres runs are skipped.
 func TestPostgresConfigured(t *testing.T) {
 	if os.Getenv(postgresURLEnv) == "" {
+		if os.Getenv("CHAT_REQUIRE_POSTGRES") != "" {
+			t.Fatal("CHAT_REQUIRE_POSTGRES is set but " + postgresURLEnv + " is not: the webhook tests would not run on Postgres")
+		}
 		t.Skip("set " + postgresURLEnv + " (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the webhook tests and benchmarks on Postgres too")
 	}
 }
