@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/disintegration/imaging"
 	"github.com/stretchr/testify/require"
@@ -453,14 +452,12 @@ func TestMetadataStripped(t *testing.T) {
 }
 
 // TestPixelLimitBeforeDecoding checks that a tiny file declaring an enormous
-// image is refused from its header: quickly, and allocating almost nothing.
+// image is refused from its header, allocating almost nothing.
 func TestPixelLimitBeforeDecoding(t *testing.T) {
 	bomb := testimg.PNGHeader(100000, 100000)
 	require.Less(t, len(bomb), 64)
-	start := time.Now()
 	_, err := ProcessBytes(bomb, Options{})
 	require.ErrorIs(t, err, ErrTooLarge)
-	require.Less(t, time.Since(start), 100*time.Millisecond)
 
 	allocs := testing.AllocsPerRun(20, func() {
 		_, err := ProcessBytes(bomb, Options{})
