@@ -88,7 +88,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Admin, error
 	return a, nil
 }
 
-// ListAdmins returns every admin account (without tokens).
+// ListAdmins returns every admin account (without tokens). Errors: only
+// the store's (CodeUnavailable, CodeInternal).
 func (s *Service) ListAdmins(ctx context.Context) ([]Admin, error) {
 	var out []Admin
 	err := s.view(ctx, func(tx Tx) error {
@@ -102,6 +103,7 @@ func (s *Service) ListAdmins(ctx context.Context) ([]Admin, error) {
 }
 
 // HasAdmins reports whether any admin account exists (revoked ones count).
+// Errors: only the store's (CodeUnavailable, CodeInternal).
 func (s *Service) HasAdmins(ctx context.Context) (bool, error) {
 	as, err := s.ListAdmins(ctx)
 	return len(as) > 0, err

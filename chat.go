@@ -100,7 +100,6 @@ type Service struct {
 	rulesM sync.Mutex
 	hooks  atomic.Pointer[hookCache]
 	hooksM sync.Mutex
-	roles  sync.Map // roleId -> *roleCacheEntry
 }
 
 // New returns a Service over store. It reads or creates the paging key

@@ -31,20 +31,33 @@
 //   - User search is a case-insensitive prefix match on displayName or
 //     userId (indexable in every store).
 //   - Blacklist entries without regular-expression syntax are matched
-//     together by one Aho-Corasick automaton over the lowercased text, so
+//     together by one Aho-Corasick automaton over the case-folded text, so
 //     their cost does not grow with their number; whole-word entries match
 //     only between Unicode non-letter, non-digit runes. Entries with regex
-//     syntax are RE2 patterns, case-insensitive.
-//   - Links, for the whitelist, are runs of the form scheme://host/path or
-//     host.tld/path where the top-level label has at least two letters; an
-//     e-mail address is not a link.
+//     syntax are RE2 patterns, case-insensitive. Case folding is RE2's
+//     simple folding for both kinds ("ΣΟΦΊΑΣ" matches "σοφίας", the Kelvin
+//     sign matches "k"); "ß" and "ss" stay different, as in RE2.
+//   - Links, for the whitelist, are runs of the form scheme://host/path,
+//     whatever the host (an IP address, a name without a dot, localhost),
+//     or host.tld/path where the top-level label has at least two letters;
+//     an e-mail address is not a link. In scheme://user@host the host after
+//     the @ is the one checked. A regex entry allows a link when it
+//     matches the whole host (lowercased, without port) or the whole host
+//     followed by the path (query included): `.*\.gov` allows every link
+//     to a .gov host, `example\.com/pub/.*` only links under /pub.
 //   - Paging tokens are HMAC-signed, bound to the query that made them, and
 //     carry a keyset position: inserting rows never makes a page skip or
 //     repeat one. The key lives in the store, so every process sharing the
 //     store accepts the tokens of the others.
 //   - Admins post as their own user, which holds the built-in role
 //     global-admin: they may post to any open channel, member or not, muted
-//     or not, but they are not exempt from the blacklist or whitelist.
+//     or not, but they are not exempt from the blacklist or whitelist. A
+//     channel ban applies to an admin's user like any other; a global ban
+//     of a user holding global-admin is refused with 400301 (revoke the
+//     admin account instead).
+//   - Adding or removing a reaction is a write to the message's channel:
+//     on a closed channel it is 400300. Global ban without an existing
+//     user is 400400 (a ban does not create users).
 //   - Images: the Service stores the renditions it is given (package media
 //     makes them); files are stored unchanged. Both live in the Store, so
 //     several processes on one Postgres share them.

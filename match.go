@@ -2,6 +2,7 @@ package chat
 
 import (
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -161,29 +162,95 @@ func isWordRune(r rune) bool {
 // can be matched as a literal word.
 func isPlainPattern(p string) bool { return regexp.QuoteMeta(p) == p }
 
-// lowerText lowercases s without allocating when it is already lower-case
-// ASCII.
+// lowerText maps s to its case-folded form: every rune becomes the
+// representative of its simple case-folding orbit, the equivalence RE2's
+// case-insensitive matching uses (so "Σ", "σ" and "ς" fold alike, as do
+// "K", "k" and the Kelvin sign). ASCII letters fold to lower case; s is
+// returned without allocating when it is already lower-case ASCII.
 func lowerText(s string) string {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= utf8.RuneSelf || (c >= 'A' && c <= 'Z') {
+		if c >= utf8.RuneSelf {
+			return strings.Map(foldRune, s)
+		}
+		if c >= 'A' && c <= 'Z' {
+			for j := i + 1; j < len(s); j++ {
+				if s[j] >= utf8.RuneSelf {
+					return strings.Map(foldRune, s)
+				}
+			}
 			return strings.ToLower(s)
 		}
 	}
 	return s
 }
 
+// foldRune returns the representative of r's simple case-folding orbit:
+// its smallest member, lower-cased when that is an ASCII letter.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f < m {
+			m = f
+		}
+	}
+	if m >= 'A' && m <= 'Z' {
+		m += 'a' - 'A'
+	}
+	return m
+}
+
 // blackRegex is a compiled blacklist regex entry. raw finds candidate
-// matches fast: when the pattern has no escapes or flags it is lowercased
-// and run on the lowercased text without case folding, which lets the
-// regexp engine skip ahead by the pattern's literal prefix. Whole-word
-// entries then check the boundaries of each candidate, and only a
-// candidate that fails falls back to the exact (slower) bounded pattern.
+// matches fast: when it can, the pattern is rewritten to match the
+// case-folded text (lowerText) case-sensitively, which lets the regexp
+// engine skip ahead by the pattern's literal prefix. Whole-word entries
+// then check the boundaries of each candidate, and only a candidate that
+// fails falls back to the exact (slower) bounded pattern.
 type blackRegex struct {
 	raw     *regexp.Regexp
 	onLower bool
 	exact   bool
 	bounded *regexp.Regexp
+}
+
+// foldedPattern rewrites p, read case-insensitively, into an equivalent
+// case-sensitive pattern over case-folded text: literals become their
+// folded runes and character classes, which the parser already closes
+// under case folding, stay as they are. It reports false for patterns
+// whose meaning could change: flag groups (a (?-i) part is case-sensitive
+// on purpose) and ASCII word boundaries (\b, \B).
+func foldedPattern(p string) (string, bool) {
+	if strings.Contains(p, "(?") {
+		return "", false
+	}
+	re, err := syntax.Parse(p, syntax.Perl|syntax.FoldCase)
+	if err != nil {
+		return "", false
+	}
+	ok := true
+	var walk func(re *syntax.Regexp)
+	walk = func(re *syntax.Regexp) {
+		switch re.Op {
+		case syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+			ok = false
+		case syntax.OpLiteral:
+			for i, r := range re.Rune {
+				re.Rune[i] = foldRune(r)
+			}
+			re.Flags &^= syntax.FoldCase
+		}
+		for _, sub := range re.Sub {
+			walk(sub)
+		}
+	}
+	walk(re)
+	return re.String(), ok
 }
 
 func compileBlacklistRegex(p string, exact bool) (*blackRegex, error) {
@@ -192,14 +259,15 @@ func compileBlacklistRegex(p string, exact bool) (*blackRegex, error) {
 	}
 	br := &blackRegex{exact: exact}
 	var err error
-	if !strings.ContainsAny(p, `\`) && !strings.Contains(p, "(?") {
-		br.raw, err = regexp.Compile(lowerText(p))
-		br.onLower = true
-	} else {
-		br.raw, err = regexp.Compile(`(?i)(?:` + p + `)`)
+	if fp, ok := foldedPattern(p); ok {
+		if br.raw, err = regexp.Compile(fp); err == nil {
+			br.onLower = true
+		}
 	}
-	if err != nil {
-		return nil, err
+	if !br.onLower {
+		if br.raw, err = regexp.Compile(`(?i)(?:` + p + `)`); err != nil {
+			return nil, err
+		}
 	}
 	if exact {
 		br.bounded, err = regexp.Compile(`(?i)(?:^|[^\p{L}\p{N}\p{Mn}])(?:` + p + `)(?:[^\p{L}\p{N}\p{Mn}]|$)`)
@@ -242,11 +310,74 @@ func isHostByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c >= utf8.RuneSelf
 }
 
-// findLinks returns the links in s: runs like scheme://host/path or
-// host.tld/path where tld is at least two letters. It is a hand-written
-// scanner, one pass over s, cheap for text without links.
+// linkTrail is the punctuation that ends a sentence rather than a link.
+const linkTrail = ".,;:!?)]}'\""
+
+// schemeLinks returns the links written with a scheme (scheme://...),
+// whatever their host looks like (an IP address, a name without a dot,
+// user information before an @), with the byte spans they cover.
+func schemeLinks(s string) ([]link, [][2]int) {
+	var out []link
+	var spans [][2]int
+	from := 0
+	for {
+		j := strings.Index(s[from:], "://")
+		if j < 0 {
+			break
+		}
+		j += from
+		from = j + 3
+		k := j
+		for k > 0 && isSchemeByte(s[k-1]) {
+			k--
+		}
+		for k < j && !(s[k] >= 'a' && s[k] <= 'z' || s[k] >= 'A' && s[k] <= 'Z') {
+			k++ // a scheme starts with a letter
+		}
+		if k == j {
+			continue
+		}
+		end := j + 3
+		for end < len(s) && !isSpaceByte(s[end]) {
+			end++
+		}
+		run := strings.TrimRight(s[j+3:end], linkTrail)
+		auth, path := run, ""
+		if i := strings.IndexAny(run, "/?#"); i >= 0 {
+			auth, path = run[:i], run[i:]
+		}
+		if i := strings.LastIndexByte(auth, '@'); i >= 0 {
+			auth = auth[i+1:]
+		}
+		host := auth
+		if strings.HasPrefix(host, "[") {
+			if i := strings.IndexByte(host, ']'); i >= 0 {
+				host = host[:i+1]
+			}
+		} else if i := strings.LastIndexByte(host, ':'); i >= 0 {
+			host = host[:i]
+		}
+		host = strings.TrimSuffix(host, ".")
+		if host == "" {
+			continue
+		}
+		stop := j + 3 + len(run)
+		out = append(out, link{raw: s[k:stop], scheme: strings.ToLower(s[k:j]), host: strings.ToLower(host), path: path})
+		spans = append(spans, [2]int{k, stop})
+		from = stop
+	}
+	return out, spans
+}
+
+// findLinks returns the links in s: runs like scheme://host/path (any
+// host) or host.tld/path where tld is at least two letters. It is a
+// hand-written scanner, cheap for text without links.
 func findLinks(s string) []link {
 	var out []link
+	var spans [][2]int
+	if strings.Contains(s, "://") {
+		out, spans = schemeLinks(s)
+	}
 	i := 0
 	for i < len(s) {
 		dot := strings.IndexByte(s[i:], '.')
@@ -254,6 +385,15 @@ func findLinks(s string) []link {
 			break
 		}
 		dot += i
+		// Spans are sorted and dots come in order: skip spans that end
+		// before this dot, then test the next one.
+		for len(spans) > 0 && spans[0][1] <= dot {
+			spans = spans[1:]
+		}
+		if len(spans) > 0 && dot >= spans[0][0] {
+			i = spans[0][1]
+			continue
+		}
 		// Expand left over host bytes.
 		start := dot
 		for start > 0 && isHostByte(s[start-1]) {
@@ -305,7 +445,7 @@ func findLinks(s string) []link {
 			for q < len(s) && !isSpaceByte(s[q]) {
 				q++
 			}
-			path := strings.TrimRight(s[p:q], ".,;:!?)]}'\"")
+			path := strings.TrimRight(s[p:q], linkTrail)
 			l.path = path
 			p += len(path)
 		}
@@ -389,7 +529,9 @@ var errInvalidEntry = &Error{Code: CodeInvalidRegex, Message: "whitelist entry h
 
 func (w *whiteRule) allows(l link) bool {
 	if w.re != nil {
-		return w.re.MatchString(l.host + l.path)
+		// The whole host, or the host with its path: `.*\.gov` allows
+		// every link to a .gov host, `example\.com/pub/.*` only that path.
+		return w.re.MatchString(l.host) || l.path != "" && w.re.MatchString(l.host+l.path)
 	}
 	if w.scheme != "" && l.scheme != "" && w.scheme != l.scheme {
 		return false

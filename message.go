@@ -257,7 +257,10 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 
 // CheckPost reports whether the acting admin's user may post to the
 // channel now (same rules as CreateMessage, without text rules). Upload
-// handlers call it before processing a large upload.
+// handlers call it before processing a large upload. Errors:
+// CodeBadRequest, CodeNotFound (channel), CodeForbidden (closed),
+// CodePermissionDenied, CodeChannelMuted, CodeUserMuted, CodeUserBanned,
+// CodeGlobalBanned.
 func (s *Service) CheckPost(ctx context.Context, actorID, channelID, parentID string) error {
 	if err := s.checkID("channelId", channelID); err != nil {
 		return err
@@ -433,7 +436,7 @@ func (s *Service) GetMessage(ctx context.Context, messageID string) (*MessageLis
 // GetMessageBlob returns the bytes of a file message (name "file") or of
 // an image rendition (small, medium, large, full) with the message. A
 // deleted message, a message of another type or a rendition that was not
-// kept is CodeNotFound.
+// kept is CodeNotFound. Errors: CodeBadRequest, CodeNotFound.
 func (s *Service) GetMessageBlob(ctx context.Context, messageID, name string) (*Blob, *Message, error) {
 	if err := s.checkID("messageId", messageID); err != nil {
 		return nil, nil, err
@@ -592,14 +595,18 @@ func (s *Service) QueryMessages(ctx context.Context, q MessageQuery) (*MessageLi
 			r, err := tx.QueryMessages(ctx, g)
 			return len(r) > 0, err
 		}
-		if !f.Descending && !hasOlder {
+		// A page that starts at the very beginning (ascending without a
+		// lower bound) or the very end (descending without an upper
+		// bound) has nothing beyond that end in this transaction's
+		// snapshot, so only a bounded page needs the probe.
+		if !f.Descending && !hasOlder && f.AfterSegment > 0 {
 			g := f
 			g.AfterSegment, g.BeforeSegment, g.Descending = 0, first, true
 			if hasOlder, err = exists(g); err != nil {
 				return err
 			}
 		}
-		if f.Descending && !hasNewer {
+		if f.Descending && !hasNewer && f.BeforeSegment > 0 {
 			g := f
 			g.AfterSegment, g.BeforeSegment, g.Descending = last, 0, false
 			if hasNewer, err = exists(g); err != nil {

@@ -137,7 +137,8 @@ func (s *Service) QueryReactors(ctx context.Context, q ReactorQuery) (*ReactorLi
 // AddReaction adds the acting admin's user's reaction to a message and
 // returns its id; adding it again returns the same id. Emits
 // reaction.didAdd when new. Errors: CodeBadRequest, CodeNotFound (message
-// absent or deleted), CodeForbidden (closed channel), CodeGlobalBanned.
+// absent or deleted), CodeForbidden (the message's channel is closed),
+// CodeGlobalBanned.
 func (s *Service) AddReaction(ctx context.Context, actorID, referenceID, referenceType, name string) (string, error) {
 	if err := s.checkReference(referenceID, referenceType); err != nil {
 		return "", err
@@ -152,11 +153,11 @@ func (s *Service) AddReaction(ctx context.Context, actorID, referenceID, referen
 		if err != nil {
 			return notFound(err, "message", referenceID)
 		}
-		if m.IsDeleted {
-			return Errorf(CodeNotFound, "message %s is deleted", quote(referenceID))
-		}
 		if _, err := openChannel(ctx, tx, m.ChannelID); err != nil {
 			return err
+		}
+		if m.IsDeleted {
+			return Errorf(CodeNotFound, "message %s is deleted", quote(referenceID))
 		}
 		us, err := tx.EnsureUsers(ctx, []string{actorID}, now.Time)
 		if err != nil {
@@ -187,7 +188,7 @@ func (s *Service) AddReaction(ctx context.Context, actorID, referenceID, referen
 // RemoveReaction removes the acting admin's user's reaction and returns
 // its id ("" when there was none: removing is idempotent). Emits
 // reaction.didRemove when one was removed. Errors: CodeBadRequest,
-// CodeNotFound (message).
+// CodeNotFound (message), CodeForbidden (closed channel).
 func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID, referenceType, name string) (string, error) {
 	if err := s.checkReference(referenceID, referenceType); err != nil {
 		return "", err
@@ -197,8 +198,12 @@ func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID, refe
 	}
 	var id string
 	err := s.update(ctx, func(tx Tx, ev *events) error {
-		if _, err := tx.GetMessage(ctx, referenceID); err != nil {
+		m, err := tx.GetMessage(ctx, referenceID)
+		if err != nil {
 			return notFound(err, "message", referenceID)
+		}
+		if _, err := openChannel(ctx, tx, m.ChannelID); err != nil {
+			return err
 		}
 		r, err := tx.RemoveReaction(ctx, actorID, referenceID, name)
 		if ErrorCode(err) == CodeNotFound {
@@ -208,8 +213,7 @@ func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID, refe
 			return err
 		}
 		id = r.ReactionID
-		m, err := tx.GetMessage(ctx, referenceID)
-		if err != nil {
+		if m, err = tx.GetMessage(ctx, referenceID); err != nil {
 			return err
 		}
 		us, err := tx.GetUsers(ctx, []string{actorID})

@@ -20,6 +20,7 @@ func (s *Service) QueryRoles(ctx context.Context, filter string) (*RoleList, err
 	err := s.view(ctx, func(tx Tx) error {
 		rs, err := tx.ListRoles(ctx, filter)
 		for _, r := range rs {
+			r.Permissions = emptyIfNil(r.Permissions)
 			out.Roles = append(out.Roles, *r)
 		}
 		return err
@@ -65,6 +66,7 @@ func (s *Service) PutRoles(ctx context.Context, publicIDs, permissions []string)
 		rs, err := tx.GetRoles(ctx, ids)
 		out.Roles = make([]Role, 0, len(rs))
 		for _, r := range rs {
+			r.Permissions = emptyIfNil(r.Permissions)
 			out.Roles = append(out.Roles, *r)
 		}
 		return err

@@ -90,7 +90,7 @@ func (rs *ruleSet) blacklisted(text string) string {
 // disallowedLink returns the first link in text that no whitelist entry
 // allows, or "" (always "" when the whitelist is empty).
 func (rs *ruleSet) disallowedLink(text string) string {
-	if len(rs.white) == 0 || !strings.Contains(text, ".") {
+	if len(rs.white) == 0 || !strings.Contains(text, ".") && !strings.Contains(text, "://") {
 		return ""
 	}
 	for _, l := range findLinks(text) {

@@ -1012,3 +1012,223 @@ func TestSafeFileName(t *testing.T) {
 		require.Equal(t, want, chat.SafeFileName(in), in)
 	}
 }
+
+// Every resource field is present in JSON, with [] or {} when unset, on
+// every read and write path and in events.
+func TestResourceFieldsAlwaysPresent(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/all", nil)
+	require.NoError(t, err)
+	e.channel("c", "alice")
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "bob"})
+	require.NoError(t, err)
+	requireFields := func(v any, fields ...string) {
+		t.Helper()
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "null", string(b))
+		for _, f := range fields {
+			require.Contains(t, string(b), f, string(b))
+		}
+	}
+	userFields := []string{`"roles":[]`, `"metadata":{}`, `"hash":[]`, `"isGlobalBan":false`, `"flagCount":0`}
+	u, err := e.svc.GetUser(e.ctx, "bob")
+	require.NoError(t, err)
+	requireFields(u, userFields...)
+	q, err := e.svc.QueryUsers(e.ctx, chat.UserQuery{Search: "bob"})
+	require.NoError(t, err)
+	requireFields(q.Users, userFields...)
+	up, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "carol"})
+	require.NoError(t, err)
+	requireFields(up, userFields...)
+	fl, err := e.svc.FlagUser(e.ctx, e.admin, "bob")
+	require.NoError(t, err)
+	requireFields(fl, `"roles":[]`, `"metadata":{}`, `"bits":1024`)
+	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "carol", false))
+	rs, err := e.svc.PutRoles(e.ctx, []string{"empty"}, []string{})
+	require.NoError(t, err)
+	requireFields(rs, `"permissions":[]`)
+	rl, err := e.svc.QueryRoles(e.ctx, "")
+	require.NoError(t, err)
+	requireFields(rl, `"permissions":[]`)
+	wl, err := e.svc.ListWebhooks(e.ctx)
+	require.NoError(t, err)
+	requireFields(wl, `"events":[]`)
+
+	// The user events carry complete users too.
+	require.NoError(t, e.store.View(e.ctx, func(tx chat.Tx) error {
+		ds, err := tx.ListDeliveries(e.ctx, wl.Webhooks[0].WebhookID, "", 100)
+		for _, d := range ds {
+			if d.Event == chat.EventUserDidUpdate || d.Event == chat.EventUserDidGlobalBan {
+				var env chat.Envelope
+				require.NoError(t, json.Unmarshal(d.Body, &env))
+				require.NotContains(t, string(env.Data), "null", d.Event)
+				require.Contains(t, string(env.Data), `"roles":[]`, d.Event)
+			}
+		}
+		return err
+	}))
+}
+
+// Links written with a scheme are links whatever their host: an IP
+// address, a name without a dot, user information before an @.
+func TestWhitelistLinksOfAnyHost(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c")
+	_, err := e.svc.AddRules(e.ctx, chat.Whitelist, []string{"example.com"}, false)
+	require.NoError(t, err)
+	for _, s := range []string{
+		"http://192.168.1.1/x", "see https://localhost:8080/admin", "https://example.com@evil.io/",
+		"https://user:pw@evil.io", "http://evil", "HTTPS://EVIL.IO", "http://[::1]:80/x", "ftp://10.0.0.1",
+	} {
+		_, err := e.post(e.admin, "c", s)
+		requireCode(t, err, chat.CodeLinkNotAllowed)
+		require.NotContains(t, err.Error(), "example.com\"", s)
+	}
+	for _, s := range []string{
+		"https://user@example.com/x", "https://example.com:8443/a", "(see https://example.com/a).",
+		"https://sub.example.com, and http://example.com.", "ratio 3://4 is not a link",
+	} {
+		_, err := e.post(e.admin, "c", s)
+		require.NoError(t, err, s)
+	}
+}
+
+// Case-insensitive matching folds case the way RE2 does, for plain words
+// and for patterns alike.
+func TestBlacklistFoldsCaseLikeRE2(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c")
+	_, err := e.svc.AddRules(e.ctx, chat.Blacklist, []string{"σοφίας", "spam"}, true)
+	require.NoError(t, err)
+	_, err = e.svc.AddRules(e.ctx, chat.Blacklist, []string{"x[A-z]y", "[Z-a]q"}, false)
+	require.NoError(t, err)
+	for _, s := range []string{"ΣΟΦΊΑΣ", "η σοφίας.", "ſpam", "\u212a spam", "x_y", "X^Y", "_q"} {
+		_, err := e.post(e.admin, "c", s)
+		requireCode(t, err, chat.CodeBlacklisted)
+	}
+	for _, s := range []string{"ΣΟΦΊΑΣΑ", "spammy", "x-y", "-q"} {
+		_, err := e.post(e.admin, "c", s)
+		require.NoError(t, err, s)
+	}
+}
+
+// Adding an entry that exists updates it instead of adding another.
+func TestBlacklistAddExistingUpdates(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c")
+	_, err := e.svc.AddRules(e.ctx, chat.Blacklist, []string{"bad"}, true)
+	require.NoError(t, err)
+	e.mustPost(e.admin, "c", "badge")
+	e.clk.Add(time.Second)
+	out, err := e.svc.AddRules(e.ctx, chat.Blacklist, []string{"bad", "bad"}, false)
+	require.NoError(t, err)
+	require.Len(t, out.Records, 1)
+	require.False(t, out.Records[0].IsMatchExactWord)
+	require.True(t, out.Records[0].UpdatedAt.After(out.Records[0].CreatedAt.Time))
+	_, err = e.post(e.admin, "c", "badge")
+	requireCode(t, err, chat.CodeBlacklisted)
+	all, err := e.svc.QueryRules(e.ctx, chat.Blacklist, nil)
+	require.NoError(t, err)
+	require.Len(t, all.Records, 1)
+}
+
+// Reactions are writes: on a closed channel they are 400300.
+func TestReactionsOnClosedChannel(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c")
+	m := e.mustPost(e.admin, "c", "hi")
+	_, err := e.svc.AddReaction(e.ctx, e.admin, m.MessageID, "message", "like")
+	require.NoError(t, err)
+	require.NoError(t, e.svc.CloseChannel(e.ctx, e.admin, "c"))
+	_, err = e.svc.AddReaction(e.ctx, e.admin, m.MessageID, "message", "love")
+	requireCode(t, err, chat.CodeForbidden)
+	_, err = e.svc.RemoveReaction(e.ctx, e.admin, m.MessageID, "message", "like")
+	requireCode(t, err, chat.CodeForbidden)
+}
+
+// A regex whitelist entry matches the whole host, or the host with its
+// path.
+func TestWhitelistRegexEntryHostOrPath(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c")
+	_, err := e.svc.AddRules(e.ctx, chat.Whitelist, []string{`.*\.gov`, `example\.com/pub/.*`}, false)
+	require.NoError(t, err)
+	for _, s := range []string{"https://data.gov/x", "https://www.usa.gov/x?y=1", "www.usa.gov", "http://example.com/pub/a"} {
+		_, err := e.post(e.admin, "c", s)
+		require.NoError(t, err, s)
+	}
+	for _, s := range []string{"https://gov.evil.io/x", "https://usa.gov.evil.io", "http://example.com/private", "http://example.com"} {
+		_, err := e.post(e.admin, "c", s)
+		requireCode(t, err, chat.CodeLinkNotAllowed)
+	}
+}
+
+// Paging tokens work for ids of any allowed content and length.
+func TestPagingTokensForLongIDs(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []string{"<", ">", "&"} {
+		e.channel(strings.Repeat(c, 256))
+		e.clk.Add(time.Millisecond)
+	}
+	seen := 0
+	q := chat.ChannelQuery{Limit: 1}
+	for {
+		out, err := e.svc.QueryChannels(e.ctx, e.admin, q)
+		require.NoError(t, err)
+		seen += len(out.Channels)
+		if out.Paging.Next == "" {
+			break
+		}
+		q.Token = out.Paging.Next
+	}
+	require.Equal(t, 3, seen)
+}
+
+// Reactors are listed newest first, and paging through them visits each
+// once.
+func TestReactorsNewestFirst(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c", "u1", "u2", "u3")
+	m := e.mustPost(e.admin, "c", "hi")
+	for _, u := range []string{"u1", "u2", "u3"} {
+		e.clk.Add(time.Second)
+		_, err := e.svc.AddReaction(e.ctx, u, m.MessageID, "message", "like")
+		require.NoError(t, err)
+	}
+	var order []string
+	q := chat.ReactorQuery{ReferenceID: m.MessageID, ReferenceType: "message", Limit: 2}
+	for {
+		out, err := e.svc.QueryReactors(e.ctx, q)
+		require.NoError(t, err)
+		for _, r := range out.Results.Reactions[0].Reactors {
+			order = append(order, r.UserID)
+		}
+		if out.Paging.Next == "" {
+			break
+		}
+		q.Token = out.Paging.Next
+	}
+	require.Equal(t, []string{"u3", "u2", "u1"}, order)
+}
+
+// A channel ban purges the files of the banned user's messages there.
+func TestBanPurgesFiles(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c", "alice", "bob")
+	fa, err := e.svc.CreateFileMessage(e.ctx, "alice", chat.CreateFile{ChannelID: "c", FileName: "a.txt", Data: []byte("a")})
+	require.NoError(t, err)
+	fb, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFile{ChannelID: "c", FileName: "b.txt", Data: []byte("b")})
+	require.NoError(t, err)
+	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "c", []string{"alice"}))
+	_, _, err = e.svc.GetMessageBlob(e.ctx, fa.Messages[0].MessageID, "file")
+	requireCode(t, err, chat.CodeNotFound)
+	err = e.store.View(e.ctx, func(tx chat.Tx) error {
+		_, err := tx.GetBlob(e.ctx, fa.Messages[0].MessageID, "file")
+		return err
+	})
+	requireCode(t, err, chat.CodeNotFound)
+	b, _, err := e.svc.GetMessageBlob(e.ctx, fb.Messages[0].MessageID, "file")
+	require.NoError(t, err)
+	require.Equal(t, "b", string(b.Data))
+}

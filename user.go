@@ -70,6 +70,7 @@ func (s *Service) QueryUsers(ctx context.Context, q UserQuery) (*UserList, error
 	}
 	out := &UserList{Users: make([]User, 0, len(us)), Paging: &Paging{}}
 	for _, u := range us {
+		presentUser(u)
 		out.Users = append(out.Users, *u)
 	}
 	if len(us) > 0 {
@@ -103,7 +104,7 @@ func (s *Service) GetUser(ctx context.Context, userID string) (*UserList, error)
 		if err != nil {
 			return notFound(err, "user", userID)
 		}
-		out.Users = []User{*u}
+		out.Users = userValues([]*User{u})
 		return nil
 	})
 	return out, err
@@ -190,6 +191,7 @@ func (s *Service) UpdateUser(ctx context.Context, actorID string, in UpdateUser)
 		if err := tx.UpdateUser(ctx, u); err != nil {
 			return err
 		}
+		presentUser(u)
 		out.Users = []User{*u}
 		ev.add(EventUserDidUpdate, UserEventData{Users: []User{*u}})
 		return nil
@@ -248,6 +250,7 @@ func (s *Service) setGlobalBan(ctx context.Context, userID string, ban, deleteMe
 		if !ban {
 			name = EventUserDidGlobalUnban
 		}
+		presentUser(u)
 		ev.add(name, UserEventData{Users: []User{*u}})
 		return nil
 	})
@@ -288,7 +291,7 @@ func (s *Service) FlagUser(ctx context.Context, actorID, userID string) (*UserLi
 				return err
 			}
 		}
-		out.Users = []User{*u}
+		out.Users = userValues([]*User{u})
 		return nil
 	})
 	return out, err

@@ -93,6 +93,7 @@ func (s *Service) createWebhook(ctx context.Context, rawURL string, eventNames [
 // EnsureWebhook makes sure a webhook for rawURL with the given secret
 // exists (the example server's static webhook): it updates the secret and
 // re-enables an existing registration for the URL, or creates one.
+// Errors: CodeBadRequest (bad URL, empty secret).
 func (s *Service) EnsureWebhook(ctx context.Context, rawURL, secret string) (*Webhook, error) {
 	if secret == "" {
 		return nil, invalid("secret", "is required")
@@ -110,6 +111,7 @@ func (s *Service) EnsureWebhook(ctx context.Context, rawURL, secret string) (*We
 		for _, h := range hs {
 			if h.URL == rawURL {
 				h.Secret, h.IsDisabled, h.DisabledReason, h.UpdatedAt = secret, false, "", now
+				h.Events = emptyIfNil(h.Events)
 				found = h
 				return tx.UpdateWebhook(ctx, h)
 			}
@@ -122,13 +124,15 @@ func (s *Service) EnsureWebhook(ctx context.Context, rawURL, secret string) (*We
 	return s.createWebhook(ctx, rawURL, nil, secret)
 }
 
-// ListWebhooks returns every webhook without secrets.
+// ListWebhooks returns every webhook without secrets. Errors: only the
+// store's (CodeUnavailable, CodeInternal).
 func (s *Service) ListWebhooks(ctx context.Context) (*WebhookList, error) {
 	out := &WebhookList{Webhooks: []Webhook{}}
 	err := s.view(ctx, func(tx Tx) error {
 		hs, err := tx.ListWebhooks(ctx)
 		for _, h := range hs {
 			h.Secret = ""
+			h.Events = emptyIfNil(h.Events)
 			out.Webhooks = append(out.Webhooks, *h)
 		}
 		return err
@@ -155,7 +159,8 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, webhookID string) (*W
 		if err != nil {
 			return notFound(err, "webhook", webhookID)
 		}
-		w.Secret, w.UpdatedAt = newSecret(), now
+		w.Secret, w.IsDisabled, w.DisabledReason, w.UpdatedAt = newSecret(), false, "", now
+		w.Events = emptyIfNil(w.Events)
 		return tx.UpdateWebhook(ctx, w)
 	})
 	return w, err

@@ -53,7 +53,7 @@ func badRequest(field, format string, args ...any) *chat.Error {
 // string too (body fields win over query fields of the same name). The body
 // is bounded by limit bytes (413 with 400413 beyond it).
 func decodeRequest(w http.ResponseWriter, r *http.Request, limit int64) (*params, error) {
-	v := map[string]any{}
+	var v map[string]any
 	if r.Method == http.MethodGet || r.Method == http.MethodDelete {
 		q, err := decodeForm(r.URL.RawQuery, "query string")
 		if err != nil {
@@ -70,9 +70,16 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, limit int64) (*params
 		if err != nil {
 			return nil, err
 		}
-		for k, x := range body {
-			v[k] = x
+		if v == nil {
+			v = body // no query string: the body's tree is the parameters
+		} else {
+			for k, x := range body {
+				v[k] = x
+			}
 		}
+	}
+	if v == nil {
+		v = map[string]any{}
 	}
 	return newParams(v), nil
 }
@@ -82,7 +89,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(serverWriter(r, w), r.Body, limit))
+	var b []byte
+	var err error
+	if n := r.ContentLength; n > 0 {
+		// The length is known and within the limit, and net/http never
+		// delivers more than it: read into a buffer of that size.
+		b = make([]byte, n)
+		var m int
+		m, err = io.ReadFull(r.Body, b)
+		b = b[:m]
+	} else {
+		b, err = io.ReadAll(http.MaxBytesReader(serverWriter(r, w), r.Body, limit))
+	}
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, tooLarge(limit)
@@ -103,7 +121,10 @@ func tooLarge(limit int64) *chat.Error {
 // content type is 415 with 400415.
 func decodeBody(contentType string, b []byte) (map[string]any, error) {
 	mt := ""
-	if contentType != "" {
+	switch contentType {
+	case "", "application/json", "application/x-www-form-urlencoded":
+		mt = contentType // the common values, without parsing
+	default:
 		var err error
 		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
 			return nil, chat.Errorf(chat.CodeUnsupportedMedia, "Content-Type %q cannot be parsed: send application/json or application/x-www-form-urlencoded", contentType)
@@ -123,6 +144,9 @@ func decodeBody(contentType string, b []byte) (map[string]any, error) {
 
 // decodeJSON decodes a JSON object, keeping numbers as json.Number.
 func decodeJSON(b []byte) (map[string]any, error) {
+	if m, ok := parseObject(b); ok {
+		return m, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
@@ -583,21 +607,26 @@ func (p *params) sub(name string) *params {
 	return &params{v: m, prefix: p.field(name) + ".", err: p.err}
 }
 
-// plain converts a value tree to what encoding/json would decode.
+// plain converts a value tree to what encoding/json would decode. It
+// converts objects and arrays in place: the tree belongs to the request
+// being decoded, and the object accessors are its only readers once a
+// field is read as plain JSON.
 func plain(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = plain(e)
+			switch e.(type) {
+			case string, bool, float64, nil:
+			default:
+				x[k] = plain(e)
+			}
 		}
-		return out
+		return x
 	case []any:
-		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = plain(e)
+			x[i] = plain(e)
 		}
-		return out
+		return x
 	case formValue:
 		return string(x)
 	case json.Number:

@@ -28,7 +28,8 @@ type upload struct {
 }
 
 // readUpload streams a multipart/form-data body. Fields are read as they
-// come (each at most MaxBodyBytes); the part named "file" is read into
+// come (all of them together, names included, at most MaxBodyBytes, so
+// many small fields cannot fill memory either); the part named "file" is read into
 // memory, at most MaxUploadBytes (413 as soon as the limit is crossed).
 // Before the file is read, check is called with the fields seen so far, so
 // a client that sends channelId before the file is refused early; check
@@ -46,6 +47,7 @@ func (h *handler) readUpload(w http.ResponseWriter, r *http.Request, check func(
 	mr := multipart.NewReader(http.MaxBytesReader(serverWriter(r, w), r.Body, total), ps["boundary"])
 	vals := url.Values{}
 	up := &upload{}
+	fieldBudget := h.cfg.MaxBodyBytes // what the fields may still use
 	partErr := func(err error) error {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return uploadTooLarge(h.cfg.MaxUploadBytes)
@@ -62,12 +64,18 @@ func (h *handler) readUpload(w http.ResponseWriter, r *http.Request, check func(
 		}
 		name := part.FormName()
 		if name != "file" {
-			b, err := io.ReadAll(io.LimitReader(part, h.cfg.MaxBodyBytes+1))
+			// Each field costs its name and value plus one byte, so that
+			// empty fields count too.
+			fieldBudget -= int64(len(name)) + 1
+			if fieldBudget < 0 {
+				return nil, fieldsTooLarge(h.cfg.MaxBodyBytes)
+			}
+			b, err := io.ReadAll(io.LimitReader(part, fieldBudget+1))
 			if err != nil {
 				return nil, partErr(err)
 			}
-			if int64(len(b)) > h.cfg.MaxBodyBytes {
-				return nil, chat.Errorf(chat.CodeTooLarge, "field %s is larger than %d bytes", name, h.cfg.MaxBodyBytes)
+			if fieldBudget -= int64(len(b)); fieldBudget < 0 {
+				return nil, fieldsTooLarge(h.cfg.MaxBodyBytes)
 			}
 			if name != "" {
 				vals.Add(name, string(b))
@@ -125,6 +133,10 @@ func fieldParams(vals url.Values) (*params, error) {
 		return nil, err
 	}
 	return newParams(v), nil
+}
+
+func fieldsTooLarge(limit int64) *chat.Error {
+	return chat.Errorf(chat.CodeTooLarge, "the form fields beside the file are larger than %d bytes in all", limit)
 }
 
 func uploadTooLarge(limit int64) *chat.Error {

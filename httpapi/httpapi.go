@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -193,18 +192,6 @@ func (h *handler) wrap(fn func(http.ResponseWriter, *http.Request) error) http.H
 	}
 }
 
-// writeJSON writes v as the JSON response body with the given status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"status":"error","code":500000,"message":"internal error","data":{"detail":[]}}`)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-}
-
 // successBody is the response of actions with nothing to return.
 type successBody struct {
 	Success   bool    `json:"success"`
@@ -247,19 +234,30 @@ func actor(r *http.Request) string {
 
 type ctxKey int
 
-const (
-	adminKey ctxKey = iota
-	requestIDKey
-	writerKey
-)
+// infoKey holds the *requestInfo of a request; one context value (and one
+// request copy) carries what the middleware learns.
+const infoKey ctxKey = 0
+
+// requestInfo is what the middleware records about a request: its id, the
+// server's ResponseWriter and, once authenticated, the admin.
+type requestInfo struct {
+	id    string
+	w     http.ResponseWriter
+	admin *chat.Admin
+}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	ri, _ := ctx.Value(infoKey).(*requestInfo)
+	return ri
+}
 
 // serverWriter returns the ResponseWriter the requestID middleware
 // received (normally the server's own), for http.MaxBytesReader: only the
 // server's writer learns that a body was too large and closes the
 // connection instead of draining the rest of an oversized upload.
 func serverWriter(r *http.Request, w http.ResponseWriter) http.ResponseWriter {
-	if sw, ok := r.Context().Value(writerKey).(http.ResponseWriter); ok {
-		return sw
+	if ri := infoFrom(r.Context()); ri != nil && ri.w != nil {
+		return ri.w
 	}
 	return w
 }
@@ -267,15 +265,19 @@ func serverWriter(r *http.Request, w http.ResponseWriter) http.ResponseWriter {
 // AdminFrom returns the admin account that authenticated the request, or
 // nil outside an authenticated request.
 func AdminFrom(ctx context.Context) *chat.Admin {
-	a, _ := ctx.Value(adminKey).(*chat.Admin)
-	return a
+	if ri := infoFrom(ctx); ri != nil {
+		return ri.admin
+	}
+	return nil
 }
 
 // RequestIDFrom returns the request id of the request (also sent as the
 // X-Request-Id response header), or "" outside the handler.
 func RequestIDFrom(ctx context.Context) string {
-	s, _ := ctx.Value(requestIDKey).(string)
-	return s
+	if ri := infoFrom(ctx); ri != nil {
+		return ri.id
+	}
+	return ""
 }
 
 // requestID gives every request an id: the incoming X-Request-Id when it
@@ -289,8 +291,8 @@ func (h *handler) requestID(next http.Handler) http.Handler {
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
 		}
-		w.Header().Set("X-Request-Id", id)
-		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), writerKey, w)
+		w.Header()["X-Request-Id"] = []string{id}
+		ctx := context.WithValue(r.Context(), infoKey, &requestInfo{id: id, w: w})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -389,7 +391,12 @@ func (h *handler) auth(next http.Handler) http.Handler {
 			h.writeError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), adminKey, a)))
+		if ri := infoFrom(r.Context()); ri != nil {
+			ri.admin = a
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), infoKey, &requestInfo{admin: a})))
 	})
 }
 

@@ -120,3 +120,115 @@ func crashChild(t *testing.T, path string) {
 	time.Sleep(time.Minute) // killed long before
 	t.Fatal("the parent did not kill the child")
 }
+
+// Environment of the child process of TestCrashBeforeDelivery.
+const (
+	crash2ChildEnv = "WEBHOOK_CRASH2_CHILD" // backend name
+	crash2WhereEnv = "WEBHOOK_CRASH2_WHERE" // SQLite path or Postgres schema
+	crash2URLEnv   = "WEBHOOK_CRASH2_URL"
+)
+
+// TestCrashBeforeDelivery: a server process changes data through the
+// Service (so each event is committed in the change's transaction), runs no
+// dispatcher, and is killed with SIGKILL right after the commits. A new
+// process on the same store delivers every event, verified with the
+// webhook's secret: nothing committed is lost.
+func TestCrashBeforeDelivery(t *testing.T) {
+	if name := os.Getenv(crash2ChildEnv); name != "" {
+		crash2Child(t, name, os.Getenv(crash2WhereEnv))
+		return
+	}
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	for _, b := range backends() {
+		if b.name == "memory" {
+			continue // nothing survives the process
+		}
+		t.Run(b.name, func(t *testing.T) {
+			where := filepath.Join(t.TempDir(), "chat.db")
+			if b.name == "postgres" {
+				where = randomSchema()
+			}
+			sink := newEventSink(t)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashBeforeDelivery$", "-test.count=1")
+			cmd.Env = append(os.Environ(), crash2ChildEnv+"="+b.name, crash2WhereEnv+"="+where, crash2URLEnv+"="+sink.URL+"/hook")
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			killed := false
+			t.Cleanup(func() {
+				if !killed {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+				}
+			})
+			var secret string
+			var messages int
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "committed" {
+					secret = f[1]
+					_, err := fmt.Sscan(f[2], &messages)
+					require.NoError(t, err)
+					break
+				}
+			}
+			require.NotEmpty(t, secret, "the child reports its commits")
+			require.NoError(t, cmd.Process.Kill()) // SIGKILL: no cleanup, no Stop
+			_ = cmd.Wait()
+			killed = true
+			require.Zero(t, len(sink.byName()), "nothing was delivered before the crash")
+
+			var s chat.Store
+			if b.name == "postgres" {
+				s = openPostgres(t, where, true)
+			} else {
+				s = openSQLite(t, where)
+			}
+			sink.setSecret(secret)
+			start(t, s, testConfig(func(c *Config) { c.PollInterval = 50 * time.Millisecond }))
+			require.Eventually(t, func() bool {
+				got := sink.byName()
+				return len(got[chat.EventChannelDidCreate]) >= 1 && len(got[chat.EventMessageDidCreate]) >= messages
+			}, 20*time.Second, 10*time.Millisecond)
+			got := sink.byName()
+			seen := map[string]bool{}
+			for _, ev := range got[chat.EventMessageDidCreate] {
+				d, err := ev.Message()
+				require.NoError(t, err)
+				seen[d.Messages[0].MessageID] = true
+			}
+			require.Len(t, seen, messages, "every committed message event arrived")
+		})
+	}
+}
+
+// crash2Child commits a channel and messages through the Service, reports
+// the webhook secret and the number of messages, and waits to be killed.
+func crash2Child(t *testing.T, backend, where string) {
+	ctx := context.Background()
+	var s chat.Store
+	if backend == "postgres" {
+		s = openPostgres(t, where, false)
+	} else {
+		s = openSQLite(t, where)
+	}
+	svc, err := chat.New(ctx, s, chat.Config{Logger: testLogger()})
+	require.NoError(t, err)
+	_, _, err = svc.CreateAdmin(ctx, "root", "admin")
+	require.NoError(t, err)
+	h, err := svc.CreateWebhook(ctx, os.Getenv(crash2URLEnv), nil)
+	require.NoError(t, err)
+	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	require.NoError(t, err)
+	const messages = 5
+	for i := range messages {
+		_, err := svc.CreateMessage(ctx, "admin", chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": fmt.Sprint("m", i)}})
+		require.NoError(t, err)
+	}
+	fmt.Println("committed", h.Secret, messages)
+	time.Sleep(time.Minute) // killed long before
+	t.Fatal("the parent did not kill the child")
+}

@@ -71,8 +71,9 @@
 // (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7), link-local
 // (169.254.0.0/16, fe80::/10), shared (100.64.0.0/10), unspecified,
 // multicast or reserved addresses, cloud metadata endpoints (169.254.169.254,
-// fd00:ec2::254), or IPv6 forms embedding any of these (IPv4-mapped,
-// IPv4-compatible, NAT64, 6to4). The check runs at dial time on the
+// fd00:ec2::254), IPv6 forms embedding any of these (IPv4-mapped,
+// IPv4-compatible, IPv4-translated, NAT64, 6to4), local-use NAT64
+// (64:ff9b:1::/48) or Teredo (2001::/32). The check runs at dial time on the
 // resolved address that is actually connected (Guard), so a host name whose
 // DNS answer changes after registration (DNS rebinding) cannot lead to a
 // refused address. CheckURL performs the checks possible without the
@@ -82,5 +83,25 @@
 //
 // NewReceiver returns an http.Handler that verifies the signature, decodes
 // the envelope into an Event and calls a function; Event's Message,
-// Channel, User and Reaction methods decode the data of each kind of event.
+// Channel, User and Reaction methods decode the data of each kind of event:
+//
+//	secret := []byte(os.Getenv("CHAT_WEBHOOK_SECRET"))
+//	http.Handle("POST /chat-events", webhook.NewReceiver(secret,
+//		func(ctx context.Context, ev *webhook.Event) error {
+//			if ev.Event != chat.EventMessageDidCreate {
+//				return nil
+//			}
+//			d, err := ev.Message()
+//			if err != nil {
+//				return err
+//			}
+//			log.Printf("%s wrote in %s", d.Users[0].UserID, d.Messages[0].ChannelID)
+//			return nil // 204; an error answers 500 and the delivery is retried
+//		},
+//		webhook.WithStandardSignature(0))) // also refuse replays older than 5 minutes
+//
+// Deliveries are at least once: a handler that must act once per event
+// remembers the RequestIDs it has handled. Outside Go, recompute
+// Sign(secret, body) over the raw body and compare it with the signature
+// header in constant time, as Verify does.
 package webhook

@@ -49,6 +49,9 @@ var blocked = []blockedRange{
 	{mustPrefix("240.0.0.0/4"), "reserved"},
 	{mustPrefix("::/128"), "unspecified"},
 	{mustPrefix("::1/128"), "loopback"},
+	{mustPrefix("64:ff9b:1::/48"), "local-use NAT64"},
+	{mustPrefix("100::/64"), "discard-only"},
+	{mustPrefix("2001::/32"), "Teredo tunnel"},
 	{mustPrefix("fc00::/7"), "private (unique local)"},
 	{mustPrefix("fe80::/10"), "link-local"},
 	{mustPrefix("fec0::/10"), "site-local"},
@@ -56,12 +59,14 @@ var blocked = []blockedRange{
 }
 
 // Prefixes of IPv6 ranges that embed an IPv4 address, which is checked in
-// turn: IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96) and 6to4
-// (2002::/16, the IPv4 address in bits 16-47).
+// turn: IPv4-compatible (::a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d,
+// SIIT), NAT64 (64:ff9b::/96) and 6to4 (2002::/16, the IPv4 address in
+// bits 16-47). IPv4-mapped addresses (::ffff:a.b.c.d) are unmapped first.
 var (
-	compat4 = mustPrefix("::/96")
-	nat64   = mustPrefix("64:ff9b::/96")
-	sixTo4  = mustPrefix("2002::/16")
+	compat4     = mustPrefix("::/96")
+	translated4 = mustPrefix("::ffff:0:0:0/96")
+	nat64       = mustPrefix("64:ff9b::/96")
+	sixTo4      = mustPrefix("2002::/16")
 )
 
 // blockReason returns why ip may not be reached, or "" when it may.
@@ -79,7 +84,7 @@ func blockReason(ip netip.Addr) string {
 		b := ip.As16()
 		var v4 [4]byte
 		switch {
-		case compat4.Contains(ip), nat64.Contains(ip):
+		case compat4.Contains(ip), translated4.Contains(ip), nat64.Contains(ip):
 			copy(v4[:], b[12:])
 		case sixTo4.Contains(ip):
 			copy(v4[:], b[2:6])

@@ -15,7 +15,16 @@
 //	go run ./bench/loadgen                 # 10 s per run, 64 connections
 //	go run ./bench/loadgen -d 3s -targets memory -ops create -cpuprofile cpu.out
 //
-// It only ever connects to the servers it started on 127.0.0.1.
+// With -serve it measures nothing: it starts the targets on fixed ports
+// (127.0.0.1:18080, 18081, ... in the order of -targets), prints one line
+// per target (name, base URL, admin token) and serves until the -serve
+// duration has passed or it is interrupted, for an external client such as
+// wrk (bench/http.sh drives it with wrk and bench/api.lua). An external
+// client written in C takes far less CPU than the in-process Go client, so
+// on a small machine it disturbs the server less.
+//
+// It only ever connects to the servers it started on 127.0.0.1, and only
+// listens on 127.0.0.1.
 package main
 
 import (
@@ -30,6 +39,7 @@ import (
 	"net/http"
 	_ "net/http/pprof" // served on -pprof (127.0.0.1 only) when set
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -37,6 +47,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -65,6 +76,8 @@ type options struct {
 	cpuProfile  string
 	memProfile  string
 	pprofAddr   string
+	serve       time.Duration
+	port        int
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -82,6 +95,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile of the whole run to this file")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this 127.0.0.1 address while running (e.g. 127.0.0.1:6060)")
+	fs.DurationVar(&o.serve, "serve", 0, "only serve the targets for this long (at most 1h) on 127.0.0.1 ports -port, -port+1, ... for an external load generator such as wrk; 0 measures in process")
+	fs.IntVar(&o.port, "port", 18080, "first port of -serve (ceiling, memory, sqlite in that order)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,6 +105,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.concurrency < 1 || o.concurrency > 1024 {
 		return errors.New("-c must be 1-1024")
+	}
+	if o.serve < 0 || o.serve > time.Hour {
+		return errors.New("-serve must be in [0, 1h]")
+	}
+	if o.port < 1024 || o.port > 65535-3 {
+		return errors.New("-port must be 1024-65532")
 	}
 	if o.maxRequests < 1 {
 		return errors.New("-n must be positive")
@@ -135,6 +156,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 
+	if o.serve > 0 {
+		return serve(o, stdout, stderr)
+	}
 	fmt.Fprintf(stderr, "loadgen: %s, GOMAXPROCS=%d, %s, %d connections, %v per run\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), cpuModel(), o.concurrency, o.duration)
 	var results []result
@@ -190,7 +214,8 @@ type target struct {
 
 // startTarget starts the named server on 127.0.0.1:0 with a channel
 // "bench" for writes and a channel "query" seeded with o.seed messages.
-func startTarget(name string, o options) (*target, error) {
+// The listen address is 127.0.0.1:0, or addr when set.
+func startTarget(name string, o options, addr ...string) (*target, error) {
 	ctx := context.Background()
 	var h http.Handler
 	var closers []func()
@@ -239,8 +264,15 @@ func startTarget(name string, o options) (*target, error) {
 	}
 	r := chi.NewRouter()
 	r.Mount("/api/v2", h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	la := "127.0.0.1:0"
+	if len(addr) > 0 {
+		la = addr[0]
+	}
+	ln, err := net.Listen("tcp", la)
 	if err != nil {
+		for _, c := range closers {
+			c()
+		}
 		return nil, err
 	}
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
@@ -253,6 +285,37 @@ func startTarget(name string, o options) (*target, error) {
 			c()
 		}
 	}}, nil
+}
+
+// serve starts the targets on fixed 127.0.0.1 ports, prints their URLs
+// and the admin token, and serves until o.serve has passed or the process
+// is interrupted. Each target's channel "bench" takes create-message and
+// channel "query" (seeded) query-messages, as in the in-process runs.
+func serve(o options, stdout, stderr io.Writer) error {
+	var started []*target
+	defer func() {
+		for _, tg := range started {
+			tg.close()
+		}
+	}()
+	for i, name := range o.targets {
+		addr := fmt.Sprintf("127.0.0.1:%d", o.port+i)
+		tg, err := startTarget(name, o, addr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		started = append(started, tg)
+		fmt.Fprintf(stdout, "%s %s %s\n", name, tg.base, tg.token)
+	}
+	fmt.Fprintf(stderr, "loadgen: %s, GOMAXPROCS=%d, %s; serving for %v (interrupt to stop)\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), cpuModel(), o.serve)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-ctx.Done():
+	case <-time.After(o.serve):
+	}
+	return nil
 }
 
 // ceiling is the trivial handler: read the body, answer a small JSON.

@@ -83,11 +83,13 @@ func (t *tx) NextSegment(_ context.Context, channelID string, now time.Time) (*c
 	if !ok {
 		return nil, notFound("channel", channelID)
 	}
-	v := *p
-	v.MessageCount++
-	v.LastActivity = chat.NewTime(now)
-	v.UpdatedAt = v.LastActivity
-	replace(t, p, v)
+	// Only three fields change: record those for the undo rather than a
+	// copy of the whole channel.
+	count, last, updated := p.MessageCount, p.LastActivity, p.UpdatedAt
+	p.MessageCount++
+	p.LastActivity = chat.NewTime(now)
+	p.UpdatedAt = p.LastActivity
+	t.onUndo(func() { p.MessageCount, p.LastActivity, p.UpdatedAt = count, last, updated })
 	return cpChannel(p), nil
 }
 

@@ -147,6 +147,9 @@ func cmpSeg(a, b *chat.Message) int { return cmp.Compare(a.ChannelSegment, b.Cha
 
 // find returns the message with segment seg, or nil.
 func (l msgList) find(seg int64) *chat.Message {
+	if n := len(l); n == 0 || l[n-1].ChannelSegment < seg {
+		return nil // past the end: the check of every new message
+	}
 	i, ok := slices.BinarySearchFunc(l, seg, func(m *chat.Message, s int64) int { return cmp.Compare(m.ChannelSegment, s) })
 	if !ok {
 		return nil

@@ -89,6 +89,18 @@
 // AddReaction, ...) use ON CONFLICT DO NOTHING and report CodeConflict
 // without aborting the transaction, as the other adapters do.
 //
+// Update calls of one Store go through a write lane: one pooled
+// connection, held while writes are in progress and for a short idle time
+// after. A lone Update runs at once; Updates that arrive while a
+// transaction runs are committed together in the next one (group commit),
+// each function in its own savepoint, so a failing function is rolled back
+// alone, and every caller is answered only after the single COMMIT. On the
+// lane, statements are prepared with PREPARE and run as EXECUTE with their
+// arguments as literals, which lets BEGIN and SAVEPOINT travel with the
+// next statement. An Update function must therefore not call Update on
+// the same Store, and a pool (New) needs a connection for the lane besides
+// those of View.
+//
 // # Webhook outbox and LISTEN/NOTIFY
 //
 // ClaimDeliveries selects due deliveries with FOR UPDATE SKIP LOCKED and

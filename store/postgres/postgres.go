@@ -85,6 +85,8 @@ type Store struct {
 
 	w watchers
 
+	lane lane // group commit of Update (group.go)
+
 	bg       context.Context // background prepares; cancelled by Close
 	bgCancel context.CancelFunc
 	bgMu     sync.Mutex // orders bgWG.Add before Close's bgWG.Wait
@@ -190,6 +192,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.w.close()
+	s.closeLane()
 	s.bgMu.Lock()
 	s.bgCancel()
 	s.bgMu.Unlock()
@@ -246,7 +249,7 @@ func notifyChannel(schema string) string {
 // attempt.
 func (s *Store) Update(ctx context.Context, fn func(chat.Tx) error) error {
 	for attempt := 0; ; attempt++ {
-		err, retry := s.run(ctx, false, attempt > 0, fn)
+		err, retry := s.update(ctx, attempt > 0, fn)
 		if !retry || attempt >= s.opt.Retries || ctx.Err() != nil {
 			return err
 		}
@@ -352,6 +355,19 @@ func dbErr(err error) error {
 	return &chat.Error{Code: chat.CodeInternal, Err: err}
 }
 
+// connFailed reports whether err is a failure of the connection itself
+// (not a server error, not a cancelled context).
+func connFailed(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.As(err, &ne)
+}
+
 // sqlState returns the SQLSTATE of a server error of lib/pq or pgx (both
 // implement SQLState), or "".
 func sqlState(err error) string {
@@ -434,7 +450,11 @@ func (s *Store) prepared(st *statement) *sql.Stmt {
 // tx implements chat.Tx over one *sql.Tx.
 type tx struct {
 	s        *Store
-	tx       *sql.Tx
+	tx       *sql.Tx          // View (and UpdateLocking): a pool transaction
+	b        *batch           // Update: the write lane's transaction
+	sent     bool             // a statement of this function reached the server
+	aborted  bool             // a statement failed on the server
+	finished bool             // fn returned
 	write    bool             // an Update transaction
 	lock     bool             // lock rows read by id (a retry after a conflict)
 	versions map[string]int64 // row versions first read (0: read as absent) or last written
@@ -448,6 +468,11 @@ type tx struct {
 func (t *tx) fail(err error) error {
 	if err == nil {
 		return nil
+	}
+	if sqlState(err) != "" {
+		t.aborted = true
+	} else if t.b != nil && connFailed(err) {
+		t.b.fail(err)
 	}
 	if retryable(err) {
 		t.retry = true
@@ -532,6 +557,10 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 // exec runs a statement template and returns the number of rows it
 // affected.
 func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) {
+	if t.b != nil {
+		_, n, err := t.b.statement(t, ctx, tmpl, args, false)
+		return n, t.fail(err)
+	}
 	p, q := t.txStmt(ctx, tmpl)
 	var (
 		res sql.Result
@@ -551,12 +580,13 @@ func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) 
 
 // query runs a query template and calls scan for each row.
 func (t *tx) query(ctx context.Context, tmpl string, args []any, scan func(*sql.Rows) error) error {
-	p, q := t.txStmt(ctx, tmpl)
 	var (
 		rows *sql.Rows
 		err  error
 	)
-	if p != nil {
+	if t.b != nil {
+		rows, _, err = t.b.statement(t, ctx, tmpl, args, true)
+	} else if p, q := t.txStmt(ctx, tmpl); p != nil {
 		rows, err = p.QueryContext(ctx, args...)
 	} else {
 		rows, err = t.tx.QueryContext(ctx, q, args...)

@@ -208,6 +208,24 @@ func fromJSON(b []byte, dest any) error {
 		*h = chat.Hashflag{}
 		return nil
 	}
+	// Empty arrays and objects (tags and reactions of most messages).
+	switch d := dest.(type) {
+	case *[]string:
+		if string(b) == "[]" {
+			*d = []string{}
+			return nil
+		}
+	case *map[string]int:
+		if string(b) == "{}" {
+			*d = map[string]int{}
+			return nil
+		}
+	case *map[string]any:
+		if string(b) == "{}" {
+			*d = map[string]any{}
+			return nil
+		}
+	}
 	if err := json.Unmarshal(b, dest); err != nil {
 		return &chat.Error{Code: chat.CodeInternal, Message: "sqlite: corrupt JSON column", Err: err}
 	}
