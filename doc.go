@@ -18,6 +18,17 @@
 // transaction, so a crash after the change commits never loses the event
 // and a failed change emits none.
 //
+// # Optional store capabilities
+//
+// A Tx may implement more than the Store interface requires, for speed:
+// MessageAppender (allocate a channel segment and store the message in one
+// step; Postgres does it in one statement) and DeliveryFinisher (record a
+// batch of webhook attempts at once). The functions AppendMessage and
+// FinishDeliveries use them when present and fall back to the required
+// methods otherwise, with the same results; the conformance suite in
+// store/storetest checks both paths. A Store may implement OutboxWatcher to
+// wake webhook dispatchers on commit instead of letting them poll.
+//
 // # Choices where the API contract is silent
 //
 //   - messageCount is the number of messages ever posted in a channel, which

@@ -201,21 +201,26 @@ func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, pare
 	return pc, nil
 }
 
-// insertMessage allocates the channel segment and stores m with its blobs
-// and the message.didCreate event.
-func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *postContext, m *Message, blobs []*Blob) (*MessageList, error) {
+// newMessage is the result of a post: a MessageList of one message and its
+// author, made in one allocation.
+type newMessage struct {
+	list MessageList
+	m    [1]Message
+	u    [1]User
+}
+
+// insertMessage allocates the channel segment and stores r's message with
+// its blobs and the message.didCreate event.
+func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *postContext, r *newMessage, blobs []*Blob) (*MessageList, error) {
 	now := s.Now()
-	c, err := tx.NextSegment(ctx, m.ChannelID, now.Time)
+	m := &r.m[0]
+	m.CreatedAt, m.UpdatedAt = now, now
+	c, err := AppendMessage(ctx, tx, m, now.Time)
 	if err != nil {
 		return nil, err
 	}
 	if c.IsClosed {
 		return nil, Errorf(CodeForbidden, "channel %s is closed", quote(m.ChannelID))
-	}
-	m.ChannelSegment = c.MessageCount
-	m.CreatedAt, m.UpdatedAt = now, now
-	if err := tx.CreateMessage(ctx, m); err != nil {
-		return nil, err
 	}
 	for _, b := range blobs {
 		b.MessageID, b.ChannelID, b.CreatedAt = m.MessageID, m.ChannelID, now
@@ -225,9 +230,10 @@ func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *post
 	}
 	presentMessage(m)
 	presentUser(pc.author)
-	out := &MessageList{Messages: []Message{*m}, Users: []User{*pc.author}}
-	ev.add(EventMessageDidCreate, MessageEventData{Messages: out.Messages, Users: out.Users})
-	return out, nil
+	r.u[0] = *pc.author
+	r.list = MessageList{Messages: r.m[:], Users: r.u[:]}
+	ev.addMessages(EventMessageDidCreate, &r.list)
+	return &r.list, nil
 }
 
 // CreateMessage posts a text or custom message (a comment when ParentID is
@@ -247,9 +253,9 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 		if err != nil {
 			return err
 		}
-		m := &Message{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
-			Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}
-		out, err = s.insertMessage(ctx, tx, ev, pc, m, nil)
+		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
+			Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}}}
+		out, err = s.insertMessage(ctx, tx, ev, pc, r, nil)
 		return err
 	})
 	return out, err
@@ -368,9 +374,9 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 		if err != nil {
 			return err
 		}
-		m := &Message{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
-			Data: jsonRoundTrip(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}
-		out, err = s.insertMessage(ctx, tx, ev, pc, m, blobs)
+		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
+			Data: jsonRoundTrip(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
+		out, err = s.insertMessage(ctx, tx, ev, pc, r, blobs)
 		return err
 	})
 	return out, err
@@ -399,9 +405,9 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 		if err != nil {
 			return err
 		}
-		m := &Message{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
-			Data: jsonRoundTrip(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}
-		out, err = s.insertMessage(ctx, tx, ev, pc, m, []*Blob{{Name: "file", ContentType: mt, Data: in.Data}})
+		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
+			Data: jsonRoundTrip(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
+		out, err = s.insertMessage(ctx, tx, ev, pc, r, []*Blob{{Name: "file", ContentType: mt, Data: in.Data}})
 		return err
 	})
 	return out, err

@@ -10,14 +10,26 @@ import (
 type events struct {
 	list     []pendingEvent
 	enqueued int
+	buf      [1]pendingEvent // the list's first element: most transactions emit one event
 }
 
+// pendingEvent is an event and its data. A *MessageList stands for the
+// MessageEventData of its messages and users (see addMessages).
 type pendingEvent struct {
 	name string
 	data any
 }
 
-func (e *events) add(name string, data any) { e.list = append(e.list, pendingEvent{name, data}) }
+func (e *events) add(name string, data any) {
+	if e.list == nil {
+		e.list = e.buf[:0]
+	}
+	e.list = append(e.list, pendingEvent{name, data})
+}
+
+// addMessages adds an event whose data is MessageEventData{Messages:
+// l.Messages, Users: l.Users}, built only when a webhook receives it.
+func (e *events) addMessages(name string, l *MessageList) { e.add(name, l) }
 
 type hookCache struct {
 	version int64
@@ -57,7 +69,11 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 				continue
 			}
 			if data == nil {
-				data = mustJSON(pe.data)
+				v := pe.data
+				if l, ok := v.(*MessageList); ok {
+					v = MessageEventData{Messages: l.Messages, Users: l.Users}
+				}
+				data = mustJSON(v)
 			}
 			id := s.newID()
 			body := mustJSON(Envelope{RequestID: id, WebhookID: h.WebhookID, Event: pe.name, Data: data})

@@ -75,6 +75,19 @@ func (e *env) mustPost(actor, channel, text string) *chat.Message {
 	return m
 }
 
+// requireBlobGone checks that a message's blob is gone from the Service and
+// from the store.
+func (e *env) requireBlobGone(messageID, name string) {
+	e.t.Helper()
+	_, _, err := e.svc.GetMessageBlob(e.ctx, messageID, name)
+	requireCode(e.t, err, chat.CodeNotFound)
+	err = e.store.View(e.ctx, func(tx chat.Tx) error {
+		_, err := tx.GetBlob(e.ctx, messageID, name)
+		return err
+	})
+	requireCode(e.t, err, chat.CodeNotFound)
+}
+
 func requireCode(t *testing.T, err error, code chat.Code) {
 	t.Helper()
 	require.Error(t, err)
@@ -319,13 +332,7 @@ func TestCloseIsAtomicAndFinal(t *testing.T) {
 	require.Empty(t, ch.ChannelUsers)
 	got, _ = e.svc.GetMessage(e.ctx, m.MessageID)
 	require.True(t, got.Messages[0].IsDeleted)
-	_, _, err = e.svc.GetMessageBlob(e.ctx, fm.Messages[0].MessageID, "file")
-	requireCode(t, err, chat.CodeNotFound)
-	err = e.store.View(e.ctx, func(tx chat.Tx) error {
-		_, err := tx.GetBlob(e.ctx, fm.Messages[0].MessageID, "file")
-		return err
-	})
-	requireCode(t, err, chat.CodeNotFound)
+	e.requireBlobGone(fm.Messages[0].MessageID, "file")
 
 	_, err = e.post(e.admin, "c", "hello?")
 	requireCode(t, err, chat.CodeForbidden)
@@ -1221,13 +1228,7 @@ func TestBanPurgesFiles(t *testing.T) {
 	fb, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFile{ChannelID: "c", FileName: "b.txt", Data: []byte("b")})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "c", []string{"alice"}))
-	_, _, err = e.svc.GetMessageBlob(e.ctx, fa.Messages[0].MessageID, "file")
-	requireCode(t, err, chat.CodeNotFound)
-	err = e.store.View(e.ctx, func(tx chat.Tx) error {
-		_, err := tx.GetBlob(e.ctx, fa.Messages[0].MessageID, "file")
-		return err
-	})
-	requireCode(t, err, chat.CodeNotFound)
+	e.requireBlobGone(fa.Messages[0].MessageID, "file")
 	b, _, err := e.svc.GetMessageBlob(e.ctx, fb.Messages[0].MessageID, "file")
 	require.NoError(t, err)
 	require.Equal(t, "b", string(b.Data))

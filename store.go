@@ -151,6 +151,42 @@ type MessageStore interface {
 	SoftDeleteUserMessages(ctx context.Context, userID string, now time.Time) ([]string, error)
 }
 
+// MessageAppender is an optional capability of a Tx: AppendMessage does
+// what NextSegment followed by CreateMessage does, in one step where the
+// adapter can (one statement, one round trip, on Postgres). Callers use the
+// package function AppendMessage, which falls back to the two calls.
+type MessageAppender interface {
+	// AppendMessage increments the channel's messageCount and sets its
+	// lastActivity and updatedAt to now, exactly as NextSegment, and
+	// returns the updated channel. Unless that channel is closed, it then
+	// stores m with ChannelSegment set to the new messageCount, exactly as
+	// CreateMessage (CodeConflict when the id exists; the parent's
+	// childrenNumber is incremented). When the channel is closed m is not
+	// stored and the caller must fail the transaction, which undoes the
+	// increment. CodeNotFound when the channel does not exist.
+	AppendMessage(ctx context.Context, m *Message, now time.Time) (*Channel, error)
+}
+
+// AppendMessage allocates the next segment of m.ChannelID and stores m with
+// it (see MessageAppender), through the adapter's one-step implementation
+// when tx has one, else with NextSegment and CreateMessage. m.ChannelSegment
+// is set on success.
+func AppendMessage(ctx context.Context, tx Tx, m *Message, now time.Time) (*Channel, error) {
+	if a, ok := tx.(MessageAppender); ok {
+		c, err := a.AppendMessage(ctx, m, now)
+		if err == nil && !c.IsClosed {
+			m.ChannelSegment = c.MessageCount
+		}
+		return c, err
+	}
+	c, err := tx.NextSegment(ctx, m.ChannelID, now)
+	if err != nil || c.IsClosed {
+		return c, err
+	}
+	m.ChannelSegment = c.MessageCount
+	return c, tx.CreateMessage(ctx, m)
+}
+
 // UserCursor is a keyset position in the user order (UserID ascending).
 type UserCursor struct{ UserID string }
 
@@ -293,6 +329,56 @@ type WebhookStore interface {
 	// WebhooksVersion returns a number that changes whenever a webhook
 	// changes, so caches can be refreshed.
 	WebhooksVersion(ctx context.Context) (int64, error)
+}
+
+// DeliveryFinish is one attempt to record with FinishDeliveries.
+type DeliveryFinish struct {
+	Attempt       *DeliveryAttempt
+	State         string
+	NextAttemptAt time.Time
+}
+
+// DeliveryFinisher is an optional capability of a Tx: FinishDeliveries
+// records several attempts of distinct deliveries at once (one statement on
+// Postgres), each exactly as FinishDelivery would. Callers use the package
+// function FinishDeliveries, which falls back to FinishDelivery.
+type DeliveryFinisher interface {
+	// FinishDeliveries returns one error per item, in order: nil when
+	// recorded, CodeConflict or CodeNotFound as FinishDelivery returns
+	// them. A non-nil second result means the statement failed and nothing
+	// is known to be recorded (the transaction must fail).
+	FinishDeliveries(ctx context.Context, owner string, fs []DeliveryFinish) ([]error, error)
+}
+
+// FinishDeliveries records the attempts fs (see DeliveryFinisher) through
+// the adapter's batch implementation when tx has one and the request ids
+// are distinct, else one FinishDelivery after another. Per item it returns
+// nil, or the CodeConflict or CodeNotFound error of that item; any other
+// error is returned as the second result.
+func FinishDeliveries(ctx context.Context, tx Tx, owner string, fs []DeliveryFinish) ([]error, error) {
+	if f, ok := tx.(DeliveryFinisher); ok && len(fs) > 1 && distinctRequests(fs) {
+		return f.FinishDeliveries(ctx, owner, fs)
+	}
+	errs := make([]error, len(fs))
+	for i, d := range fs {
+		err := tx.FinishDelivery(ctx, owner, d.Attempt, d.State, d.NextAttemptAt)
+		if c := ErrorCode(err); err != nil && c != CodeConflict && c != CodeNotFound {
+			return nil, err
+		}
+		errs[i] = err
+	}
+	return errs, nil
+}
+
+func distinctRequests(fs []DeliveryFinish) bool {
+	seen := make(map[string]bool, len(fs))
+	for _, d := range fs {
+		if seen[d.Attempt.RequestID] {
+			return false
+		}
+		seen[d.Attempt.RequestID] = true
+	}
+	return true
 }
 
 // OutboxStore is the webhook outbox.

@@ -48,6 +48,24 @@ func (p *jsonParser) space() {
 	}
 }
 
+// sep reads what follows a member or element: ',' (more follow, done
+// false) or the closing byte (done true); anything else is not ok.
+func (p *jsonParser) sep(closing byte) (done, ok bool) {
+	p.space()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+		return false, true
+	case closing:
+		p.i++
+		return true, true
+	}
+	return false, false
+}
+
 func (p *jsonParser) literal(s string) bool {
 	if len(p.b)-p.i >= len(s) && string(p.b[p.i:p.i+len(s)]) == s {
 		p.i += len(s)
@@ -92,18 +110,10 @@ func (p *jsonParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v
-			p.space()
-			if p.i >= len(p.b) {
+			if done, ok := p.sep('}'); !ok {
 				return nil, false
-			}
-			switch p.b[p.i] {
-			case ',':
-				p.i++
-			case '}':
-				p.i++
+			} else if done {
 				return m, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '[':
@@ -124,18 +134,10 @@ func (p *jsonParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			a = append(a, v)
-			p.space()
-			if p.i >= len(p.b) {
+			if done, ok := p.sep(']'); !ok {
 				return nil, false
-			}
-			switch p.b[p.i] {
-			case ',':
-				p.i++
-			case ']':
-				p.i++
+			} else if done {
 				return a, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '"':

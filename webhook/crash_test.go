@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,22 +51,9 @@ func TestCrashSafety(t *testing.T) {
 	})
 	path := filepath.Join(t.TempDir(), "chat.db")
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashSafety$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashURLEnv+"="+rc.URL+"/hook", crashSecretEnv+"="+secret)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	sc, kill := startChild(t, "TestCrashSafety", crashChildEnv+"="+path, crashURLEnv+"="+rc.URL+"/hook", crashSecretEnv+"="+secret)
 
 	var ids []string
-	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if f := strings.Fields(sc.Text()); len(f) > 0 && f[0] == "committed" {
 			ids = f[1:]
@@ -76,9 +64,7 @@ func TestCrashSafety(t *testing.T) {
 	// Let the child try (and fail) every event, and retry one (so at least
 	// one attempt is recorded), then kill it, probably mid-flight.
 	require.Eventually(t, func() bool { return rc.hitCount() > crashEvents }, 20*time.Second, time.Millisecond)
-	require.NoError(t, cmd.Process.Kill()) // SIGKILL: no cleanup, no Stop
-	_ = cmd.Wait()
-	killed = true
+	kill() // SIGKILL: no cleanup, no Stop
 	before := rc.hitCount()
 
 	down.Store(false)
@@ -151,22 +137,9 @@ func TestCrashBeforeDelivery(t *testing.T) {
 				where = randomSchema()
 			}
 			sink := newEventSink(t)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashBeforeDelivery$", "-test.count=1")
-			cmd.Env = append(os.Environ(), crash2ChildEnv+"="+b.name, crash2WhereEnv+"="+where, crash2URLEnv+"="+sink.URL+"/hook")
-			cmd.Stderr = os.Stderr
-			out, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			killed := false
-			t.Cleanup(func() {
-				if !killed {
-					_ = cmd.Process.Kill()
-					_ = cmd.Wait()
-				}
-			})
+			sc, kill := startChild(t, "TestCrashBeforeDelivery", crash2ChildEnv+"="+b.name, crash2WhereEnv+"="+where, crash2URLEnv+"="+sink.URL+"/hook")
 			var secret string
 			var messages int
-			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "committed" {
 					secret = f[1]
@@ -176,9 +149,7 @@ func TestCrashBeforeDelivery(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, secret, "the child reports its commits")
-			require.NoError(t, cmd.Process.Kill()) // SIGKILL: no cleanup, no Stop
-			_ = cmd.Wait()
-			killed = true
+			kill() // SIGKILL: no cleanup, no Stop
 			require.Zero(t, len(sink.byName()), "nothing was delivered before the crash")
 
 			var s chat.Store
@@ -215,10 +186,7 @@ func crash2Child(t *testing.T, backend, where string) {
 	} else {
 		s = openSQLite(t, where)
 	}
-	svc, err := chat.New(ctx, s, chat.Config{Logger: testLogger()})
-	require.NoError(t, err)
-	_, _, err = svc.CreateAdmin(ctx, "root", "admin")
-	require.NoError(t, err)
+	svc := adminService(t, s)
 	h, err := svc.CreateWebhook(ctx, os.Getenv(crash2URLEnv), nil)
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
@@ -231,4 +199,32 @@ func crash2Child(t *testing.T, backend, where string) {
 	fmt.Println("committed", h.Secret, messages)
 	time.Sleep(time.Minute) // killed long before
 	t.Fatal("the parent did not kill the child")
+}
+
+// startChild re-executes the test binary running only the test named, with
+// env added, and returns a scanner over its standard output and a function
+// that kills it with SIGKILL and waits for it (also run at cleanup if the
+// test did not).
+func startChild(t *testing.T, test string, env ...string) (*bufio.Scanner, func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var once sync.Once
+	kill := func() {
+		once.Do(func() {
+			require.NoError(t, cmd.Process.Kill())
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	})
+	return bufio.NewScanner(out), kill
 }

@@ -190,6 +190,7 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 	watchFailed := false
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var holdUntil time.Time // a claim for few free slots waits until then
 	for ctx.Err() == nil {
 		if watcher != nil && watch == nil && time.Since(lastSubscribe) >= d.cfg.PollInterval {
 			lastSubscribe = time.Now()
@@ -203,7 +204,21 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 			}
 		}
 		wait := d.cfg.PollInterval
-		if free := d.cfg.Workers - int(d.inflight.Load()); free > 0 {
+		free := d.cfg.Workers - int(d.inflight.Load())
+		if free > 0 && free < d.minClaim() && free < d.cfg.Workers {
+			// Under load, slots free up a few at a time: wait briefly
+			// (claimHold at most) for more, so that one claim
+			// transaction takes several deliveries instead of one each.
+			now := time.Now()
+			if holdUntil.IsZero() {
+				holdUntil = now.Add(claimHold)
+			}
+			if now.Before(holdUntil) {
+				wait, free = holdUntil.Sub(now), 0
+			}
+		}
+		if free > 0 {
+			holdUntil = time.Time{}
 			n := min(free, d.cfg.BatchSize)
 			claimedAt := d.cfg.Now()
 			items, storeNext, err := d.claim(ctx, claimedAt, n)
@@ -241,6 +256,13 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 		timer.Stop()
 	}
 }
+
+// claimHold is how long the loop waits for more free slots before it
+// claims for only a few (see minClaim).
+const claimHold = 2 * time.Millisecond
+
+// minClaim is the number of free slots worth a claim without waiting.
+func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.BatchSize)/8) }
 
 // claim leases up to n due deliveries and resolves their webhooks in one
 // transaction. When fewer than n were due it also returns the store's
@@ -345,18 +367,21 @@ func (d *Dispatcher) finish(ctx context.Context, batch []*result) {
 	if len(live) == 0 || ctx.Err() != nil {
 		return
 	}
-	lost := make([]error, len(live))
+	var lost []error
+	fs := make([]chat.DeliveryFinish, len(live))
+	for i, r := range live {
+		fs[i] = chat.DeliveryFinish{Attempt: &r.attempt, State: r.state, NextAttemptAt: r.next}
+	}
 	err := d.store.Update(ctx, func(tx chat.Tx) error {
-		for i, r := range live {
-			lost[i] = nil
-			if err := d.finishOne(ctx, tx, r); err != nil {
-				if !leaseLost(err) {
-					return err
-				}
-				lost[i] = err
+		for _, r := range live {
+			if err := d.disableHook(ctx, tx, r); err != nil {
+				return err
 			}
 		}
-		return nil
+		// One statement for the whole batch where the store can.
+		var err error
+		lost, err = chat.FinishDeliveries(ctx, tx, d.cfg.Owner, fs)
+		return err
 	})
 	if err == nil {
 		for i, r := range live {
@@ -394,6 +419,14 @@ func leaseLost(err error) bool {
 
 // finishOne records one attempt (and disables the webhook on 410).
 func (d *Dispatcher) finishOne(ctx context.Context, tx chat.Tx, r *result) error {
+	if err := d.disableHook(ctx, tx, r); err != nil {
+		return err
+	}
+	return tx.FinishDelivery(ctx, d.cfg.Owner, &r.attempt, r.state, r.next)
+}
+
+// disableHook disables the webhook of a result that asks for it (410).
+func (d *Dispatcher) disableHook(ctx context.Context, tx chat.Tx, r *result) error {
 	if r.disable != "" {
 		w, err := tx.GetWebhook(ctx, r.d.WebhookID)
 		switch {
@@ -409,7 +442,7 @@ func (d *Dispatcher) finishOne(ctx context.Context, tx chat.Tx, r *result) error
 			}
 		}
 	}
-	return tx.FinishDelivery(ctx, d.cfg.Owner, &r.attempt, r.state, r.next)
+	return nil
 }
 
 // recorded logs a recorded attempt and remembers its retry time.

@@ -145,10 +145,7 @@ func TestEveryEventDelivered(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			s := b.open(t)
-			svc, err := chat.New(ctx, s, chat.Config{Logger: testLogger()})
-			require.NoError(t, err)
-			_, _, err = svc.CreateAdmin(ctx, "root", "admin")
-			require.NoError(t, err)
+			svc := adminService(t, s)
 
 			all, some := newEventSink(t), newEventSink(t)
 			hAll, err := svc.CreateWebhook(ctx, all.URL+"/all", nil)
@@ -332,10 +329,7 @@ func TestRotateSecretReenables(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := memoryBackend.open(t)
-	svc, err := chat.New(ctx, s, chat.Config{Logger: testLogger()})
-	require.NoError(t, err)
-	_, _, err = svc.CreateAdmin(ctx, "root", "admin")
-	require.NoError(t, err)
+	svc := adminService(t, s)
 
 	sink := newEventSink(t)
 	var gone sync.Mutex
@@ -381,4 +375,16 @@ func TestRotateSecretReenables(t *testing.T) {
 	cd, err := sink.byName()[chat.EventChannelDidCreate][0].Channel()
 	require.NoError(t, err)
 	require.Equal(t, "d", cd.Channel.ChannelID)
+}
+
+// adminService returns a Service over s with an admin account, as the
+// example server has after its first start.
+func adminService(t *testing.T, s chat.Store) *chat.Service {
+	t.Helper()
+	ctx := context.Background()
+	svc, err := chat.New(ctx, s, chat.Config{Logger: testLogger()})
+	require.NoError(t, err)
+	_, _, err = svc.CreateAdmin(ctx, "root", "admin")
+	require.NoError(t, err)
+	return svc
 }

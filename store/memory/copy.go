@@ -265,32 +265,6 @@ func cpChannelUser(cu *chat.ChannelUser) *chat.ChannelUser {
 	return &out
 }
 
-func normMessage(m *chat.Message) (*chat.Message, error) {
-	out := *m
-	d, err := normMap(m.Data)
-	if err != nil {
-		return nil, err
-	}
-	out.Data = d
-	out.Tags = slices.Clone(m.Tags)
-	out.CreatedAt = nt(m.CreatedAt)
-	out.EditedAt = ntp(m.EditedAt)
-	out.UpdatedAt = nt(m.UpdatedAt)
-	out.Hashflag = cloneHashflag(m.Hashflag)
-	out.Reactions = cloneCounts(m.Reactions)
-	return &out, nil
-}
-
-func cpMessage(m *chat.Message) *chat.Message {
-	out := *m
-	out.Data = copyMap(m.Data)
-	out.Tags = slices.Clone(m.Tags)
-	out.EditedAt = cpt(m.EditedAt)
-	out.Hashflag = cloneHashflag(m.Hashflag)
-	out.Reactions = cloneCounts(m.Reactions)
-	return &out
-}
-
 func normUser(u *chat.User) (*chat.User, error) {
 	out := *u
 	md, err := normMap(u.Metadata)

@@ -20,13 +20,20 @@ type data struct {
 	members   map[string]map[string]*chat.ChannelUser // channelID -> userID
 	userChans map[string]map[string]*chat.ChannelUser // userID -> channelID
 
-	// Messages by id; per channel in segment order (all, and top-level
-	// only); comments per parent in segment order; per author in creation
-	// order.
-	msgs     map[string]*chat.Message
+	// Messages by id, and in creation order (allMsgs). The other indexes
+	// hold positions in allMsgs rather than pointers, so the garbage
+	// collector does not scan them: per channel in segment order (all, and
+	// top-level only); comments per parent in segment order; per author in
+	// creation order.
+	msgs     map[string]*msg
+	allMsgs  []*msg
 	chanMsgs map[string]*chanMsgs
 	children map[string]*msgList
-	byAuthor map[string]*[]*chat.Message
+	byAuthor map[string]*msgList
+
+	strs    []string         // interned strings (see intern), by number
+	strIDs  map[string]strID // and their numbers
+	scratch []byte           // encodeData's buffer (write transactions only)
 
 	// Users by id, and their ids in ascending order.
 	users     map[string]*chat.User
@@ -42,7 +49,7 @@ type data struct {
 	reactions  map[reactKey]*chat.Reaction
 	reactIDs   map[string]reactKey
 	msgReacts  map[string]*reactList
-	reactNames map[string]map[string]*chat.Message
+	reactNames map[string]map[string]*msg
 
 	flags map[flagKey]map[string]chat.Time // target -> flagger -> when
 
@@ -79,17 +86,18 @@ func newData() *data {
 		channels:    map[string]*chat.Channel{},
 		members:     map[string]map[string]*chat.ChannelUser{},
 		userChans:   map[string]map[string]*chat.ChannelUser{},
-		msgs:        map[string]*chat.Message{},
+		msgs:        map[string]*msg{},
 		chanMsgs:    map[string]*chanMsgs{},
 		children:    map[string]*msgList{},
-		byAuthor:    map[string]*[]*chat.Message{},
+		byAuthor:    map[string]*msgList{},
+		strIDs:      map[string]strID{},
 		users:       map[string]*chat.User{},
 		roles:       map[string]*chat.Role{},
 		rules:       map[chat.RuleList]map[string]*chat.Rule{},
 		reactions:   map[reactKey]*chat.Reaction{},
 		reactIDs:    map[string]reactKey{},
 		msgReacts:   map[string]*reactList{},
-		reactNames:  map[string]map[string]*chat.Message{},
+		reactNames:  map[string]map[string]*msg{},
 		flags:       map[flagKey]map[string]chat.Time{},
 		admins:      map[string]*chat.Admin{},
 		adminHashes: map[string]string{},
@@ -140,32 +148,65 @@ func removeSorted[T any](s *[]T, v T, cmp func(a, b T) int) bool {
 	return true
 }
 
-// msgList is a list of messages in channelSegment order.
-type msgList []*chat.Message
+// msgList is a list of messages (positions in data.allMsgs), in
+// channelSegment order except for data.byAuthor.
+type msgList []int32
 
-func cmpSeg(a, b *chat.Message) int { return cmp.Compare(a.ChannelSegment, b.ChannelSegment) }
+// segAt returns the segment of the message at position i of allMsgs.
+func (d *data) segAt(i int32) int64 { return d.allMsgs[i].seg }
 
-// find returns the message with segment seg, or nil.
-func (l msgList) find(seg int64) *chat.Message {
-	if n := len(l); n == 0 || l[n-1].ChannelSegment < seg {
+// search returns the first index of l whose segment is >= seg, and
+// whether it is equal.
+func (d *data) search(l msgList, seg int64) (int, bool) {
+	return slices.BinarySearchFunc(l, seg, func(i int32, s int64) int { return cmp.Compare(d.segAt(i), s) })
+}
+
+// find returns the message of l with segment seg, or nil.
+func (d *data) find(l msgList, seg int64) *msg {
+	if n := len(l); n == 0 || d.segAt(l[n-1]) < seg {
 		return nil // past the end: the check of every new message
 	}
-	i, ok := slices.BinarySearchFunc(l, seg, func(m *chat.Message, s int64) int { return cmp.Compare(m.ChannelSegment, s) })
+	i, ok := d.search(l, seg)
 	if !ok {
 		return nil
 	}
-	return l[i]
+	return d.allMsgs[l[i]]
+}
+
+// insertSeg inserts position p into l by segment. Appending at the end,
+// the common case for increasing segments, costs O(1).
+func (d *data) insertSeg(l *msgList, p int32) {
+	seg := d.segAt(p)
+	if n := len(*l); n == 0 || d.segAt((*l)[n-1]) < seg {
+		*l = append(*l, p)
+		return
+	}
+	i, _ := d.search(*l, seg)
+	*l = slices.Insert(*l, i, p)
+}
+
+// removeSeg removes position p from l (found by its segment; a list of
+// comments may hold equal segments of different channels).
+func (d *data) removeSeg(l *msgList, p int32) {
+	seg := d.segAt(p)
+	i, _ := d.search(*l, seg)
+	for ; i < len(*l) && d.segAt((*l)[i]) == seg; i++ {
+		if (*l)[i] == p {
+			*l = slices.Delete(*l, i, i+1)
+			return
+		}
+	}
 }
 
 // bounds returns the index range [lo, hi) of segments strictly between
 // after and before (0 = unbounded).
-func (l msgList) bounds(after, before int64) (lo, hi int) {
+func (d *data) bounds(l msgList, after, before int64) (lo, hi int) {
 	hi = len(l)
 	if after > 0 {
-		lo, _ = slices.BinarySearchFunc(l, after+1, func(m *chat.Message, s int64) int { return cmp.Compare(m.ChannelSegment, s) })
+		lo, _ = d.search(l, after+1)
 	}
 	if before > 0 {
-		hi, _ = slices.BinarySearchFunc(l, before, func(m *chat.Message, s int64) int { return cmp.Compare(m.ChannelSegment, s) })
+		hi, _ = d.search(l, before)
 	}
 	if hi < lo {
 		hi = lo

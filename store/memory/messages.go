@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"math"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -16,47 +17,80 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 		return conflict("message %q already exists", m.MessageID)
 	}
 	cm := d.chanMsgs[m.ChannelID]
-	if cm != nil && cm.all.find(m.ChannelSegment) != nil {
+	if cm != nil && d.find(cm.all, m.ChannelSegment) != nil {
 		return conflict("channel %q already has a message with segment %d", m.ChannelID, m.ChannelSegment)
 	}
-	sm, err := normMessage(m)
+	sm, err := d.toMsg(m)
 	if err != nil {
 		return err
 	}
-	if cm == nil {
-		cm = &chanMsgs{}
-		setKey(t, d.chanMsgs, m.ChannelID, cm)
+	if len(d.allMsgs) >= math.MaxInt32 {
+		return chat.Errorf(chat.CodeInternal, "memory store: too many messages")
 	}
-	setKey(t, d.msgs, sm.MessageID, sm)
-	sortedInsert(t, (*[]*chat.Message)(&cm.all), sm, cmpSeg)
-	if sm.ParentID == "" {
-		sortedInsert(t, (*[]*chat.Message)(&cm.top), sm, cmpSeg)
+	// One undo entry (below) reverses every insertion; the parent's count
+	// is replaced with its own entry.
+	pos := int32(len(d.allMsgs))
+	d.allMsgs = append(d.allMsgs, sm)
+	d.msgs[sm.id] = sm
+	newCM := cm == nil
+	if newCM {
+		cm = &chanMsgs{}
+		d.chanMsgs[m.ChannelID] = cm
+	}
+	d.insertSeg(&cm.all, pos)
+	var kids *msgList
+	newKids := false
+	if sm.parentID == "" {
+		d.insertSeg(&cm.top, pos)
 	} else {
-		kids := d.children[sm.ParentID]
+		kids = d.children[sm.parentID]
 		if kids == nil {
-			kids = &msgList{}
-			setKey(t, d.children, sm.ParentID, kids)
+			kids, newKids = &msgList{}, true
+			d.children[sm.parentID] = kids
 		}
-		sortedInsert(t, (*[]*chat.Message)(kids), sm, cmpSeg)
-		if p, ok := d.msgs[sm.ParentID]; ok {
+		d.insertSeg(kids, pos)
+	}
+	mine := d.byAuthor[m.UserID]
+	newMine := mine == nil
+	if newMine {
+		mine = &msgList{}
+		d.byAuthor[m.UserID] = mine
+	}
+	*mine = append(*mine, pos)
+	t.onUndo(func() {
+		// Undo runs in reverse, so pos is the last of its author's and of
+		// allMsgs again.
+		if n := len(*mine); n > 0 && (*mine)[n-1] == pos {
+			*mine = (*mine)[:n-1]
+		}
+		if newMine {
+			delete(d.byAuthor, d.str(sm.user))
+		}
+		if kids != nil {
+			d.removeSeg(kids, pos)
+			if newKids {
+				delete(d.children, sm.parentID)
+			}
+		} else {
+			d.removeSeg(&cm.top, pos)
+		}
+		d.removeSeg(&cm.all, pos)
+		if newCM {
+			delete(d.chanMsgs, d.str(sm.ch))
+		}
+		delete(d.msgs, sm.id)
+		if n := len(d.allMsgs); n > 0 && d.allMsgs[n-1] == sm {
+			d.allMsgs[n-1] = nil
+			d.allMsgs = d.allMsgs[:n-1]
+		}
+	})
+	if sm.parentID != "" {
+		if p, ok := d.msgs[sm.parentID]; ok {
 			v := *p
-			v.ChildrenNumber++
+			v.children++
 			replace(t, p, v)
 		}
 	}
-	mine := d.byAuthor[sm.UserID]
-	if mine == nil {
-		mine = &[]*chat.Message{}
-		setKey(t, d.byAuthor, sm.UserID, mine)
-	}
-	*mine = append(*mine, sm)
-	t.onUndo(func() {
-		// Undo runs in reverse, so sm is the last element again.
-		if n := len(*mine); n > 0 && (*mine)[n-1] == sm {
-			(*mine)[n-1] = nil
-			*mine = (*mine)[:n-1]
-		}
-	})
 	return nil
 }
 
@@ -68,7 +102,7 @@ func (t *tx) GetMessage(_ context.Context, messageID string) (*chat.Message, err
 	if !ok {
 		return nil, notFound("message", messageID)
 	}
-	return cpMessage(m), nil
+	return t.d.message(m), nil
 }
 
 func (t *tx) GetMessages(_ context.Context, ids []string) ([]*chat.Message, error) {
@@ -80,7 +114,7 @@ func (t *tx) GetMessages(_ context.Context, ids []string) ([]*chat.Message, erro
 	for _, id := range ids {
 		if m, ok := t.d.msgs[id]; ok && !seen[id] {
 			seen[id] = true
-			out = append(out, cpMessage(m))
+			out = append(out, t.d.message(m))
 		}
 	}
 	return out, nil
@@ -94,18 +128,21 @@ func (t *tx) UpdateMessage(_ context.Context, m *chat.Message) error {
 	if !ok {
 		return notFound("message", m.MessageID)
 	}
-	in, err := normMessage(m)
+	in, err := t.d.toMsg(m)
 	if err != nil {
 		return err
 	}
 	v := *p
-	v.Data = in.Data
-	v.Tags = in.Tags
-	v.IsDeleted = in.IsDeleted
-	v.EditedAt = in.EditedAt
-	v.UpdatedAt = in.UpdatedAt
-	v.FlagCount = in.FlagCount
-	v.Hashflag = in.Hashflag
+	v.data = in.data
+	v.deleted = in.deleted
+	v.updated = in.updated
+	v.emptyTags = in.emptyTags
+	e, ne := v.extra(), in.extra()
+	e.tags = ne.tags
+	e.hasEdited, e.edited = ne.hasEdited, ne.edited
+	e.flagCount = ne.flagCount
+	e.bits, e.hashes, e.hash = ne.bits, ne.hashes, ne.hash
+	v.setExtra(e)
 	replace(t, p, v)
 	return nil
 }
@@ -132,22 +169,23 @@ func (t *tx) QueryMessages(_ context.Context, f chat.MessageFilter) ([]*chat.Mes
 			list = cm.all
 		}
 	}
-	lo, hi := list.bounds(f.AfterSegment, f.BeforeSegment)
+	lo, hi := t.d.bounds(list, f.AfterSegment, f.BeforeSegment)
 	pg := page{limit: f.Limit}
 	var out []*chat.Message
-	walk(list, lo, hi, f.Descending, func(m *chat.Message) bool {
-		if f.ChannelID != "" && m.ChannelID != f.ChannelID {
+	walk(list, lo, hi, f.Descending, func(i int32) bool {
+		m := t.d.allMsgs[i]
+		if f.ChannelID != "" && t.d.str(m.ch) != f.ChannelID {
 			return true
 		}
-		if m.IsDeleted && !f.IncludeDeleted {
+		if m.deleted && !f.IncludeDeleted {
 			return true
 		}
-		if !tagsMatch(m.Tags, f.Tags, f.ExcludeTags) {
+		if !tagsMatch(m.tags(), f.Tags, f.ExcludeTags) {
 			return true
 		}
 		keep, full := pg.take()
 		if keep {
-			out = append(out, cpMessage(m))
+			out = append(out, t.d.message(m))
 		}
 		return !full
 	})
@@ -155,38 +193,42 @@ func (t *tx) QueryMessages(_ context.Context, f chat.MessageFilter) ([]*chat.Mes
 }
 
 // softDelete marks m deleted (when live) and reports whether it did.
-func (t *tx) softDelete(m *chat.Message, now chat.Time) bool {
-	if m.IsDeleted {
+func (t *tx) softDelete(m *msg, now int64) bool {
+	if m.deleted {
 		return false
 	}
 	v := *m
-	v.IsDeleted = true
-	v.Data = map[string]any{}
-	v.UpdatedAt = now
+	v.deleted = true
+	v.data = emptyData
+	v.updated = now
 	replace(t, m, v)
 	return true
 }
+
+// emptyData is the encoding of an empty object (the data of a deleted
+// message). It is never modified.
+var emptyData = []byte{encObject, 0}
 
 func (t *tx) SoftDeleteMessages(_ context.Context, channelID, userID string, now time.Time) ([]string, error) {
 	if err := t.writable(); err != nil {
 		return nil, err
 	}
-	at := chat.NewTime(now)
+	at := ms(now)
 	var ids []string
 	if userID == "" {
 		if cm := t.d.chanMsgs[channelID]; cm != nil {
-			for _, m := range cm.all {
-				if t.softDelete(m, at) {
-					ids = append(ids, m.MessageID)
+			for _, i := range cm.all {
+				if m := t.d.allMsgs[i]; t.softDelete(m, at) {
+					ids = append(ids, m.id)
 				}
 			}
 		}
 		return ids, nil
 	}
 	if mine := t.d.byAuthor[userID]; mine != nil {
-		for _, m := range *mine {
-			if m.ChannelID == channelID && t.softDelete(m, at) {
-				ids = append(ids, m.MessageID)
+		for _, i := range *mine {
+			if m := t.d.allMsgs[i]; t.d.str(m.ch) == channelID && t.softDelete(m, at) {
+				ids = append(ids, m.id)
 			}
 		}
 	}
@@ -197,12 +239,12 @@ func (t *tx) SoftDeleteUserMessages(_ context.Context, userID string, now time.T
 	if err := t.writable(); err != nil {
 		return nil, err
 	}
-	at := chat.NewTime(now)
+	at := ms(now)
 	var ids []string
 	if mine := t.d.byAuthor[userID]; mine != nil {
-		for _, m := range *mine {
-			if t.softDelete(m, at) {
-				ids = append(ids, m.MessageID)
+		for _, i := range *mine {
+			if m := t.d.allMsgs[i]; t.softDelete(m, at) {
+				ids = append(ids, m.id)
 			}
 		}
 	}

@@ -40,24 +40,26 @@ func (t *tx) AddReaction(_ context.Context, r *chat.Reaction) (*chat.Reaction, b
 
 // countReaction adds delta to the message's count of name and keeps the
 // per-name index in step.
-func (t *tx) countReaction(m *chat.Message, name string, delta int) {
+func (t *tx) countReaction(m *msg, name string, delta int) {
 	mv := *m
-	mv.Reactions = cloneCounts(m.Reactions)
-	if mv.Reactions == nil {
-		mv.Reactions = map[string]int{}
+	e := mv.extra()
+	e.reactions = cloneCounts(e.reactions)
+	if e.reactions == nil {
+		e.reactions = map[string]int{}
 	}
-	n := mv.Reactions[name] + delta
+	n := e.reactions[name] + delta
 	if n > 0 {
-		mv.Reactions[name] = n
+		e.reactions[name] = n
 	} else {
-		delete(mv.Reactions, name)
+		delete(e.reactions, name)
 	}
-	mv.ReactionsCount += delta
+	e.reactionsCount += delta
+	mv.setExtra(e)
 	replace(t, m, mv)
 	if n > 0 {
-		setKey(t, innerMap(t, t.d.reactNames, name), m.MessageID, m)
+		setKey(t, innerMap(t, t.d.reactNames, name), m.id, m)
 	} else if byMsg := t.d.reactNames[name]; byMsg != nil {
-		delKey(t, byMsg, m.MessageID)
+		delKey(t, byMsg, m.id)
 	}
 }
 
@@ -126,28 +128,28 @@ func (t *tx) MostReacted(_ context.Context, name, channelID string, limit int) (
 	if err := t.readable(); err != nil {
 		return nil, err
 	}
-	var found []*chat.Message
+	var found []*msg
 	for _, m := range t.d.reactNames[name] {
-		if m.IsDeleted || (channelID != "" && m.ChannelID != channelID) || m.Reactions[name] <= 0 {
+		if m.deleted || (channelID != "" && t.d.str(m.ch) != channelID) || m.reactionCount(name) <= 0 {
 			continue
 		}
 		found = append(found, m)
 	}
-	slices.SortFunc(found, func(a, b *chat.Message) int {
-		if c := cmp.Compare(b.Reactions[name], a.Reactions[name]); c != 0 {
+	slices.SortFunc(found, func(a, b *msg) int {
+		if c := cmp.Compare(b.reactionCount(name), a.reactionCount(name)); c != 0 {
 			return c
 		}
-		if c := b.CreatedAt.Compare(a.CreatedAt.Time); c != 0 {
+		if c := cmp.Compare(b.created, a.created); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.MessageID, a.MessageID)
+		return cmp.Compare(b.id, a.id)
 	})
 	if limit > 0 && len(found) > limit {
 		found = found[:limit]
 	}
 	out := make([]*chat.Message, len(found))
 	for i, m := range found {
-		out[i] = cpMessage(m)
+		out[i] = t.d.message(m)
 	}
 	return out, nil
 }

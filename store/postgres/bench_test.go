@@ -62,8 +62,24 @@ func parallelUnit(b *testing.B, workers int, unit string, op func(worker, i int)
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), unit)
 }
 
-// BenchmarkCreateMessage measures creating a message (NextSegment and
-// CreateMessage in one Update, READ COMMITTED, synchronous_commit on)
+// post creates a message in channelID as the Service does: AppendMessage
+// in one Update. Message ids come from seq.
+func post(ctx context.Context, s *postgres.Store, seq *atomic.Int64, channelID string) error {
+	n := seq.Add(1)
+	return s.Update(ctx, func(tx chat.Tx) error {
+		now := time.Now()
+		_, err := chat.AppendMessage(ctx, tx, &chat.Message{
+			MessageID: "m" + strconv.FormatInt(n, 10), ChannelID: channelID, UserID: "u", Type: chat.MessageTypeText,
+			Data: map[string]any{"text": "hello, this is a benchmark message of a typical length"},
+			Tags: []string{}, CreatedAt: chat.NewTime(now), UpdatedAt: chat.NewTime(now),
+		}, now)
+		return err
+	})
+}
+
+// BenchmarkCreateMessage measures creating a message as the Service does
+// (chat.AppendMessage in one Update: the channel increment and the message
+// row in one statement; READ COMMITTED, synchronous_commit on)
 // beside the raw driver ceiling measured in the same run: a plain INSERT of
 // a similar row into a table with the same indexes, one transaction per
 // insert, through a prepared statement of database/sql with lib/pq.
@@ -96,23 +112,8 @@ func BenchmarkCreateMessage(b *testing.B) {
 		}))
 	}
 	var seq, rawSeq atomic.Int64
-	data := map[string]any{"text": "hello, this is a benchmark message of a typical length"}
 	dataJSON := `{"text":"hello, this is a benchmark message of a typical length"}`
-	create := func(channelID string) error {
-		n := seq.Add(1)
-		return s.Update(ctx, func(tx chat.Tx) error {
-			now := time.Now()
-			c, err := tx.NextSegment(ctx, channelID, now)
-			if err != nil {
-				return err
-			}
-			return tx.CreateMessage(ctx, &chat.Message{
-				MessageID: "m" + strconv.FormatInt(n, 10), ChannelID: channelID, UserID: "u", Type: chat.MessageTypeText,
-				Data: data, Tags: []string{}, ChannelSegment: c.MessageCount,
-				CreatedAt: chat.NewTime(now), UpdatedAt: chat.NewTime(now),
-			})
-		})
-	}
+	create := func(channelID string) error { return post(ctx, s, &seq, channelID) }
 	rawAutocommit := func(w int) error {
 		n := rawSeq.Add(1)
 		_, err := raw.ExecContext(ctx, "r"+strconv.FormatInt(n, 10), "raw"+strconv.Itoa(w), "u", dataJSON, time.Now(), n)
@@ -255,4 +256,84 @@ func BenchmarkMessagePage(b *testing.B) {
 	b.Run("random/8readers", func(b *testing.B) {
 		parallelUnit(b, 8, "pages/s", func(_, _ int) error { return page(51 + rand.Int64N(total-51)) })
 	})
+}
+
+// BenchmarkVsRaw measures the store against the raw single-INSERT ceiling
+// in alternating rounds inside one benchmark, so that both see the same
+// machine load: each round inserts 64 rows with the raw autocommit INSERT
+// (1 writer), 64 messages through the store with 1 writer, 256 with 8
+// writers on 8 channels and 256 with 8 writers on 1 channel. It reports
+// each rate and its ratio to the raw rate.
+//
+//	go test -run '^$' -bench VsRaw -benchtime 20x ./store/postgres/
+func BenchmarkVsRaw(b *testing.B) {
+	dsn := testDSN(b)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: newSchema(b), MaxOpenConns: 16})
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	for i := 0; i < 8; i++ {
+		require.NoError(b, s.Update(ctx, func(tx chat.Tx) error {
+			return tx.CreateChannel(ctx, channel("c"+strconv.Itoa(i), at(0)))
+		}))
+	}
+	q := pq.QuoteIdentifier(s.Schema())
+	_, err = s.DB().Exec(`CREATE TABLE ` + q + `.raw_messages (LIKE ` + q + `.messages INCLUDING DEFAULTS INCLUDING INDEXES)`)
+	require.NoError(b, err)
+	raw, err := s.DB().Prepare(`INSERT INTO ` + q + `.raw_messages
+		(message_id, channel_id, user_id, type, data, tags, created_at, updated_at, channel_segment)
+		VALUES ($1, 'raw', 'u', 'text', $2, '{}', $3, $3, $4)`)
+	require.NoError(b, err)
+	b.Cleanup(func() { raw.Close() })
+	dataJSON := `{"text":"hello, this is a benchmark message of a typical length"}`
+	var seq atomic.Int64
+	create := func(channelID string) error { return post(ctx, s, &seq, channelID) }
+	// run does count operations with workers goroutines and returns the
+	// elapsed time.
+	run := func(workers, count int, op func(w int) error) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		var failed atomic.Value
+		start := time.Now()
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= int64(count) {
+					if err := op(w); err != nil {
+						failed.Store(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	names := []string{"raw", "1writer", "8writers-8channels", "8writers-1channel"}
+	var d [4]time.Duration
+	var n [4]int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d[0] += run(1, 64, func(int) error {
+			k := seq.Add(1)
+			_, err := raw.ExecContext(ctx, "r"+strconv.FormatInt(k, 10), dataJSON, time.Now(), k)
+			return err
+		})
+		d[1] += run(1, 64, func(int) error { return create("c0") })
+		d[2] += run(8, 256, func(w int) error { return create("c" + strconv.Itoa(w)) })
+		d[3] += run(8, 256, func(int) error { return create("c0") })
+		n[0], n[1], n[2], n[3] = n[0]+64, n[1]+64, n[2]+256, n[3]+256
+	}
+	b.StopTimer()
+	rawRate := float64(n[0]) / d[0].Seconds()
+	b.ReportMetric(rawRate, "raw-msgs/s")
+	for k := 1; k < len(names); k++ {
+		r := float64(n[k]) / d[k].Seconds()
+		b.ReportMetric(r, names[k]+"-msgs/s")
+		b.ReportMetric(r/rawRate, names[k]+"/raw")
+	}
 }

@@ -138,11 +138,20 @@ func runSegmentChild(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
 				err := s.Update(ctx, func(tx chat.Tx) error {
+					m := message(fmt.Sprintf("p%s-g%d-%d", id, g, i), "busy", "u", 0)
+					if g%2 == 0 {
+						// The one-statement path the Service takes.
+						if _, ok := tx.(chat.MessageAppender); !ok {
+							return fmt.Errorf("the Postgres Tx is no chat.MessageAppender")
+						}
+						_, err := chat.AppendMessage(ctx, tx, m, time.Now())
+						return err
+					}
 					c, err := tx.NextSegment(ctx, "busy", time.Now())
 					if err != nil {
 						return err
 					}
-					m := message(fmt.Sprintf("p%s-g%d-%d", id, g, i), "busy", "u", c.MessageCount)
+					m.ChannelSegment = c.MessageCount
 					return tx.CreateMessage(ctx, m)
 				})
 				if err != nil {

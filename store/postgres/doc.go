@@ -89,16 +89,26 @@
 // AddReaction, ...) use ON CONFLICT DO NOTHING and report CodeConflict
 // without aborting the transaction, as the other adapters do.
 //
-// Update calls of one Store go through a write lane: one pooled
-// connection, held while writes are in progress and for a short idle time
-// after. A lone Update runs at once; Updates that arrive while a
-// transaction runs are committed together in the next one (group commit),
-// each function in its own savepoint, so a failing function is rolled back
-// alone, and every caller is answered only after the single COMMIT. On the
-// lane, statements are prepared with PREPARE and run as EXECUTE with their
-// arguments as literals, which lets BEGIN and SAVEPOINT travel with the
-// next statement. An Update function must therefore not call Update on
-// the same Store, and a pool (New) needs a connection for the lane besides
+// Update calls of one Store go through a write lane. A lone Update runs at
+// once; Updates that arrive while a transaction runs its functions are
+// committed together in the next one (group commit), each function in its
+// own savepoint, so a failing function is rolled back alone, and every
+// caller is answered only after the single COMMIT. The lane pipelines its
+// batches: as soon as a batch sends its COMMIT, the next batch starts on
+// another of the lane's connections (at most 3, or half of a pool of 6 or
+// fewer), so functions run while the previous WAL flush is in progress.
+// Only one batch at a time runs functions, and a committing one waits for
+// no lock, so one Store's batches never deadlock each other. The lane keeps
+// its connections for a short idle time (2 s) after the last write, then
+// deallocates its statements and returns them to the pool.
+//
+// On the lane, statements are prepared with PREPARE and run as EXECUTE
+// with their arguments as literals, which lets BEGIN and SAVEPOINT travel
+// with the next statement. Posting a message is one statement
+// (chat.MessageAppender: the channel row's increment and the message row
+// in one CTE), so a lone post costs two round trips: BEGIN with the
+// statement, then COMMIT. An Update function must not call Update on the
+// same Store, and a pool (New) needs connections for the lane besides
 // those of View.
 //
 // # Webhook outbox and LISTEN/NOTIFY

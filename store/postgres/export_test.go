@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	chat "github.com/chatengine/chat"
 )
@@ -22,3 +23,10 @@ func (s *Store) UpdateLocking(ctx context.Context, fn func(chat.Tx) error) error
 	err, _ := s.run(ctx, false, true, fn)
 	return err
 }
+
+// SetLaneIdle changes how long the write lane keeps idle connections; call
+// it before the first Update.
+func (s *Store) SetLaneIdle(d time.Duration) { s.lane.after = d }
+
+// LaneConns returns the bound of the write lane's connections.
+func (s *Store) LaneConns() int { return s.lane.max }

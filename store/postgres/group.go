@@ -32,6 +32,15 @@ import (
 // so several processes (each with its own lane) still serialize on the
 // rows they share.
 //
+// Pipelining: only one batch at a time runs its functions (it holds the
+// lane's turn), but the turn passes to the next batch as soon as a batch
+// sends its COMMIT, not when the COMMIT returns. The next batch runs on
+// another lane connection (up to maxLaneConns), so its statements overlap
+// the previous batch's WAL flush. A committing transaction waits for no
+// lock, so the batches of one Store cannot deadlock each other: a function
+// that needs a row the committing batch wrote waits for that COMMIT, as a
+// transaction of another process would, and then sees the committed row.
+//
 // Round trips: statements run through lib/pq's simple query protocol as
 // EXECUTE of statements prepared on the lane connection (PREPARE, once per
 // statement and connection), with their arguments as literals. That lets
@@ -45,21 +54,36 @@ import (
 // one transaction).
 const maxBatch = 64
 
-// laneIdle is how long the lane keeps its connection (and the statements
-// prepared on it) after the last transaction before returning it to the
-// pool.
+// laneIdle is how long the lane keeps its connections (and the statements
+// prepared on them) after the last transaction before returning them to
+// the pool.
 const laneIdle = 2 * time.Second
+
+// maxLaneConns bounds the connections of the lane: one for the batch that
+// runs its functions, the others for batches whose COMMIT is in flight. It
+// is lowered for small pools (see New).
+const maxLaneConns = 3
 
 // lane is the write lane of a Store.
 type lane struct {
 	mu    sync.Mutex
-	busy  bool      // a transaction runs on the lane
-	queue []*greq   // calls waiting for the next batch
-	conn  *sql.Conn // owned by the running transaction while busy
-	prep  map[string]*prepared
-	nprep int
+	busy  bool    // a batch runs its functions (holds the turn)
+	queue []*greq // calls waiting for the next batch
+	free  []*laneConn
+	open  int           // lane connections, free or in use
+	max   int           // bound of open
+	freed chan struct{} // closed when a connection is returned; nil if nobody waits
 	idle  *time.Timer
-	epoch uint64 // counts idle periods, so a stale timer does nothing
+	epoch uint64        // counts idle periods, so a stale timer does nothing
+	after time.Duration // laneIdle
+	nprep atomic.Int64  // names of prepared statements
+}
+
+// laneConn is a pooled connection of the lane with the statements prepared
+// on it.
+type laneConn struct {
+	c    *sql.Conn
+	prep map[string]*prepared
 }
 
 // prepared is a statement prepared on the lane connection.
@@ -94,7 +118,8 @@ type batch struct {
 	s      *Store
 	reqs   []*greq
 	save   bool      // each call runs in a savepoint
-	conn   *sql.Conn // nil until the first statement
+	lc     *laneConn // nil until the first statement
+	conn   *sql.Conn // lc.c
 	inTx   bool      // BEGIN was sent
 	begun  bool      // BEGIN is pending or sent
 	prefix []string  // statements to send before the next one
@@ -219,17 +244,19 @@ func (b *batch) rollback() {
 }
 
 // endTurn hands the lane to the next call of the batch, or, after the last
-// one, commits, answers every caller and starts the next batch.
+// one, passes the turn to the next batch, commits, answers every caller and
+// returns the connection.
 func (s *Store) endTurn(b *batch, r *greq) {
 	if r.idx+1 < len(b.reqs) {
 		b.reqs[r.idx+1].turn <- b
 		return
 	}
+	s.nextBatch()
 	s.commit(b)
 	for _, q := range b.reqs {
 		close(q.done)
 	}
-	s.nextBatch()
+	s.putConn(b)
 }
 
 // commit commits the batch when any call succeeded and sets the outcome of
@@ -262,9 +289,10 @@ func (s *Store) commit(b *batch) {
 	q := strings.Join(append(b.prefix, "COMMIT"), "; ")
 	b.prefix, b.begun, b.inTx = nil, false, false
 	if _, err := b.conn.ExecContext(context.Background(), q); err != nil {
-		if sqlState(err) == "" {
+		if sqlState(err) == "" || connLost(err) {
 			// The outcome is unknown: the connection failed.
 			s.dropConn(b)
+			s.suspectLane()
 			fail(dbErr(err), false)
 			return
 		}
@@ -305,15 +333,6 @@ func (s *Store) nextBatch() {
 	if len(reqs) == 0 {
 		l.busy = false
 		l.epoch++
-		if s.closed.Load() {
-			l.release()
-		} else if l.conn != nil {
-			epoch := l.epoch
-			if l.idle != nil {
-				l.idle.Stop()
-			}
-			l.idle = time.AfterFunc(laneIdle, func() { s.idleRelease(epoch) })
-		}
 		l.mu.Unlock()
 		return
 	}
@@ -322,8 +341,8 @@ func (s *Store) nextBatch() {
 	reqs[0].turn <- b
 }
 
-// idleRelease returns the lane connection to the pool when the lane stayed
-// idle since the epoch.
+// idleRelease returns the free lane connections to the pool when the lane
+// stayed idle since the epoch.
 func (s *Store) idleRelease(epoch uint64) {
 	l := &s.lane
 	l.mu.Lock()
@@ -333,8 +352,8 @@ func (s *Store) idleRelease(epoch uint64) {
 	}
 }
 
-// closeLane returns the lane connection at Close (or, when a transaction
-// runs, when it ends).
+// closeLane returns the free lane connections at Close; the connections of
+// batches in flight are closed when they end.
 func (s *Store) closeLane() {
 	l := &s.lane
 	l.mu.Lock()
@@ -342,43 +361,149 @@ func (s *Store) closeLane() {
 	if l.idle != nil {
 		l.idle.Stop()
 	}
-	if !l.busy {
-		l.release()
-	}
+	l.release()
 }
 
-// release returns the connection to the pool; l.mu is held and the lane
-// idle.
+// release returns the free connections to the pool, without the
+// statements the lane prepared on them; l.mu is held.
 func (l *lane) release() {
-	if l.conn != nil {
-		l.conn.Close()
-		l.conn, l.prep = nil, nil
+	for _, lc := range l.free {
+		lc.close()
+		l.open--
+	}
+	l.free = nil
+}
+
+// close deallocates the statements the lane prepared on the connection and
+// returns it to the pool (or discards it when that fails).
+func (lc *laneConn) close() {
+	if len(lc.prep) > 0 {
+		var q strings.Builder
+		for _, p := range lc.prep {
+			q.WriteString("DEALLOCATE " + p.name + "; ")
+		}
+		if _, err := lc.c.ExecContext(context.Background(), q.String()); err != nil {
+			_ = lc.c.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}
+	lc.c.Close()
+}
+
+// wake tells a batch waiting for a connection that one was returned; l.mu
+// is held.
+func (l *lane) wake() {
+	if l.freed != nil {
+		close(l.freed)
+		l.freed = nil
 	}
 }
 
-// dropConn discards the lane connection after it failed.
-func (s *Store) dropConn(b *batch) {
+// putConn returns the batch's connection to the lane after its COMMIT or
+// ROLLBACK, and arms the idle timer when no batch runs.
+func (s *Store) putConn(b *batch) {
+	if b.lc == nil {
+		return
+	}
 	l := &s.lane
-	if b.conn != nil {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.free = append(l.free, b.lc)
+	b.lc, b.conn = nil, nil
+	l.wake()
+	if s.closed.Load() {
+		l.release()
+		return
+	}
+	if !l.busy {
+		epoch := l.epoch
+		if l.idle != nil {
+			l.idle.Stop()
+		}
+		l.idle = time.AfterFunc(l.after, func() { s.idleRelease(epoch) })
+	}
+}
+
+// dropConn discards the batch's connection after it failed.
+func (s *Store) dropConn(b *batch) {
+	if b.lc != nil {
 		_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
 		b.conn.Close()
+		l := &s.lane
+		l.mu.Lock()
+		l.open--
+		l.wake()
+		l.mu.Unlock()
 	}
-	b.conn, b.inTx, b.begun, b.prefix = nil, false, false, nil
-	l.conn, l.prep = nil, nil
+	b.lc, b.conn, b.inTx, b.begun, b.prefix = nil, nil, false, false, nil
 }
 
-// laneConn returns the lane connection, taking one from the pool when
-// there is none. Only the running transaction calls it.
-func (s *Store) laneConn(ctx context.Context) (*sql.Conn, error) {
+// laneConn gives the running batch a lane connection: a free one, a new
+// one from the pool while fewer than l.max are open, or else the first one
+// a committing batch returns.
+func (s *Store) laneConn(ctx context.Context, b *batch) error {
 	l := &s.lane
-	if l.conn == nil {
+	l.mu.Lock()
+	for {
+		if n := len(l.free); n > 0 {
+			b.lc = l.free[n-1]
+			l.free = l.free[:n-1]
+			l.mu.Unlock()
+			b.conn = b.lc.c
+			return nil
+		}
+		if l.open < l.max {
+			l.open++
+			l.mu.Unlock()
+			c, err := s.poolConn(ctx)
+			if err != nil {
+				l.mu.Lock()
+				l.open--
+				l.wake()
+				l.mu.Unlock()
+				return err
+			}
+			b.lc = &laneConn{c: c, prep: make(map[string]*prepared)}
+			b.conn = c
+			return nil
+		}
+		if l.freed == nil {
+			l.freed = make(chan struct{})
+		}
+		freed := l.freed
+		l.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		l.mu.Lock()
+	}
+}
+
+// poolConn takes a connection for the lane from the pool and checks that
+// its session is alive: lane connections are kept for many batches, so a
+// session the server ended while it sat idle in the pool (a restart, a
+// failover) is found here, and discarded, rather than by a batch.
+func (s *Store) poolConn(ctx context.Context) (*sql.Conn, error) {
+	tries := s.db.Stats().MaxOpenConnections + 1
+	if tries <= 1 || tries > 64 {
+		tries = 64
+	}
+	for i := 1; ; i++ {
 		c, err := s.db.Conn(ctx)
 		if err != nil {
 			return nil, err
 		}
-		l.conn, l.prep = c, make(map[string]*prepared)
+		// lib/pq answers a failed ping with driver.ErrBadConn, which
+		// makes database/sql discard the connection.
+		if err = c.PingContext(ctx); err == nil {
+			return c, nil
+		}
+		c.Close()
+		if i >= tries || ctx.Err() != nil {
+			return nil, err
+		}
 	}
-	return l.conn, nil
 }
 
 // fail marks the batch broken after a connection failure.
@@ -387,6 +512,17 @@ func (b *batch) fail(err error) {
 		b.broken = dbErr(err)
 	}
 	b.s.dropConn(b)
+	b.s.suspectLane()
+}
+
+// suspectLane returns the free lane connections to the pool after one of
+// them failed: a restart or failover ends every session at once, and the
+// lane checks the connections it takes from the pool (see laneConn).
+func (s *Store) suspectLane() {
+	l := &s.lane
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.release()
 }
 
 // statement runs a statement template of the transaction t on the lane:
@@ -408,11 +544,9 @@ func (b *batch) statement(t *tx, ctx context.Context, tmpl string, args []any, q
 	// each statement instead.
 	bg := context.Background()
 	if b.conn == nil {
-		c, err := b.s.laneConn(ctx)
-		if err != nil {
+		if err := b.s.laneConn(ctx, b); err != nil {
 			return nil, 0, err
 		}
-		b.conn = c
 	}
 	st := b.s.stmt(tmpl)
 	lits, p, err := b.literals(t, st.sql, args)
@@ -474,10 +608,10 @@ func (b *batch) sendErr(t *tx, err error) error {
 	if err == nil {
 		return nil
 	}
-	if sqlState(err) != "" {
-		t.aborted = true
-	} else if connFailed(err) {
+	if connLost(err) {
 		b.fail(err)
+	} else if sqlState(err) != "" {
+		t.aborted = true
 	}
 	return err
 }
@@ -489,11 +623,10 @@ func (b *batch) literals(t *tx, sqlText string, args []any) ([]string, *prepared
 	if b.s.opt.NoPrepare {
 		return nil, nil, nil
 	}
-	l := &b.s.lane
-	p := l.prep[sqlText]
+	l, lc := &b.s.lane, b.lc
+	p := lc.prep[sqlText]
 	if p == nil {
-		l.nprep++
-		name := "chat_" + strconv.Itoa(l.nprep)
+		name := "chat_" + strconv.FormatInt(l.nprep.Add(1), 10)
 		// PREPARE is not transactional; the pending statements go first
 		// so that a failure lands in the right savepoint.
 		q := b.takePrefix(t) + "PREPARE " + name + " AS " + sqlText +
@@ -506,7 +639,7 @@ func (b *batch) literals(t *tx, sqlText string, args []any) ([]string, *prepared
 		for _, o := range strings.Split(strings.Trim(types.String, "{}"), ",") {
 			p.bytea = append(p.bytea, o == "17")
 		}
-		l.prep[sqlText] = p
+		lc.prep[sqlText] = p
 	}
 	lits := make([]string, len(args))
 	for i, a := range args {

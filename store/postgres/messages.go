@@ -103,6 +103,75 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 	return nil
 }
 
+// appendSQL is AppendMessage in one statement: the channel row's increment
+// (as NextSegment), the message row with the new segment unless the channel
+// is closed (as CreateMessage), and the parent's childrenNumber.
+const appendSQL = `WITH c AS (
+		UPDATE {s}channels
+		SET message_count = message_count + 1, last_activity = $2, updated_at = $2, version = version + 1
+		WHERE channel_id = $1 RETURNING ` + channelSel + `
+	), ins AS (
+		INSERT INTO {s}messages (` + messageCols + `)
+		SELECT $3::text, c.channel_id, $4::text, $5::text, $6::json, $7::text[], $8::text,
+			$9::boolean, $10::timestamptz, $11::timestamptz, $12::timestamptz, c.message_count,
+			$13::integer, $14::integer, $15::json, $16::jsonb, $17::integer
+		FROM c WHERE NOT c.is_closed
+		ON CONFLICT DO NOTHING RETURNING parent_id
+	), parent AS (
+		UPDATE {s}messages p SET children_number = p.children_number + 1
+		FROM ins WHERE ins.parent_id IS NOT NULL AND p.message_id = ins.parent_id
+	)
+	SELECT ` + channelSel + `, (SELECT count(*) FROM ins) FROM c`
+
+// extraScan scans a row's trailing columns into extra after the ones the
+// wrapped scan asks for.
+type extraScan struct {
+	r     scanner
+	extra []any
+}
+
+func (e extraScan) Scan(dest ...any) error { return e.r.Scan(append(dest, e.extra...)...) }
+
+// AppendMessage implements chat.MessageAppender in one statement, so a
+// lone message costs one round trip before COMMIT.
+func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) (*chat.Channel, error) {
+	data, err := jsonArg(m.Data)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		c   *chat.Channel
+		ver int64
+		n   int64
+	)
+	err = t.query(ctx, appendSQL, []any{
+		m.ChannelID, now.UTC().Truncate(time.Millisecond),
+		m.MessageID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
+		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt),
+		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
+	}, func(r *sql.Rows) error {
+		var err error
+		c, ver, err = scanChannel(extraScan{r, []any{&n}})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", m.ChannelID)
+	}
+	t.wrote(channelKey(m.ChannelID), ver)
+	if c.IsClosed {
+		return c, nil
+	}
+	if n == 0 {
+		return nil, chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
+			m.MessageID, c.MessageCount, m.ChannelID)
+	}
+	t.wrote(messageKey(m.MessageID), 1)
+	return c, nil
+}
+
 func (t *tx) GetMessage(ctx context.Context, messageID string) (*chat.Message, error) {
 	ms, err := t.messages(ctx, `SELECT `+messageSel+` FROM {s}messages WHERE message_id = $1`+t.forUpdate(), messageID)
 	if err != nil {

@@ -299,6 +299,93 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 	return nil
 }
 
+// finishManySQL is FinishDeliveries in one statement: the items as arrays
+// (unnest ... WITH ORDINALITY), the deliveries still leased by the owner
+// updated, one attempt row each (in item order), one pg_notify when any
+// goes back to pending, and per item whether it was updated and whether
+// the delivery exists.
+const finishManySQL = `WITH v AS (
+		SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::text[])
+			WITH ORDINALITY AS v(request_id, state, status, err, upd_at, next_at, webhook_id, event, attempt, latency, at, ord)
+	), up AS (
+		UPDATE {s}deliveries x SET state = v.state, attempts = x.attempts + 1, last_status = v.status, last_error = v.err,
+			lease_owner = '', lease_until = NULL, updated_at = COALESCE(NULLIF(v.upd_at, '')::timestamptz, x.updated_at),
+			next_attempt_at = CASE WHEN v.state = 'pending' THEN v.next_at::timestamptz ELSE x.next_attempt_at END
+		FROM v WHERE x.request_id = v.request_id AND x.state = 'pending' AND x.lease_owner = $1 AND $1 <> ''
+		RETURNING x.request_id, x.webhook_id, x.event, x.attempts, v.ord, v.state AS vstate, v.status, v.latency,
+			v.err, v.at, v.webhook_id AS vwebhook, v.event AS vevent, v.attempt AS vattempt
+	), ins AS (
+		INSERT INTO {s}delivery_attempts (request_id, webhook_id, event, attempt, status_code, latency_ms, error, at)
+		SELECT request_id, COALESCE(NULLIF(vwebhook, ''), webhook_id), COALESCE(NULLIF(vevent, ''), event),
+			CASE WHEN vattempt > 0 THEN vattempt ELSE attempts END, status, latency, err, at::timestamptz
+		FROM up ORDER BY ord
+	), notify AS (
+		SELECT pg_notify($13, '') WHERE EXISTS (SELECT 1 FROM up WHERE vstate = 'pending')
+	)
+	SELECT v.ord, EXISTS (SELECT 1 FROM up WHERE up.ord = v.ord),
+		EXISTS (SELECT 1 FROM {s}deliveries d WHERE d.request_id = v.request_id),
+		(SELECT count(*) FROM notify)
+	FROM v ORDER BY v.ord`
+
+// FinishDeliveries implements chat.DeliveryFinisher in one statement, so a
+// dispatcher records a batch of attempts in one round trip.
+func (t *tx) FinishDeliveries(ctx context.Context, owner string, fs []chat.DeliveryFinish) ([]error, error) {
+	n := len(fs)
+	ids, states, errTexts, updAt, nextAt := make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n)
+	hooks, events, at := make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n)
+	status, attempt, latency := make(pq.Int64Array, n), make(pq.Int64Array, n), make(pq.Int64Array, n)
+	ts := func(t time.Time) string { return string(pq.FormatTimestamp(t.UTC().Truncate(time.Millisecond))) }
+	for i, f := range fs {
+		a := f.Attempt
+		ids[i], states[i], errTexts[i] = a.RequestID, f.State, a.Error
+		if !a.At.IsZero() {
+			updAt[i] = ts(a.At.Time)
+		}
+		nextAt[i], at[i] = ts(f.NextAttemptAt), ts(a.At.Time)
+		hooks[i], events[i] = a.WebhookID, a.Event
+		status[i], attempt[i], latency[i] = int64(a.StatusCode), int64(a.Attempt), a.LatencyMs
+	}
+	out := make([]error, n)
+	seen := 0
+	notified := false
+	err := t.query(ctx, finishManySQL, []any{owner, ids, states, status, errTexts, updAt, nextAt, hooks, events,
+		attempt, latency, at, t.s.notify}, func(r *sql.Rows) error {
+		var (
+			ord             int
+			updated, exists bool
+			notes           int
+		)
+		if err := r.Scan(&ord, &updated, &exists, &notes); err != nil {
+			return err
+		}
+		if ord < 1 || ord > n {
+			return fmt.Errorf("postgres: FinishDeliveries: unexpected ordinal %d", ord)
+		}
+		i := ord - 1
+		seen++
+		notified = notified || notes > 0
+		switch {
+		case updated:
+		case !exists:
+			out[i] = chat.Errorf(chat.CodeNotFound, "delivery %q not found", ids[i])
+		default:
+			out[i] = chat.Errorf(chat.CodeConflict, "delivery %q is no longer leased by %q", ids[i], owner)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if seen != n {
+		return nil, fmt.Errorf("postgres: FinishDeliveries: %d of %d results", seen, n)
+	}
+	if notified {
+		t.notified = true
+	}
+	return out, nil
+}
+
 func (t *tx) GetDelivery(ctx context.Context, requestID string) (*chat.Delivery, error) {
 	ds, err := t.deliveries(ctx, `SELECT `+deliveryCols+` FROM {s}deliveries WHERE request_id = $1`, requestID)
 	if err != nil {

@@ -173,6 +173,12 @@ func New(ctx context.Context, db *sql.DB, opt *Options) (*Store, error) {
 		opt:    o,
 		sqls:   make(map[string]*statement),
 	}
+	// Pipelined batches need lane connections besides those of Views; a
+	// small pool keeps one (no pipelining) so that Views are not starved.
+	s.lane.max, s.lane.after = maxLaneConns, laneIdle
+	if n := db.Stats().MaxOpenConnections; n > 0 && n <= 2*maxLaneConns {
+		s.lane.max = max(1, n/2)
+	}
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.w.init()
 	return s, nil
@@ -242,7 +248,11 @@ func notifyChannel(schema string) string {
 // 40P01), or when a row that fn read was changed by another transaction
 // before fn replaced it (see "Transactions and concurrency" in the package
 // documentation), the transaction is
-// rolled back and fn runs again, up to Options.Retries more times. The
+// rolled back and fn runs again, up to Options.Retries more times; the same
+// holds when the connection was lost before COMMIT was sent (the server
+// rolled the transaction back). A connection lost during COMMIT leaves the
+// outcome unknown: Update then reports CodeUnavailable and does not run fn
+// again. The
 // first run reads optimistically; the runs after a conflict lock the rows
 // they read by id (SELECT ... FOR NO KEY UPDATE), so they cannot conflict
 // again on those rows. fn must therefore not leak state from a failed
@@ -277,7 +287,7 @@ func (s *Store) run(ctx context.Context, readOnly, lock bool, fn func(chat.Tx) e
 	if readOnly {
 		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 	}
-	stx, err := s.db.BeginTx(ctx, opts)
+	stx, err := s.begin(ctx, opts)
 	if err != nil {
 		return dbErr(err), false
 	}
@@ -301,6 +311,10 @@ func (s *Store) run(ctx context.Context, readOnly, lock bool, fn func(chat.Tx) e
 		return dbErr(stx.Rollback()), false
 	}
 	if err := stx.Commit(); err != nil {
+		if connLost(err) {
+			// The outcome is unknown: the connection failed at COMMIT.
+			return dbErr(err), false
+		}
 		err = t.fail(err)
 		return err, t.retry
 	}
@@ -308,6 +322,24 @@ func (s *Store) run(ctx context.Context, readOnly, lock bool, fn func(chat.Tx) e
 		s.w.signal()
 	}
 	return nil, false
+}
+
+// begin starts a pool transaction. BEGIN on a pooled session that the
+// server ended meanwhile (a restart, a failover, pg_terminate_backend)
+// fails before fn runs and the pool discards that connection, so begin
+// tries again, up to once per connection the pool may hold, before it
+// reports the store unavailable.
+func (s *Store) begin(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+	tries := s.db.Stats().MaxOpenConnections + 1
+	if tries <= 1 || tries > 64 {
+		tries = 64
+	}
+	for i := 1; ; i++ {
+		stx, err := s.db.BeginTx(ctx, opts)
+		if err == nil || i >= tries || !connLost(err) || ctx.Err() != nil {
+			return stx, err
+		}
+	}
 }
 
 // dbErr is the one place where driver errors become chat errors:
@@ -366,6 +398,22 @@ func connFailed(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.As(err, &ne)
+}
+
+// connLost reports whether err means the session is gone: a failure of the
+// connection itself, or the server ending it (57P01 admin shutdown or
+// pg_terminate_backend, 57P02 crash shutdown, 57P03 cannot connect now, or
+// a connection exception of class 08). lib/pq turns the server's FATAL
+// errors into driver.ErrBadConn; drivers that pass them on (pgx's stdlib)
+// are covered by the SQLSTATEs.
+func connLost(err error) bool {
+	switch code := sqlState(err); {
+	case code == "57P01", code == "57P02", code == "57P03", strings.HasPrefix(code, "08"):
+		return true
+	case code != "":
+		return false
+	}
+	return connFailed(err)
 }
 
 // sqlState returns the SQLSTATE of a server error of lib/pq or pgx (both
@@ -469,10 +517,16 @@ func (t *tx) fail(err error) error {
 	if err == nil {
 		return nil
 	}
+	if t.b != nil && connLost(err) {
+		// The connection died before COMMIT was sent: the server rolled
+		// the transaction back, so running it again is safe.
+		t.b.fail(err)
+		t.retry = true
+		t.retryErr = t.b.broken
+		return t.retryErr
+	}
 	if sqlState(err) != "" {
 		t.aborted = true
-	} else if t.b != nil && connFailed(err) {
-		t.b.fail(err)
 	}
 	if retryable(err) {
 		t.retry = true

@@ -18,7 +18,7 @@ var channelReturning = strings.ReplaceAll(channelCols, "c.", "")
 
 func scanChannel(sc scanner) (*chat.Channel, error) {
 	var c chat.Channel
-	var md, tags sql.RawBytes
+	var md, tags string
 	var mute sql.NullInt64
 	var last, created, updated int64
 	if err := sc.Scan(&c.ChannelID, &c.Type, &c.DisplayName, &c.IsDistinct, &md, &tags, &c.IsMuted,
@@ -174,7 +174,7 @@ func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.C
 	} else {
 		q.WriteString(" ORDER BY c.created_at DESC, c.channel_id DESC")
 	}
-	q.WriteString(" LIMIT ? OFFSET ?")
+	q.WriteString(" LIMIT " + limitParam + " OFFSET " + limitParam)
 	args = append(args, limitArg(f.Limit), max(f.Offset, 0))
 	return list(t, ctx, scanChannel, q.String(), args...)
 }
@@ -210,13 +210,13 @@ func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*cha
 func (t *tx) GetChannelUsers(ctx context.Context, channelID string, userIDs []string) ([]*chat.ChannelUser, error) {
 	if userIDs == nil {
 		return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
-			" FROM channel_users WHERE channel_id = ? ORDER BY user_id", channelID)
+			" FROM channel_users WHERE channel_id = "+textParam+" ORDER BY user_id", channelID)
 	}
 	if len(userIDs) == 0 {
 		return nil, nil
 	}
 	return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
-		" FROM channel_users WHERE channel_id = ? AND user_id IN "+inIDs+" ORDER BY user_id", channelID, jsonIDs(userIDs))
+		" FROM channel_users WHERE channel_id = "+textParam+" AND user_id IN "+inIDs+" ORDER BY user_id", channelID, jsonIDs(userIDs))
 }
 
 // ListMemberships implements chat.ChannelStore. With channelIDs nil it
@@ -224,13 +224,13 @@ func (t *tx) GetChannelUsers(ctx context.Context, channelID string, userIDs []st
 func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []string) ([]*chat.ChannelUser, error) {
 	if channelIDs == nil {
 		return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
-			" FROM channel_users WHERE user_id = ? ORDER BY channel_id", userID)
+			" FROM channel_users WHERE user_id = "+textParam+" ORDER BY channel_id", userID)
 	}
 	if len(channelIDs) == 0 {
 		return nil, nil
 	}
 	return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
-		" FROM channel_users WHERE user_id = ? AND channel_id IN "+inIDs+" ORDER BY channel_id", userID, jsonIDs(channelIDs))
+		" FROM channel_users WHERE user_id = "+textParam+" AND channel_id IN "+inIDs+" ORDER BY channel_id", userID, jsonIDs(channelIDs))
 }
 
 // membershipDelta returns how memberCount changes when a relation goes

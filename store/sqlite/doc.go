@@ -24,12 +24,14 @@
 // connection that all writes go through, and a pool of query_only
 // connections for reads. View runs its function in a deferred transaction
 // on a read connection, so every read in it sees one consistent snapshot
-// and never waits for writers. Writes are serialized on the one write
-// connection (see Group commit); every write transaction starts with BEGIN
-// IMMEDIATE, so the write lock is taken up front and a transaction never
-// fails half-way on a lock upgrade. Several processes may
-// share one file: SQLite's file locks serialize their writers (each waits
-// up to BusyTimeout).
+// and never waits for writers; when all MaxReadConns read connections are
+// busy, Views wait for one in arrival order. Writes are serialized on the
+// one write connection (see Group commit), which keeps its temporary
+// storage (temp_store) in memory, where the undo of each group-commit
+// savepoint lives; every write transaction starts with BEGIN IMMEDIATE, so
+// the write lock is taken up front and a transaction never fails half-way
+// on a lock upgrade. Several processes may share one file: SQLite's file
+// locks serialize their writers (each waits up to BusyTimeout).
 //
 // # Durability
 //

@@ -13,29 +13,51 @@ const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, m
 	m.parent_id, m.is_deleted, m.created_at, m.edited_at, m.updated_at, m.children_number, m.flag_count,
 	m.hashflag, m.reactions, m.reactions_count`
 
-func scanMessage(sc scanner) (*chat.Message, error) {
-	var m chat.Message
-	var data, tags, hashflag, reactions sql.RawBytes
-	var parent sql.NullString
-	var edited sql.NullInt64
-	var created, updated int64
-	if err := sc.Scan(&m.MessageID, &m.ChannelID, &m.ChannelSegment, &m.UserID, &m.Type, &data, &tags,
-		&parent, &m.IsDeleted, &created, &edited, &updated, &m.ChildrenNumber, &m.FlagCount,
-		&hashflag, &reactions, &m.ReactionsCount); err != nil {
+// messageRow is the scan target of message rows, reused for every row of
+// one query: the destinations (and the slice of pointers to them) are
+// allocated once per query instead of once per row.
+type messageRow struct {
+	m chat.Message // the scanned scalar fields
+	// Text columns scan into strings: the driver's value is assigned as is
+	// (a sql.RawBytes destination would copy it again).
+	data, tags, hashflag, reactions string
+	parent                          sql.NullString
+	edited                          sql.NullInt64
+	created, updated                int64
+	dest                            []any
+}
+
+func newMessageRow() *messageRow {
+	r := &messageRow{}
+	r.dest = []any{&r.m.MessageID, &r.m.ChannelID, &r.m.ChannelSegment, &r.m.UserID, &r.m.Type, &r.data, &r.tags,
+		&r.parent, &r.m.IsDeleted, &r.created, &r.edited, &r.updated, &r.m.ChildrenNumber, &r.m.FlagCount,
+		&r.hashflag, &r.reactions, &r.m.ReactionsCount}
+	return r
+}
+
+// scan reads one row of messageCols into a new message.
+func (r *messageRow) scan(sc scanner) (*chat.Message, error) {
+	if err := sc.Scan(r.dest...); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		b    []byte
-		dest any
-	}{{data, &m.Data}, {tags, &m.Tags}, {hashflag, &m.Hashflag}, {reactions, &m.Reactions}} {
-		if err := fromJSON(f.b, f.dest); err != nil {
-			return nil, err
-		}
+	m := new(chat.Message)
+	*m = r.m
+	if err := fromJSON(r.data, &m.Data); err != nil {
+		return nil, err
 	}
-	m.ParentID = parent.String
-	m.CreatedAt, m.UpdatedAt = fromMs(created), fromMs(updated)
-	m.EditedAt = fromMsp(edited)
-	return &m, nil
+	if err := fromJSON(r.tags, &m.Tags); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(r.hashflag, &m.Hashflag); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(r.reactions, &m.Reactions); err != nil {
+		return nil, err
+	}
+	m.ParentID = r.parent.String
+	m.CreatedAt, m.UpdatedAt = fromMs(r.created), fromMs(r.updated)
+	m.EditedAt = fromMsp(r.edited)
+	return m, nil
 }
 
 func nullString(s string) any {
@@ -93,7 +115,7 @@ func (t *tx) insertMessageTags(ctx context.Context, id string, tags []string) er
 
 // GetMessage implements chat.MessageStore.
 func (t *tx) GetMessage(ctx context.Context, messageID string) (*chat.Message, error) {
-	rows, err := list(t, ctx, scanMessage, "SELECT "+messageCols+" FROM messages m WHERE m.message_id = ?", messageID)
+	rows, err := list(t, ctx, newMessageRow().scan, "SELECT "+messageCols+" FROM messages m WHERE m.message_id = ?", messageID)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +130,7 @@ func (t *tx) GetMessages(ctx context.Context, ids []string) ([]*chat.Message, er
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return list(t, ctx, scanMessage, "SELECT "+messageCols+" FROM messages m WHERE m.message_id IN "+inIDs, jsonIDs(ids))
+	return list(t, ctx, newMessageRow().scan, "SELECT "+messageCols+" FROM messages m WHERE m.message_id IN "+inIDs, jsonIDs(ids))
 }
 
 // UpdateMessage implements chat.MessageStore.
@@ -151,15 +173,15 @@ func (t *tx) QueryMessages(ctx context.Context, f chat.MessageFilter) ([]*chat.M
 	switch {
 	case f.ParentID != "":
 		// Comments: index messages_parent_idx (parent_id, channel_segment).
-		q.WriteString("m.parent_id = ?")
+		q.WriteString("m.parent_id = " + textParam)
 		args = append(args, f.ParentID)
 		if f.ChannelID != "" {
-			q.WriteString(" AND m.channel_id = ?")
+			q.WriteString(" AND m.channel_id = " + textParam)
 			args = append(args, f.ChannelID)
 		}
 	default:
 		// Pages of a channel: index messages_segment_idx.
-		q.WriteString("m.channel_id = ?")
+		q.WriteString("m.channel_id = " + textParam)
 		args = append(args, f.ChannelID)
 	}
 	if f.TopLevel {
@@ -189,9 +211,9 @@ func (t *tx) QueryMessages(ctx context.Context, f chat.MessageFilter) ([]*chat.M
 	} else {
 		q.WriteString(" ORDER BY m.channel_segment ASC")
 	}
-	q.WriteString(" LIMIT ?")
+	q.WriteString(" LIMIT " + limitParam)
 	args = append(args, limitArg(f.Limit))
-	return list(t, ctx, scanMessage, q.String(), args...)
+	return list(t, ctx, newMessageRow().scan, q.String(), args...)
 }
 
 func (t *tx) softDelete(ctx context.Context, q string, args ...any) ([]string, error) {

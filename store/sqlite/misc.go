@@ -13,7 +13,7 @@ import (
 
 func scanRole(sc scanner) (*chat.Role, error) {
 	var r chat.Role
-	var perms sql.RawBytes
+	var perms string
 	var created, updated int64
 	if err := sc.Scan(&r.RoleID, &perms, &created, &updated); err != nil {
 		return nil, err
@@ -94,12 +94,12 @@ func (t *tx) PutRule(ctx context.Context, r *chat.Rule) error {
 // ListRules implements chat.RuleStore.
 func (t *tx) ListRules(ctx context.Context, l chat.RuleList, ids []string) ([]*chat.Rule, error) {
 	if ids == nil {
-		return list(t, ctx, scanRule, "SELECT "+ruleCols+" FROM rules WHERE list = ? ORDER BY rule_id", string(l))
+		return list(t, ctx, scanRule, "SELECT "+ruleCols+" FROM rules WHERE list = "+textParam+" ORDER BY rule_id", string(l))
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return list(t, ctx, scanRule, "SELECT "+ruleCols+" FROM rules WHERE list = ? AND rule_id IN "+inIDs+
+	return list(t, ctx, scanRule, "SELECT "+ruleCols+" FROM rules WHERE list = "+textParam+" AND rule_id IN "+inIDs+
 		" ORDER BY rule_id", string(l), jsonIDs(ids))
 }
 

@@ -16,7 +16,7 @@ const webhookCols = "webhook_id, url, events, secret, is_disabled, disabled_reas
 
 func scanWebhook(sc scanner) (*chat.Webhook, error) {
 	var w chat.Webhook
-	var events sql.RawBytes
+	var events string
 	var created, updated int64
 	if err := sc.Scan(&w.WebhookID, &w.URL, &events, &w.Secret, &w.IsDisabled, &w.DisabledReason, &created, &updated); err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, l
 	until := ms(chat.NewTime(now.Add(lease)))
 	ds, err := list(t, ctx, scanDelivery, `UPDATE deliveries SET lease_owner = ?, lease_until = ?
 	WHERE rowid IN (SELECT rowid FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
-		AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at, request_id LIMIT ?)
+		AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at, request_id LIMIT ?+0)
 	RETURNING `+deliveryCols, owner, until, n, n, limitArg(limit))
 	if err != nil {
 		return nil, err
@@ -223,13 +223,13 @@ func (t *tx) GetDelivery(ctx context.Context, requestID string) (*chat.Delivery,
 func (t *tx) ListDeliveries(ctx context.Context, webhookID, beforeRequestID string, limit int) ([]*chat.Delivery, error) {
 	var q strings.Builder
 	args := []any{webhookID}
-	q.WriteString("SELECT " + deliveryCols + " FROM deliveries d WHERE webhook_id = ?")
+	q.WriteString("SELECT " + deliveryCols + " FROM deliveries d WHERE webhook_id = " + textParam)
 	if beforeRequestID != "" {
 		q.WriteString(` AND (created_at, request_id) < (SELECT created_at, request_id FROM deliveries
 	WHERE request_id = ?)`)
 		args = append(args, beforeRequestID)
 	}
-	q.WriteString(" ORDER BY created_at DESC, request_id DESC LIMIT ?")
+	q.WriteString(" ORDER BY created_at DESC, request_id DESC LIMIT " + limitParam)
 	args = append(args, limitArg(limit))
 	return list(t, ctx, scanDelivery, q.String(), args...)
 }
@@ -245,7 +245,7 @@ func (t *tx) ListAttempts(ctx context.Context, requestID string) ([]*chat.Delive
 		a.At = fromMs(at)
 		return &a, nil
 	}, `SELECT request_id, webhook_id, event, attempt, status_code, latency_ms, error, at
-	FROM delivery_attempts WHERE request_id = ? ORDER BY id`, requestID)
+	FROM delivery_attempts WHERE request_id = `+textParam+` ORDER BY id`, requestID)
 }
 
 // RescheduleDelivery implements chat.OutboxStore.

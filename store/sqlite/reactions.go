@@ -52,7 +52,7 @@ func (t *tx) AddReaction(ctx context.Context, r *chat.Reaction) (*chat.Reaction,
 // the message's reactions map and reactionsCount, and in reaction_counts.
 // A message that does not exist is left alone.
 func (t *tx) countReaction(ctx context.Context, messageID, name string, d int) error {
-	var raw []byte
+	var raw string
 	var channelID string
 	var created int64
 	err := t.row(ctx, "SELECT reactions, channel_id, created_at FROM messages WHERE message_id = ?",
@@ -114,9 +114,9 @@ func (t *tx) RemoveReaction(ctx context.Context, userID, messageID, name string)
 func (t *tx) QueryReactions(ctx context.Context, f chat.ReactionFilter) ([]*chat.Reaction, error) {
 	var q strings.Builder
 	args := []any{f.MessageID}
-	q.WriteString("SELECT " + reactionCols + " FROM reactions WHERE message_id = ?")
+	q.WriteString("SELECT " + reactionCols + " FROM reactions WHERE message_id = " + textParam)
 	if f.ReactionName != "" {
-		q.WriteString(" AND name = ?")
+		q.WriteString(" AND name = " + textParam)
 		args = append(args, f.ReactionName)
 	}
 	if f.After != nil {
@@ -129,7 +129,7 @@ func (t *tx) QueryReactions(ctx context.Context, f chat.ReactionFilter) ([]*chat
 	} else {
 		q.WriteString(" ORDER BY created_at DESC, reaction_id DESC")
 	}
-	q.WriteString(" LIMIT ? OFFSET ?")
+	q.WriteString(" LIMIT " + limitParam + " OFFSET " + limitParam)
 	args = append(args, limitArg(f.Limit), max(f.Offset, 0))
 	return list(t, ctx, scanReaction, q.String(), args...)
 }
@@ -146,7 +146,7 @@ func (t *tx) MostReacted(ctx context.Context, name, channelID string, limit int)
 		args = append(args, channelID)
 	}
 	q += ` AND rc.count > 0 AND m.is_deleted = 0
-	ORDER BY rc.count DESC, rc.created_at DESC, rc.message_id DESC LIMIT ?`
+	ORDER BY rc.count DESC, rc.created_at DESC, rc.message_id DESC LIMIT ?+0`
 	args = append(args, limitArg(limit))
-	return list(t, ctx, scanMessage, q, args...)
+	return list(t, ctx, newMessageRow().scan, q, args...)
 }

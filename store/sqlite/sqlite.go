@@ -93,7 +93,14 @@ type Store struct {
 	wdb   *sql.DB   // the single write connection's pool (MaxOpenConns 1)
 	wconn *sql.Conn // the write connection, used only by the holder of wlock
 	wlock sync.Mutex
-	rdb   *sql.DB // read pool, query_only
+	rdb   *sql.DB // opens the read connections, query_only
+	// rslots holds MaxReadConns slots, each an idle read connection or
+	// nil (not opened yet, or closed after a failure). View takes a slot
+	// for the length of its transaction; waiting callers are served in
+	// arrival order (a channel's receivers are), where database/sql hands
+	// a freed connection to a random waiter, which under load gave some
+	// requests several times the mean wait.
+	rslots chan *sql.Conn
 
 	reqs       chan *request
 	closing    chan struct{}
@@ -153,6 +160,18 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// Group commit runs each Update in a savepoint, and SQLite copies the
+	// pages a savepoint changes into a sub-journal. With the default
+	// temp_store that sub-journal is a memory buffer allocated in 64 KiB
+	// chunks (spilling to a temporary file past 64 KiB), allocated and
+	// freed again for every savepoint, which made the C allocator grow and
+	// trim its heap (page faults, madvise) on every Update. In memory it
+	// uses small chunks. It holds only the undo of one uncommitted
+	// savepoint; durability is the write-ahead log's and is unchanged.
+	if _, err := wconn.ExecContext(ctx, "PRAGMA temp_store = MEMORY"); err != nil {
+		wconn.Close()
+		return fail(err)
+	}
 	rp := url.Values{}
 	rp.Set("_synchronous", o.Synchronous)
 	rp.Set("_busy_timeout", busy)
@@ -164,8 +183,10 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 		wconn.Close()
 		return fail(err)
 	}
-	rdb.SetMaxOpenConns(o.MaxReadConns)
-	rdb.SetMaxIdleConns(o.MaxReadConns)
+	// View bounds the connections in use by its slots; one more lets the
+	// store's own diagnostics (and tests) query rdb directly.
+	rdb.SetMaxOpenConns(o.MaxReadConns + 1)
+	rdb.SetMaxIdleConns(1)
 	rdb.SetConnMaxLifetime(0)
 	rdb.SetConnMaxIdleTime(0)
 	if err := rdb.PingContext(ctx); err != nil {
@@ -176,10 +197,14 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 	s := &Store{
 		path: path, opt: o,
 		wdb: wdb, wconn: wconn, rdb: rdb,
+		rslots:     make(chan *sql.Conn, o.MaxReadConns),
 		reqs:       make(chan *request, 4096),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 		watchers:   make(map[*watcher]struct{}),
+	}
+	for i := 0; i < o.MaxReadConns; i++ {
+		s.rslots <- nil
 	}
 	go s.writer(&writerState{})
 	return s, nil
@@ -222,6 +247,19 @@ func (s *Store) Close() error {
 		}
 		clear(s.watchers)
 		s.wmu.Unlock()
+		// Idle read connections; those in use are closed by View when
+		// their transaction ends.
+	drain:
+		for {
+			select {
+			case c := <-s.rslots:
+				if c != nil {
+					c.Close()
+				}
+			default:
+				break drain
+			}
+		}
 		err1 := s.rdb.Close()
 		err2 := s.wconn.Close()
 		err3 := s.wdb.Close()
@@ -236,26 +274,76 @@ var errClosed = &chat.Error{Code: chat.CodeUnavailable, Message: "sqlite store i
 
 // View runs fn in a read-only transaction on a pooled read connection. All
 // reads in fn see one consistent snapshot of the database (a deferred
-// transaction in WAL mode). Writes through the Tx fail.
+// transaction in WAL mode). Writes through the Tx fail. When every read
+// connection is busy, callers wait in arrival order.
 func (s *Store) View(ctx context.Context, fn func(tx chat.Tx) error) (err error) {
+	var c *sql.Conn
 	select {
 	case <-s.closing:
 		return errClosed
 	default:
 	}
-	stx, err := s.rdb.BeginTx(ctx, nil)
-	if err != nil {
+	select {
+	case c = <-s.rslots:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closing:
+		return errClosed
+	}
+	if c == nil {
+		if c, err = s.rdb.Conn(ctx); err != nil {
+			s.rslots <- nil
+			return translate(err)
+		}
+	}
+	if _, err := c.ExecContext(context.Background(), "BEGIN"); err != nil {
+		s.putRead(c, false)
 		return translate(err)
 	}
-	t := &tx{s: s, db: stx}
+	t := &tx{s: s, db: c}
 	defer func() {
+		// Runs on panics too; a statement interrupted by ctx may already
+		// have ended the transaction, so a failed ROLLBACK only matters
+		// when the connection is still inside one.
 		t.finish()
-		rerr := stx.Rollback()
-		if err == nil && rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
-			err = translate(rerr)
-		}
+		rerr := execConn(c, "ROLLBACK")
+		s.putRead(c, rerr != nil && connInTx(c))
 	}()
 	return fn(t)
+}
+
+// putRead returns a read connection to its slot, or closes it (leaving
+// the slot empty, to be reopened by a later View) when it is broken or
+// the store is closing.
+func (s *Store) putRead(c *sql.Conn, broken bool) {
+	select {
+	case <-s.closing:
+		broken = true
+	default:
+	}
+	if broken {
+		c.Close()
+		c = nil
+	}
+	s.rslots <- c
+}
+
+// execConn runs one control statement on a connection.
+func execConn(c *sql.Conn, q string) error {
+	_, err := c.ExecContext(context.Background(), q)
+	return err
+}
+
+// connInTx reports whether the connection has an open transaction.
+func connInTx(c *sql.Conn) bool {
+	open := true
+	_ = c.Raw(func(dc any) error {
+		if sc, ok := dc.(*sqlite3.SQLiteConn); ok {
+			open = !sc.AutoCommit()
+		}
+		return nil
+	})
+	return open
 }
 
 // request is one Update call waiting for the writer.
@@ -429,23 +517,11 @@ func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err e
 	return nil
 }
 
-// exec runs one control statement on the write connection.
-func (s *Store) wexec(q string) error {
-	_, err := s.wconn.ExecContext(context.Background(), q)
-	return err
-}
+// wexec runs one control statement on the write connection.
+func (s *Store) wexec(q string) error { return execConn(s.wconn, q) }
 
 // inTx reports whether the write connection has an open transaction.
-func (s *Store) inTx() bool {
-	open := true
-	_ = s.wconn.Raw(func(dc any) error {
-		if c, ok := dc.(*sqlite3.SQLiteConn); ok {
-			open = !c.AutoCommit()
-		}
-		return nil
-	})
-	return open
-}
+func (s *Store) inTx() bool { return connInTx(s.wconn) }
 
 func (r *request) finish(err error) {
 	r.err = err

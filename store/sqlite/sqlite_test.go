@@ -367,8 +367,9 @@ func TestGoexitInUpdate(t *testing.T) {
 	for start := time.Now(); !queued() && time.Since(start) < 10*time.Second; {
 		time.Sleep(time.Millisecond)
 	}
+	allQueued := queued() // before release: the writer drains the queue after it
 	close(release)
-	require.True(t, queued())
+	require.True(t, allQueued)
 	wg.Wait()
 	committed := 0
 	for i, err := range errs {
@@ -422,4 +423,58 @@ func TestQueuedUpdateAbandoned(t *testing.T) {
 		return err
 	}))
 	require.False(t, ran.Load(), "an abandoned Update must not run")
+}
+
+// TestViewReadConnections checks the read connection slots: a View waiting
+// for a connection gives up when its context ends, a connection comes back
+// after every View (including one whose function panicked), so later
+// Views reuse it, and a View still running when the store closes finishes
+// normally while later ones fail.
+func TestViewReadConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t, &Options{MaxReadConns: 1})
+	must(t, s.Update(ctx, func(tx chat.Tx) error { return tx.CreateChannel(ctx, testChannel("c")) }))
+
+	// Sequential Views, one of them panicking, all on the one connection.
+	for i := 0; i < 5; i++ {
+		if i == 2 {
+			require.Panics(t, func() {
+				_ = s.View(ctx, func(tx chat.Tx) error { panic("boom") })
+			})
+			continue
+		}
+		require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
+			_, err := tx.GetChannel(ctx, "c")
+			return err
+		}))
+	}
+
+	// The only connection is taken: a waiting View ends with its context.
+	held := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.View(ctx, func(tx chat.Tx) error {
+			close(held)
+			<-release
+			_, err := tx.GetChannel(ctx, "c")
+			return err
+		})
+	}()
+	<-held
+	cctx, cancel := context.WithCancel(ctx)
+	waiting := make(chan error, 1)
+	go func() {
+		waiting <- s.View(cctx, func(tx chat.Tx) error { return errors.New("must not run") })
+	}()
+	cancel()
+	require.ErrorIs(t, <-waiting, context.Canceled)
+
+	// Close while the View holds the connection: the View completes, and
+	// Views after Close fail with CodeUnavailable.
+	require.NoError(t, s.Close())
+	close(release)
+	require.NoError(t, <-done)
+	require.ErrorIs(t, s.View(ctx, func(tx chat.Tx) error { return nil }), chat.ErrUnavailable)
 }

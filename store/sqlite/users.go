@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"time"
 	"unicode"
@@ -16,7 +15,7 @@ const userCols = `u.user_id, u.display_name, u.roles, u.metadata, u.flag_count, 
 
 func scanUser(sc scanner) (*chat.User, error) {
 	var u chat.User
-	var roles, md, hf sql.RawBytes
+	var roles, md, hf string
 	var created, updated int64
 	if err := sc.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan,
 		&created, &updated); err != nil {
@@ -221,7 +220,7 @@ func (t *tx) QueryUsers(ctx context.Context, f chat.UserFilter) ([]*chat.User, e
 	} else {
 		q.WriteString(" ORDER BY u.user_id ASC")
 	}
-	q.WriteString(" LIMIT ?")
+	q.WriteString(" LIMIT " + limitParam)
 	args = append(args, limitArg(f.Limit))
 	return list(t, ctx, scanUser, q.String(), args...)
 }

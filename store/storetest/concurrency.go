@@ -47,13 +47,20 @@ func testConcurrentNextSegment(t *testing.T, e *env) {
 		return nil
 	})
 	require.NoError(t, err)
+	requireGapless(t, e, got, workers*each)
+}
+
+// requireGapless checks that the segments handed out are exactly 1..n and
+// that channel c counts n messages.
+func requireGapless(t *testing.T, e *env, got []int64, n int) {
+	t.Helper()
 	slices.Sort(got)
-	want := make([]int64, workers*each)
+	want := make([]int64, n)
 	for i := range want {
 		want[i] = int64(i + 1)
 	}
 	require.Equal(t, want, got, "distinct and gapless")
-	require.EqualValues(t, workers*each, e.channel("c").MessageCount)
+	require.EqualValues(t, n, e.channel("c").MessageCount)
 }
 
 // Concurrent Update transactions that read, modify and write one user lose

@@ -26,6 +26,7 @@ var outboxCases = []tcase{
 	{"FinishDelivered", testFinishDelivered},
 	{"FinishRetryThenFailed", testFinishRetry},
 	{"FinishConflict", testFinishConflict},
+	{"FinishDeliveries", testFinishDeliveries},
 	{"ListDeliveries", testListDeliveries},
 	{"Reschedule", testReschedule},
 	{"NextDeliveryAt", testNextDeliveryAt},
@@ -326,6 +327,79 @@ func testFinishConflict(t *testing.T, e *env) {
 	require.Equal(t, 1, d.Attempts)
 	require.Len(t, read(e, func(tx chat.Tx) ([]*chat.DeliveryAttempt, error) { return tx.ListAttempts(e.ctx, "a") }), 1)
 	require.Empty(t, read(e, func(tx chat.Tx) ([]*chat.DeliveryAttempt, error) { return tx.ListAttempts(e.ctx, "b") }))
+}
+
+// chat.FinishDeliveries (the adapter's DeliveryFinisher when it has one)
+// records a batch exactly as FinishDelivery one by one: per-item outcomes,
+// attempts in order, retries, and nothing for the items it refuses.
+func testFinishDeliveries(t *testing.T, e *env) {
+	e.createWebhooks(webhook("w", 0))
+	e.enqueue(newDelivery("a", "w", at(0), at(0)), newDelivery("b", "w", at(0), at(0)),
+		newDelivery("c", "w", at(0), at(0)), newDelivery("x", "w", at(0), at(0)))
+	require.Len(t, e.claim("o", at(10), lease, 3), 3) // a, b, c
+	require.Len(t, e.claim("other", at(10), lease, 1), 1)
+	aA := attempt("a", 1, 204, "", 500)
+	aB := attempt("b", 1, 503, "bad \"gateway\", {retry}", 600)
+	aC := attempt("c", 1, 0, "dial tcp: refused", 700)
+	aC.WebhookID, aC.Event = "", "" // taken from the delivery
+	fs := []chat.DeliveryFinish{
+		{Attempt: aA, State: chat.DeliveryDelivered},
+		{Attempt: attempt("missing", 1, 200, "", 1), State: chat.DeliveryDelivered},
+		{Attempt: aB, State: chat.DeliveryPending, NextAttemptAt: at(9_000).Time},
+		{Attempt: attempt("x", 1, 200, "", 1), State: chat.DeliveryDelivered}, // leased by another owner
+		{Attempt: aC, State: chat.DeliveryFailed},
+	}
+	var errs []error
+	e.update(func(tx chat.Tx) error {
+		var err error
+		errs, err = chat.FinishDeliveries(e.ctx, tx, "o", fs)
+		return err
+	})
+	require.Len(t, errs, len(fs))
+	require.NoError(t, errs[0])
+	requireNotFound(t, errs[1], "missing delivery")
+	require.NoError(t, errs[2])
+	requireConflict(t, errs[3], "leased by another owner")
+	require.NoError(t, errs[4])
+
+	attempts := func(id string) []*chat.DeliveryAttempt {
+		return read(e, func(tx chat.Tx) ([]*chat.DeliveryAttempt, error) { return tx.ListAttempts(e.ctx, id) })
+	}
+	d := e.delivery("a")
+	require.Equal(t, chat.DeliveryDelivered, d.State)
+	require.Equal(t, 1, d.Attempts)
+	require.Equal(t, 204, d.LastStatus)
+	require.Empty(t, d.LeaseOwner)
+	require.Nil(t, d.LeaseUntil)
+	require.Len(t, attempts("a"), 1)
+	require.Equal(t, cAttempt(t, aA), cAttempt(t, attempts("a")[0]))
+
+	d = e.delivery("b")
+	require.Equal(t, chat.DeliveryPending, d.State)
+	require.Equal(t, 503, d.LastStatus)
+	require.Equal(t, aB.Error, d.LastError)
+	require.True(t, at(9_000).Equal(d.NextAttemptAt.Time), "nextAttemptAt set")
+	require.Len(t, attempts("b"), 1)
+	require.Equal(t, cAttempt(t, aB), cAttempt(t, attempts("b")[0]))
+
+	d = e.delivery("c")
+	require.Equal(t, chat.DeliveryFailed, d.State)
+	require.Equal(t, "dial tcp: refused", d.LastError)
+	got := attempts("c")
+	require.Len(t, got, 1)
+	require.Equal(t, "w", got[0].WebhookID, "webhook id taken from the delivery")
+	require.Equal(t, chat.EventMessageDidCreate, got[0].Event, "event taken from the delivery")
+
+	d = e.delivery("x")
+	require.Equal(t, chat.DeliveryPending, d.State)
+	require.Equal(t, "other", d.LeaseOwner, "untouched")
+	require.Zero(t, d.Attempts)
+	require.Empty(t, attempts("x"))
+
+	next, ok := e.nextDeliveryAt()
+	require.True(t, ok)
+	require.True(t, at(9_000).Equal(next.Time) || next.Before(at(9_000).Time))
+	require.Equal(t, []string{"b"}, deliveryIDs(e.claim("o", at(9_000), lease, 10)), "b is due again")
 }
 
 func testListDeliveries(t *testing.T, e *env) {

@@ -13,7 +13,7 @@ import (
 )
 
 // Run runs the conformance suite against the adapter that h makes. Every
-// area is a subtest (Tx, Channels, Members, Messages, Users, Roles, Rules,
+// area is a subtest (Tx, Channels, Members, Messages, AppendMessage, Users, Roles, Rules,
 // Reactions, Flags, Admins, Webhooks, Outbox, Blobs, Meta, Concurrency,
 // Persistence, OutboxWatcher) and every case inside runs in parallel on its
 // own store from h.New, so adapters must allow several live stores at once.
@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 		{"Channels", channelCases},
 		{"Members", memberCases},
 		{"Messages", messageCases},
+		{"AppendMessage", appendCases},
 		{"Users", userCases},
 		{"Roles", roleCases},
 		{"Rules", ruleCases},
