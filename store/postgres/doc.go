@@ -168,6 +168,19 @@
 // context.Canceled stay in the chain for errors.Is), anything else
 // CodeInternal.
 //
+// # Lost connections
+//
+// A restart, a failover or pg_terminate_backend ends sessions that sit idle
+// in the pool, and the store only finds out when it next uses them. An
+// Update whose connection fails before COMMIT was sent was rolled back by
+// the server, so it runs again (within Options.Retries) on another
+// connection; the write lane then gives back all its connections and
+// checks each one it takes from the pool with a ping. A View whose BEGIN
+// fails that way begins again on another pooled connection before its
+// function runs. A connection lost during COMMIT leaves the outcome
+// unknown: that Update returns CodeUnavailable and is not run again, since
+// its writes may have been committed.
+//
 // # Scale-out
 //
 // Every process keeps its state in the database: run as many as the
