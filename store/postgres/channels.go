@@ -310,6 +310,7 @@ func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []st
 // follow (each with a fresh READ COMMITTED snapshot) see every committed
 // relation and memberCount stays exact under concurrency.
 func (t *tx) lockChannel(ctx context.Context, channelID string) error {
+	t.s.pred.forget(channelID, false) // memberCount is about to change
 	_, err := t.exec(ctx, `SELECT 1 FROM {s}channels WHERE channel_id = $1 FOR NO KEY UPDATE`, channelID)
 	return err
 }

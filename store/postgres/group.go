@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,7 +124,10 @@ type batch struct {
 	inTx   bool      // BEGIN was sent
 	begun  bool      // BEGIN is pending or sent
 	prefix []string  // statements to send before the next one
-	broken error     // the connection failed: the transaction is lost
+	broken error     // the connection failed or a pending statement did: the transaction is lost
+	// pending: prefix holds statements of predicted appends (predict.go);
+	// inflight: the statement being sent carries them.
+	pending, inflight bool
 }
 
 var errPanicked = &chat.Error{Code: chat.CodeInternal, Message: "postgres: update function did not return"}
@@ -233,7 +237,7 @@ func (b *batch) undo(r *greq) {
 
 // rollback ends the transaction without committing.
 func (b *batch) rollback() {
-	b.prefix, b.begun = nil, false
+	b.prefix, b.begun, b.pending = nil, false, false
 	if !b.inTx || b.conn == nil {
 		return
 	}
@@ -251,9 +255,22 @@ func (s *Store) endTurn(b *batch, r *greq) {
 		b.reqs[r.idx+1].turn <- b
 		return
 	}
-	s.nextBatch()
-	s.commit(b)
+	if b.pending {
+		// The batch's appends go out with its COMMIT, predicted from the
+		// rows as this batch leaves them: the next batch must not reach
+		// the server first.
+		s.commit(b)
+		s.nextBatch()
+	} else {
+		s.nextBatch()
+		s.commit(b)
+	}
 	for _, q := range b.reqs {
+		if q.t != nil && !q.ok {
+			for _, id := range q.t.predicted {
+				s.pred.forget(id, true)
+			}
+		}
 		close(q.done)
 	}
 	s.putConn(b)
@@ -281,28 +298,44 @@ func (s *Store) commit(b *batch) {
 		b.rollback()
 		return
 	}
-	if !b.inTx {
+	if !b.inTx && !b.pending {
 		// The functions wrote nothing: there is nothing to commit.
 		b.prefix, b.begun = nil, false
 		return
 	}
+	pending := b.pending
 	q := strings.Join(append(b.prefix, "COMMIT"), "; ")
-	b.prefix, b.begun, b.inTx = nil, false, false
+	b.prefix, b.begun, b.inTx, b.pending = nil, false, false, false
 	if _, err := b.conn.ExecContext(context.Background(), q); err != nil {
 		if sqlState(err) == "" || connLost(err) {
-			// The outcome is unknown: the connection failed.
+			// The outcome is unknown: the connection failed. When the
+			// batch posted a message, whether that message is stored
+			// tells.
 			s.dropConn(b)
 			s.suspectLane()
-			fail(dbErr(err), false)
+			switch committed, cerr := s.committed(ok); {
+			case cerr != nil:
+				fail(dbErr(err), false)
+				return
+			case !committed:
+				fail(batchLost(err), true)
+				return
+			}
+		} else {
+			// A statement before COMMIT or COMMIT itself failed: nothing
+			// was committed. Make sure the transaction is over.
+			if _, rerr := b.conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+				s.dropConn(b)
+			}
+			if pending {
+				// A predicted append may be what failed: every call
+				// runs again, and the appends take the plain path.
+				fail(batchLost(err), true)
+				return
+			}
+			fail(dbErr(err), b.save || retryable(err))
 			return
 		}
-		// A statement before COMMIT or COMMIT itself failed: nothing was
-		// committed. Make sure the transaction is over.
-		if _, rerr := b.conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
-			s.dropConn(b)
-		}
-		fail(dbErr(err), b.save || retryable(err))
-		return
 	}
 	notified := false
 	for _, q := range ok {
@@ -434,7 +467,7 @@ func (s *Store) dropConn(b *batch) {
 		l.wake()
 		l.mu.Unlock()
 	}
-	b.lc, b.conn, b.inTx, b.begun, b.prefix = nil, nil, false, false, nil
+	b.lc, b.conn, b.inTx, b.begun, b.prefix, b.pending = nil, nil, false, false, nil, false
 }
 
 // laneConn gives the running batch a lane connection: a free one, a new
@@ -515,6 +548,89 @@ func (b *batch) fail(err error) {
 	b.s.suspectLane()
 }
 
+// posted identifies a message a call appended: if the transaction
+// committed, it is stored with that segment.
+type posted struct {
+	messageID, channelID string
+	segment              int64
+}
+
+// committed finds out, after the connection failed during COMMIT, whether
+// the transaction of the calls ok committed, by looking for a message one
+// of them posted (message ids are unique, and the segment is the
+// transaction's). err is errUnknown when no call posted a message or the
+// store cannot be asked.
+func (s *Store) committed(ok []*greq) (bool, error) {
+	var w *posted
+	for _, q := range ok {
+		if q.t != nil && q.t.posted != nil {
+			w = q.t.posted
+			break
+		}
+	}
+	if w == nil {
+		return false, errUnknown
+	}
+	ctx, cancel := context.WithTimeout(s.bg, 10*time.Second)
+	defer cancel()
+	q := s.stmt(`SELECT EXISTS (SELECT 1 FROM {s}messages
+		WHERE message_id = $1 AND channel_id = $2 AND channel_segment = $3)`).sql
+	var found bool
+	var err error
+	for i := 0; i < 4; i++ {
+		if err = s.db.QueryRowContext(ctx, q, w.messageID, w.channelID, w.segment).Scan(&found); err == nil || !connLost(err) {
+			break
+		}
+	}
+	return found, err
+}
+
+var errUnknown = errors.New("postgres: the outcome of the commit is unknown")
+
+// batchLost is the error of the calls of a batch whose pending statements
+// (or a statement sent with them) failed: they all run again.
+func batchLost(err error) error {
+	return &chat.Error{Code: chat.CodeUnavailable, Message: "store busy: a batched write failed, try again", Err: err}
+}
+
+// abort ends the transaction after a statement sent with pending
+// statements failed: which call's statement failed is not known, so the
+// whole batch runs again.
+func (b *batch) abort(err error) {
+	if b.broken == nil {
+		b.broken = batchLost(err)
+	}
+	b.pending = false
+	b.rollback()
+}
+
+// pend adds the statement of a template to the statements sent before the
+// next one (or with COMMIT), without waiting for its outcome; ok is false
+// when it cannot travel that way (arguments that cannot be literals).
+func (b *batch) pend(t *tx, ctx context.Context, tmpl string, args []any) (ok bool, err error) {
+	if b.broken != nil {
+		return false, b.broken
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if b.conn == nil {
+		if err := b.s.laneConn(ctx, b); err != nil {
+			return false, err
+		}
+	}
+	lits, p, err := b.literals(t, b.s.stmt(tmpl).sql, args)
+	if err != nil {
+		return false, b.sendErr(t, err)
+	}
+	if lits == nil {
+		return false, nil
+	}
+	b.prefix = append(b.prefix, "EXECUTE "+p.name+"("+strings.Join(lits, ", ")+")")
+	b.pending = true
+	return true, nil
+}
+
 // suspectLane returns the free lane connections to the pool after one of
 // them failed: a restart or failover ends every session at once, and the
 // lane checks the connections it takes from the pool (see laneConn).
@@ -559,8 +675,9 @@ func (b *batch) statement(t *tx, ctx context.Context, tmpl string, args []any, q
 		// Run unprepared through the extended protocol: with NoPrepare,
 		// or for arguments that cannot travel as literals.
 		if prefix != "" {
-			if _, err := b.conn.ExecContext(bg, prefix); err != nil {
-				return nil, 0, b.sendErr(t, err)
+			_, err := b.conn.ExecContext(bg, prefix)
+			if err := b.sendErr(t, err); err != nil {
+				return nil, 0, err
 			}
 		}
 		if query {
@@ -568,8 +685,8 @@ func (b *batch) statement(t *tx, ctx context.Context, tmpl string, args []any, q
 			return rows, 0, b.sendErr(t, err)
 		}
 		res, err := b.conn.ExecContext(bg, st.sql, args...)
-		if err != nil {
-			return nil, 0, b.sendErr(t, err)
+		if err := b.sendErr(t, err); err != nil {
+			return nil, 0, err
 		}
 		n, err := res.RowsAffected()
 		return nil, n, err
@@ -583,8 +700,8 @@ func (b *batch) statement(t *tx, ctx context.Context, tmpl string, args []any, q
 		return rows, 0, b.sendErr(t, err)
 	}
 	res, err := b.conn.ExecContext(bg, text)
-	if err != nil {
-		return nil, 0, b.sendErr(t, err)
+	if err := b.sendErr(t, err); err != nil {
+		return nil, 0, err
 	}
 	n, err := res.RowsAffected()
 	return nil, n, err
@@ -598,6 +715,7 @@ func (b *batch) takePrefix(t *tx) string {
 		return ""
 	}
 	b.inTx = true
+	b.inflight, b.pending = b.pending, false
 	q := strings.Join(b.prefix, "; ") + "; "
 	b.prefix = b.prefix[:0]
 	return q
@@ -605,11 +723,16 @@ func (b *batch) takePrefix(t *tx) string {
 
 // sendErr notes what a failed statement did to the transaction.
 func (b *batch) sendErr(t *tx, err error) error {
+	inflight := b.inflight
+	b.inflight = false
 	if err == nil {
 		return nil
 	}
 	if connLost(err) {
 		b.fail(err)
+	} else if inflight {
+		b.abort(err)
+		return b.broken
 	} else if sqlState(err) != "" {
 		t.aborted = true
 	}
@@ -635,6 +758,7 @@ func (b *batch) literals(t *tx, sqlText string, args []any) ([]string, *prepared
 		if err := b.conn.QueryRowContext(context.Background(), q).Scan(&types); err != nil {
 			return nil, nil, err
 		}
+		b.inflight = false
 		p = &prepared{name: name}
 		for _, o := range strings.Split(strings.Trim(types.String, "{}"), ",") {
 			p.bytea = append(p.bytea, o == "17")

@@ -144,12 +144,17 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 		ver int64
 		n   int64
 	)
-	err = t.query(ctx, appendSQL, []any{
-		m.ChannelID, now.UTC().Truncate(time.Millisecond),
+	now = now.UTC().Truncate(time.Millisecond)
+	args := []any{
+		m.ChannelID, now,
 		m.MessageID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
 		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt),
 		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
-	}, func(r *sql.Rows) error {
+	}
+	if c, ok, err := t.appendPredicted(ctx, m, now, args); ok || err != nil {
+		return c, err
+	}
+	err = t.query(ctx, appendSQL, args, func(r *sql.Rows) error {
 		var err error
 		c, ver, err = scanChannel(extraScan{r, []any{&n}})
 		return err
@@ -161,6 +166,10 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 		return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", m.ChannelID)
 	}
 	t.wrote(channelKey(m.ChannelID), ver)
+	if t.b != nil {
+		t.s.pred.put(cloneChannel(c), ver)
+		t.predicted = append(t.predicted, m.ChannelID)
+	}
 	if c.IsClosed {
 		return c, nil
 	}
@@ -169,6 +178,9 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 			m.MessageID, c.MessageCount, m.ChannelID)
 	}
 	t.wrote(messageKey(m.MessageID), 1)
+	if t.posted == nil {
+		t.posted = &posted{m.MessageID, m.ChannelID, c.MessageCount}
+	}
 	return c, nil
 }
 

@@ -85,7 +85,8 @@ type Store struct {
 
 	w watchers
 
-	lane lane // group commit of Update (group.go)
+	lane lane        // group commit of Update (group.go)
+	pred predictions // channel rows for predicted appends (predict.go)
 
 	bg       context.Context // background prepares; cancelled by Close
 	bgCancel context.CancelFunc
@@ -509,6 +510,9 @@ type tx struct {
 	notified bool             // the transaction sent a NOTIFY for the outbox
 	retry    bool             // run the transaction again
 	retryErr error            // why, translated
+
+	predicted []string // channels whose rows this call recorded for predicted appends
+	posted    *posted  // a message this call appended (see Store.committed)
 }
 
 // fail translates err and remembers whether the transaction should be run
@@ -516,6 +520,13 @@ type tx struct {
 func (t *tx) fail(err error) error {
 	if err == nil {
 		return nil
+	}
+	if t.b != nil && t.b.broken != nil {
+		// The batch is lost (a lost connection, or a failed pending
+		// statement): every call of it runs again.
+		t.retry = true
+		t.retryErr = t.b.broken
+		return t.retryErr
 	}
 	if t.b != nil && connLost(err) {
 		// The connection died before COMMIT was sent: the server rolled
@@ -562,6 +573,11 @@ func (t *tx) seen(key string, version int64) {
 func (t *tx) wrote(key string, version int64) {
 	if !t.write {
 		return
+	}
+	if id, ok := strings.CutPrefix(key, "c\x00"); ok {
+		// Whatever wrote the channel row, the store no longer knows it
+		// (AppendMessage records the new row after this).
+		t.s.pred.forget(id, false)
 	}
 	if t.versions == nil {
 		t.versions = make(map[string]int64)
