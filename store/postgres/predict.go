@@ -51,8 +51,8 @@ type predictions struct {
 	m  map[string]predicted
 }
 
-// get returns a copy of the channel row as this store expects it, and its
-// version.
+// get returns the channel row as this store expects it (not to be
+// modified), and its version.
 func (p *predictions) get(id string) (*chat.Channel, int64, bool) {
 	p.mu.Lock()
 	e, ok := p.m[id]
@@ -60,7 +60,7 @@ func (p *predictions) get(id string) (*chat.Channel, int64, bool) {
 	if !ok || e.c == nil {
 		return nil, 0, false
 	}
-	return cloneChannel(e.c), e.ver, true
+	return e.c, e.ver, true
 }
 
 func cloneChannel(c *chat.Channel) *chat.Channel {
@@ -171,14 +171,15 @@ func (t *tx) appendPredicted(ctx context.Context, m *chat.Message, now time.Time
 	if !ok {
 		return nil, false, nil
 	}
-	c.MessageCount++
-	c.LastActivity, c.UpdatedAt = chat.NewTime(now), chat.NewTime(now)
+	next := *c // shares tags and metadata, which nobody modifies
+	next.MessageCount++
+	next.LastActivity, next.UpdatedAt = chat.NewTime(now), chat.NewTime(now)
 	t.wrote(key, ver+1)
 	t.wrote(messageKey(m.MessageID), 1)
-	t.s.pred.put(cloneChannel(c), ver+1)
+	t.s.pred.put(&next, ver+1)
 	t.predicted = append(t.predicted, m.ChannelID)
 	if t.posted == nil {
-		t.posted = &posted{m.MessageID, m.ChannelID, c.MessageCount}
+		t.posted = &posted{m.MessageID, m.ChannelID, next.MessageCount}
 	}
-	return c, true, nil
+	return cloneChannel(&next), true, nil
 }

@@ -157,10 +157,45 @@ func cloneJSONMap(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
+	if out, ok := cloneJSONValue(m).(map[string]any); ok {
+		return out
+	}
 	b, _ := json.Marshal(m)
 	var out map[string]any
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// cloneJSONValue deep-copies a value made of what encoding/json decodes
+// into (maps, slices, strings, float64, json.Number, bool, nil); for
+// anything else it returns nil, and cloneJSONMap falls back to a JSON
+// round trip.
+func cloneJSONValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			c := cloneJSONValue(e)
+			if c == nil && e != nil {
+				return nil
+			}
+			out[k] = c
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			c := cloneJSONValue(e)
+			if c == nil && e != nil {
+				return nil
+			}
+			out[i] = c
+		}
+		return out
+	case string, float64, bool, json.Number:
+		return x
+	}
+	return nil
 }
 
 // msTime is a time argument in UTC truncated to milliseconds.
