@@ -106,10 +106,24 @@
 // with their arguments as literals, which lets BEGIN and SAVEPOINT travel
 // with the next statement. Posting a message is one statement
 // (chat.MessageAppender: the channel row's increment and the message row
-// in one CTE), so a lone post costs two round trips: BEGIN with the
-// statement, then COMMIT. An Update function must not call Update on the
-// same Store, and a pool (New) needs connections for the lane besides
-// those of View.
+// in one CTE). An Update function must not call Update on the same Store,
+// and a pool (New) needs connections for the lane besides those of View.
+//
+// Predicted appends. When the Store has seen the channel row before (its
+// last post there), AppendMessage answers at once from what it expects the
+// row to be, and its statement waits to travel with the next statement or
+// with COMMIT: a lone post is one round trip (BEGIN, the append and COMMIT
+// in one message), and a batch of posts is one round trip for the whole
+// batch. The statement checks the prediction on the server (the row's
+// version, messageCount and memberCount, and that it is open) and writes
+// the predicted segment; if the row differs (another process posted or
+// changed the channel), the batch is rolled back and its functions run
+// again on the plain path, which returns the real outcome. Predictions
+// need Options.Retries > 0 and prepared statements (not NoPrepare); a
+// channel whose prediction failed is not predicted for a second, so
+// processes that post to the same channel at the same time mostly take the
+// plain path. A batch with predicted appends commits before the next batch
+// starts, so that the next one's statements cannot reach the server first.
 //
 // # Webhook outbox and LISTEN/NOTIFY
 //
@@ -178,8 +192,11 @@
 // checks each one it takes from the pool with a ping. A View whose BEGIN
 // fails that way begins again on another pooled connection before its
 // function runs. A connection lost during COMMIT leaves the outcome
-// unknown: that Update returns CodeUnavailable and is not run again, since
-// its writes may have been committed.
+// unknown; when the transaction posted a message, the store looks for that
+// message (its id, channel and segment) on another connection: found, the
+// Update succeeded; missing, it runs again. Otherwise, or when the store
+// cannot be reached, that Update returns CodeUnavailable and is not run
+// again, since its writes may have been committed.
 //
 // # Scale-out
 //

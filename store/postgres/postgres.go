@@ -251,8 +251,11 @@ func notifyChannel(schema string) string {
 // documentation), the transaction is
 // rolled back and fn runs again, up to Options.Retries more times; the same
 // holds when the connection was lost before COMMIT was sent (the server
-// rolled the transaction back). A connection lost during COMMIT leaves the
-// outcome unknown: Update then reports CodeUnavailable and does not run fn
+// rolled the transaction back), and when a predicted append of the batch
+// found the channel row changed (see "Predicted appends" in the package
+// documentation). A connection lost during COMMIT leaves the outcome
+// unknown: unless a message the transaction posted tells (see "Lost
+// connections"), Update then reports CodeUnavailable and does not run fn
 // again. The
 // first run reads optimistically; the runs after a conflict lock the rows
 // they read by id (SELECT ... FOR NO KEY UPDATE), so they cannot conflict

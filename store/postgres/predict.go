@@ -108,40 +108,32 @@ func (p *predictions) forget(id string, failed bool) {
 	delete(p.m, id)
 }
 
-// appendPredictedSQL is the pending statement of a predicted append
-// without a parent; $18..$20 are the expected version, messageCount and
-// memberCount, and the message takes segment $19 + 1. When the channel
-// row is not as expected, c is empty and the LEFT JOIN makes the insert
-// fail on the NOT NULL channel_id.
-const appendPredictedSQL = `WITH c AS (
+// predictedChannel is the channel update of a predicted append; $18..$20
+// are the expected version, messageCount and memberCount.
+const predictedChannel = `WITH c AS (
 		UPDATE {s}channels
 		SET message_count = message_count + 1, last_activity = $2, updated_at = $2, version = version + 1
 		WHERE channel_id = $1 AND version = $18::bigint AND message_count = $19::bigint
 			AND member_count = $20::integer AND NOT is_closed
 		RETURNING channel_id
-	)
-	INSERT INTO {s}messages (` + messageCols + `)
+	)`
+
+// predictedInsert inserts the message with segment $19 + 1. When the
+// channel row is not as expected, c is empty and the LEFT JOIN makes the
+// insert fail on the NOT NULL channel_id.
+const predictedInsert = `INSERT INTO {s}messages (` + messageCols + `)
 	SELECT $3::text, c.channel_id, $4::text, $5::text, $6::json, $7::text[], $8::text,
 		$9::boolean, $10::timestamptz, $11::timestamptz, $12::timestamptz, $19::bigint + 1,
 		$13::integer, $14::integer, $15::json, $16::jsonb, $17::integer
 	FROM (SELECT) one LEFT JOIN c ON true`
 
+// appendPredictedSQL is the pending statement of a predicted append
+// without a parent.
+const appendPredictedSQL = predictedChannel + predictedInsert
+
 // appendPredictedParentSQL is appendPredictedSQL for a comment: it also
 // increments the parent's childrenNumber.
-const appendPredictedParentSQL = `WITH c AS (
-		UPDATE {s}channels
-		SET message_count = message_count + 1, last_activity = $2, updated_at = $2, version = version + 1
-		WHERE channel_id = $1 AND version = $18::bigint AND message_count = $19::bigint
-			AND member_count = $20::integer AND NOT is_closed
-		RETURNING channel_id
-	), ins AS (
-		INSERT INTO {s}messages (` + messageCols + `)
-		SELECT $3::text, c.channel_id, $4::text, $5::text, $6::json, $7::text[], $8::text,
-			$9::boolean, $10::timestamptz, $11::timestamptz, $12::timestamptz, $19::bigint + 1,
-			$13::integer, $14::integer, $15::json, $16::jsonb, $17::integer
-		FROM (SELECT) one LEFT JOIN c ON true
-		RETURNING parent_id
-	)
+const appendPredictedParentSQL = predictedChannel + `, ins AS (` + predictedInsert + ` RETURNING parent_id)
 	UPDATE {s}messages p SET children_number = p.children_number + 1
 	FROM ins WHERE p.message_id = ins.parent_id`
 

@@ -99,16 +99,25 @@ func TestPredictedAppendSeesOtherProcesses(t *testing.T) {
 			require.Equal(t, want, got, "after %q the append returns the stored row", st.name)
 		}
 	}
+	ms := gapless(t, a, "x")
+	require.EqualValues(t, len(ms), getChannel(t, a, "x").MessageCount)
+}
+
+// gapless returns the messages of the channel, checking that their
+// segments run from 1 without a gap.
+func gapless(t *testing.T, s *postgres.Store, channelID string) []*chat.Message {
+	t.Helper()
+	ctx := ctxT(t)
 	var ms []*chat.Message
-	view(t, a, func(tx chat.Tx) error {
+	view(t, s, func(tx chat.Tx) error {
 		var err error
-		ms, err = tx.QueryMessages(ctx, chat.MessageFilter{ChannelID: "x"})
+		ms, err = tx.QueryMessages(ctx, chat.MessageFilter{ChannelID: channelID})
 		return err
 	})
 	for j, m := range ms {
 		require.EqualValues(t, j+1, m.ChannelSegment, "gapless")
 	}
-	require.EqualValues(t, len(ms), getChannel(t, a, "x").MessageCount)
+	return ms
 }
 
 // A function that fails after a predicted append leaves nothing behind,
@@ -147,14 +156,8 @@ func TestPredictedAppendUndone(t *testing.T) {
 	})
 	require.Equal(t, chat.CodeConflict, chat.ErrorCode(err), "%v", err)
 	c := postTo(t, s, "last", "y")
-	var ms []*chat.Message
-	view(t, s, func(tx chat.Tx) error {
-		var err error
-		ms, err = tx.QueryMessages(ctx, chat.MessageFilter{ChannelID: "y"})
-		return err
-	})
-	for j, m := range ms {
-		require.EqualValues(t, j+1, m.ChannelSegment, "gapless")
+	ms := gapless(t, s, "y")
+	for _, m := range ms {
 		require.NotRegexp(t, `-w[0369]$`, m.MessageID, "a failed call's message is not stored")
 	}
 	require.Len(t, ms, 2+3*5)
