@@ -44,6 +44,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,9 @@ type options struct {
 	pprofAddr   string
 	serve       time.Duration
 	port        int
+	url         string
+	token       string
+	rates       []float64
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -97,6 +101,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this 127.0.0.1 address while running (e.g. 127.0.0.1:6060)")
 	fs.DurationVar(&o.serve, "serve", 0, "only serve the targets for this long (at most 1h) on 127.0.0.1 ports -port, -port+1, ... for an external load generator such as wrk; 0 measures in process")
 	fs.IntVar(&o.port, "port", 18080, "first port of -serve (ceiling, memory, sqlite in that order)")
+	fs.StringVar(&o.url, "url", "", "fixed-rate mode: the base URL of a running target (http://127.0.0.1:PORT/api/v2, as -serve prints it)")
+	fs.StringVar(&o.token, "token", "", "fixed-rate mode: the target's admin token")
+	var rates string
+	fs.StringVar(&rates, "rate", "", "fixed-rate mode: requests per second, a comma-separated list run in turn (with -url)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -114,6 +122,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.maxRequests < 1 {
 		return errors.New("-n must be positive")
+	}
+	if (o.url == "") != (rates == "") {
+		return errors.New("-url and -rate go together")
+	}
+	for _, f := range strings.Split(rates, ",") {
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v < 1 || v > 1e6 {
+			return fmt.Errorf("bad -rate %q", f)
+		}
+		o.rates = append(o.rates, v)
 	}
 	o.targets = strings.Split(targets, ",")
 	o.ops = strings.Split(ops, ",")
@@ -158,6 +179,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	if o.serve > 0 {
 		return serve(o, stdout, stderr)
+	}
+	if o.url != "" {
+		return fixedRates(o, stdout)
 	}
 	fmt.Fprintf(stderr, "loadgen: %s, GOMAXPROCS=%d, %s, %d connections, %v per run\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), cpuModel(), o.concurrency, o.duration)
@@ -314,6 +338,27 @@ func serve(o options, stdout, stderr io.Writer) error {
 	select {
 	case <-ctx.Done():
 	case <-time.After(o.serve):
+	}
+	return nil
+}
+
+// fixedRates runs every operation at every rate of o.rates against the
+// target at o.url and prints a Markdown table.
+func fixedRates(o options, stdout io.Writer) error {
+	fmt.Fprintln(stdout, "| operation | offered req/s | connections | sent req/s | errors | p50 | p90 | p99 | p99.9 | max |")
+	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, op := range o.ops {
+		for _, rate := range o.rates {
+			rr := rateRun{base: o.url, token: o.token, op: op, rate: rate, conns: o.concurrency, duration: o.duration}
+			r, err := runRate(rr)
+			if err != nil {
+				return err
+			}
+			printRate(stdout, rr, r)
+			if r.firstErr != "" {
+				fmt.Fprintf(os.Stderr, "loadgen: %s at %.0f/s: %d errors, first: %s\n", op, rate, r.errors, r.firstErr)
+			}
+		}
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func (t *tx) insertChannelTags(ctx context.Context, id string, tags []string) er
 
 // GetChannel implements chat.ChannelStore.
 func (t *tx) GetChannel(ctx context.Context, channelID string) (*chat.Channel, error) {
-	rows, err := list(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
+	rows, err := keyed(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (t *tx) GetChannels(ctx context.Context, ids []string) ([]*chat.Channel, er
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return list(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id IN "+inIDs, jsonIDs(ids))
+	return keyed(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id IN "+inIDs, jsonIDs(ids))
 }
 
 // UpdateChannel implements chat.ChannelStore.
@@ -195,7 +195,7 @@ func scanChannelUser(sc scanner) (*chat.ChannelUser, error) {
 
 // GetChannelUser implements chat.ChannelStore.
 func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
-	rows, err := list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+	rows, err := keyed(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
 		" FROM channel_users WHERE channel_id = ? AND user_id = ?", channelID, userID)
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func (t *tx) GetChannelUsers(ctx context.Context, channelID string, userIDs []st
 	if len(userIDs) == 0 {
 		return nil, nil
 	}
-	return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+	return keyed(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
 		" FROM channel_users WHERE channel_id = "+textParam+" AND user_id IN "+inIDs+" ORDER BY user_id", channelID, jsonIDs(userIDs))
 }
 
@@ -229,7 +229,7 @@ func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []st
 	if len(channelIDs) == 0 {
 		return nil, nil
 	}
-	return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+	return keyed(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
 		" FROM channel_users WHERE user_id = "+textParam+" AND channel_id IN "+inIDs+" ORDER BY channel_id", userID, jsonIDs(channelIDs))
 }
 

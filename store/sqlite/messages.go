@@ -9,26 +9,44 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, m.type, m.data, m.tags,
-	m.parent_id, m.is_deleted, m.created_at, m.edited_at, m.updated_at, m.children_number, m.flag_count,
-	m.hashflag, m.reactions, m.reactions_count`
+// messageCols are the columns of a message row. The JSON columns that hold
+// their empty value in most rows (tags, hashflag, reactions) read as NULL
+// then: a NULL costs the driver nothing, a text value a copy of its bytes
+// and an interface allocation.
+const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, m.type, m.data,
+	NULLIF(m.tags, '[]'), m.parent_id, m.is_deleted, m.created_at, m.edited_at, m.updated_at, m.children_number,
+	m.flag_count, NULLIF(m.hashflag, '` + zeroHashflag + `'), NULLIF(m.reactions, '{}'), m.reactions_count`
+
+// channelMessageCols are messageCols for a query of one channel's
+// messages: the channel id is known, and reads as ''.
+var channelMessageCols = strings.Replace(messageCols, "m.channel_id,", "'',", 1)
 
 // messageRow is the scan target of message rows, reused for every row of
 // one query: the destinations (and the slice of pointers to them) are
-// allocated once per query instead of once per row.
+// allocated once per query instead of once per row, and the messages
+// themselves in chunks.
 type messageRow struct {
 	m chat.Message // the scanned scalar fields
 	// Text columns scan into strings: the driver's value is assigned as is
 	// (a sql.RawBytes destination would copy it again).
-	data, tags, hashflag, reactions string
-	parent                          sql.NullString
-	edited                          sql.NullInt64
-	created, updated                int64
-	dest                            []any
+	data                      string
+	tags, hashflag, reactions sql.NullString
+	parent                    sql.NullString
+	edited                    sql.NullInt64
+	created, updated          int64
+	dest                      []any
+	// channelID, when set, is the channel of every row (read as '').
+	channelID string
+	// chunk holds the messages returned so far and room for more; each
+	// returned *Message points into a chunk, which saves an allocation per
+	// row. size is the length of the next chunk.
+	chunk []chat.Message
+	size  int
 }
 
-func newMessageRow() *messageRow {
-	r := &messageRow{}
+// newMessageRow returns the scan target for a query of about n rows.
+func newMessageRow(n int) *messageRow {
+	r := &messageRow{size: min(max(n, 1), 64)}
 	r.dest = []any{&r.m.MessageID, &r.m.ChannelID, &r.m.ChannelSegment, &r.m.UserID, &r.m.Type, &r.data, &r.tags,
 		&r.parent, &r.m.IsDeleted, &r.created, &r.edited, &r.updated, &r.m.ChildrenNumber, &r.m.FlagCount,
 		&r.hashflag, &r.reactions, &r.m.ReactionsCount}
@@ -40,18 +58,32 @@ func (r *messageRow) scan(sc scanner) (*chat.Message, error) {
 	if err := sc.Scan(r.dest...); err != nil {
 		return nil, err
 	}
-	m := new(chat.Message)
-	*m = r.m
+	if len(r.chunk) == cap(r.chunk) {
+		r.chunk = make([]chat.Message, 0, r.size)
+		r.size = 64
+	}
+	r.chunk = append(r.chunk, r.m)
+	m := &r.chunk[len(r.chunk)-1]
+	if r.channelID != "" {
+		m.ChannelID = r.channelID
+	}
 	if err := fromJSON(r.data, &m.Data); err != nil {
 		return nil, err
 	}
-	if err := fromJSON(r.tags, &m.Tags); err != nil {
+	// NULL is the stored empty value ('[]', '{}', the zero hashflag).
+	if !r.tags.Valid {
+		m.Tags = []string{}
+	} else if err := fromJSON(r.tags.String, &m.Tags); err != nil {
 		return nil, err
 	}
-	if err := fromJSON(r.hashflag, &m.Hashflag); err != nil {
-		return nil, err
+	if r.hashflag.Valid {
+		if err := fromJSON(r.hashflag.String, &m.Hashflag); err != nil {
+			return nil, err
+		}
 	}
-	if err := fromJSON(r.reactions, &m.Reactions); err != nil {
+	if !r.reactions.Valid {
+		m.Reactions = map[string]int{}
+	} else if err := fromJSON(r.reactions.String, &m.Reactions); err != nil {
 		return nil, err
 	}
 	m.ParentID = r.parent.String
@@ -115,7 +147,7 @@ func (t *tx) insertMessageTags(ctx context.Context, id string, tags []string) er
 
 // GetMessage implements chat.MessageStore.
 func (t *tx) GetMessage(ctx context.Context, messageID string) (*chat.Message, error) {
-	rows, err := list(t, ctx, newMessageRow().scan, "SELECT "+messageCols+" FROM messages m WHERE m.message_id = ?", messageID)
+	rows, err := keyed(t, ctx, newMessageRow(1).scan, "SELECT "+messageCols+" FROM messages m WHERE m.message_id = ?", messageID)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +162,7 @@ func (t *tx) GetMessages(ctx context.Context, ids []string) ([]*chat.Message, er
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return list(t, ctx, newMessageRow().scan, "SELECT "+messageCols+" FROM messages m WHERE m.message_id IN "+inIDs, jsonIDs(ids))
+	return keyed(t, ctx, newMessageRow(len(ids)).scan, "SELECT "+messageCols+" FROM messages m WHERE m.message_id IN "+inIDs, jsonIDs(ids))
 }
 
 // UpdateMessage implements chat.MessageStore.
@@ -165,11 +197,21 @@ func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 	return t.insertMessageTags(ctx, m.MessageID, m.Tags)
 }
 
+// quickPage is the largest LIMIT of a page of messages read without
+// watching the caller's context (the Service asks for at most 101).
+const quickPage = 256
+
 // QueryMessages implements chat.MessageStore.
 func (t *tx) QueryMessages(ctx context.Context, f chat.MessageFilter) ([]*chat.Message, error) {
 	var q strings.Builder
 	var args []any
-	q.WriteString("SELECT " + messageCols + " FROM messages m WHERE ")
+	row := newMessageRow(f.Limit)
+	if f.ChannelID != "" {
+		q.WriteString("SELECT " + channelMessageCols + " FROM messages m WHERE ")
+		row.channelID = f.ChannelID
+	} else {
+		q.WriteString("SELECT " + messageCols + " FROM messages m WHERE ")
+	}
 	switch {
 	case f.ParentID != "":
 		// Comments: index messages_parent_idx (parent_id, channel_segment).
@@ -213,7 +255,12 @@ func (t *tx) QueryMessages(ctx context.Context, f chat.MessageFilter) ([]*chat.M
 	}
 	q.WriteString(" LIMIT " + limitParam)
 	args = append(args, limitArg(f.Limit))
-	return list(t, ctx, newMessageRow().scan, q.String(), args...)
+	if len(f.Tags) == 0 && len(f.ExcludeTags) == 0 && f.Limit > 0 && f.Limit <= quickPage {
+		// One index range read in order, stopping after f.Limit rows (the
+		// rows skipped as deleted aside): bounded, see quickCtx.
+		return keyed(t, ctx, row.scan, q.String(), args...)
+	}
+	return list(t, ctx, row.scan, q.String(), args...)
 }
 
 func (t *tx) softDelete(ctx context.Context, q string, args ...any) ([]string, error) {

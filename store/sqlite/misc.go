@@ -197,7 +197,7 @@ func (t *tx) GetAdminByTokenHash(ctx context.Context, hash []byte) (*chat.Admin,
 	if hash == nil {
 		hash = []byte{}
 	}
-	as, err := list(t, ctx, scanAdmin, "SELECT "+adminCols+" FROM admins WHERE token_hash = ? LIMIT 1", hash)
+	as, err := keyed(t, ctx, scanAdmin, "SELECT "+adminCols+" FROM admins WHERE token_hash = ? LIMIT 1", hash)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func (t *tx) CreateWebhook(ctx context.Context, w *chat.Webhook) error {
 
 // GetWebhook implements chat.WebhookStore.
 func (t *tx) GetWebhook(ctx context.Context, webhookID string) (*chat.Webhook, error) {
-	ws, err := list(t, ctx, scanWebhook, "SELECT "+webhookCols+" FROM webhooks WHERE webhook_id = ?", webhookID)
+	ws, err := keyed(t, ctx, scanWebhook, "SELECT "+webhookCols+" FROM webhooks WHERE webhook_id = ?", webhookID)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 
 // GetDelivery implements chat.OutboxStore.
 func (t *tx) GetDelivery(ctx context.Context, requestID string) (*chat.Delivery, error) {
-	ds, err := list(t, ctx, scanDelivery, "SELECT "+deliveryCols+" FROM deliveries WHERE request_id = ?", requestID)
+	ds, err := keyed(t, ctx, scanDelivery, "SELECT "+deliveryCols+" FROM deliveries WHERE request_id = ?", requestID)
 	if err != nil {
 		return nil, err
 	}

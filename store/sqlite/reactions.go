@@ -148,5 +148,5 @@ func (t *tx) MostReacted(ctx context.Context, name, channelID string, limit int)
 	q += ` AND rc.count > 0 AND m.is_deleted = 0
 	ORDER BY rc.count DESC, rc.created_at DESC, rc.message_id DESC LIMIT ?+0`
 	args = append(args, limitArg(limit))
-	return list(t, ctx, newMessageRow().scan, q, args...)
+	return list(t, ctx, newMessageRow(limit).scan, q, args...)
 }

@@ -478,3 +478,95 @@ func TestViewReadConnections(t *testing.T) {
 	require.NoError(t, <-done)
 	require.ErrorIs(t, s.View(ctx, func(tx chat.Tx) error { return nil }), chat.ErrUnavailable)
 }
+
+// Lookups by key run without watching the context (quickCtx), but a
+// context that ended before the statement still stops it, inside a View
+// as in an Update; unbounded statements keep watching it.
+func TestKeyedLookupsCancelled(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error {
+		if err := tx.CreateChannel(ctx, testChannel("c")); err != nil {
+			return err
+		}
+		_, err := postMessage(ctx, tx, "c", "m1", "x")
+		return err
+	}))
+	cctx, cancel := context.WithCancel(ctx)
+	require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
+		c, err := tx.GetChannel(cctx, "c")
+		require.NoError(t, err)
+		require.Equal(t, "c", c.ChannelID)
+		ms, err := tx.QueryMessages(cctx, chat.MessageFilter{ChannelID: "c", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, ms, 1)
+		cancel()
+		for name, call := range map[string]func() error{
+			"GetChannel":  func() error { _, err := tx.GetChannel(cctx, "c"); return err },
+			"GetMessage":  func() error { _, err := tx.GetMessage(cctx, "m1"); return err },
+			"GetUsers":    func() error { _, err := tx.GetUsers(cctx, []string{"u1"}); return err },
+			"page":        func() error { _, err := tx.QueryMessages(cctx, chat.MessageFilter{ChannelID: "c", Limit: 10}); return err },
+			"tagged page": func() error { _, err := tx.QueryMessages(cctx, chat.MessageFilter{ChannelID: "c", Tags: []string{"t"}, Limit: 10}); return err },
+			"version":     func() error { _, err := tx.RulesVersion(cctx); return err },
+		} {
+			require.ErrorIs(t, call(), context.Canceled, name)
+		}
+		return nil
+	}))
+}
+
+// Message rows read their JSON columns' empty values as NULL; what a
+// message had (nil or empty tags and reactions, a zero or set hashflag)
+// reads back as it was stored, through every read path.
+func TestMessageEmptyValuesRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	now := chat.NewTime(t0)
+	in := []*chat.Message{
+		{MessageID: "empty", Tags: []string{}, Reactions: map[string]int{}},
+		{MessageID: "nil"},
+		{MessageID: "set", Tags: []string{"a", "b"}, Reactions: map[string]int{"like": 2},
+			Hashflag: chat.Hashflag{Bits: 64, Hashes: 3, Hash: []uint32{1, 2}}},
+	}
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error {
+		if err := tx.CreateChannel(ctx, testChannel("c")); err != nil {
+			return err
+		}
+		for i, m := range in {
+			m.ChannelID, m.UserID, m.Type, m.ChannelSegment = "c", "u1", chat.MessageTypeText, int64(i+1)
+			m.Data = map[string]any{"text": m.MessageID}
+			m.CreatedAt, m.UpdatedAt = now, now
+			if err := tx.CreateMessage(ctx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
+		page, err := tx.QueryMessages(ctx, chat.MessageFilter{ChannelID: "c", Limit: 10})
+		require.NoError(t, err)
+		byID, err := tx.GetMessages(ctx, []string{"empty", "nil", "set"})
+		require.NoError(t, err)
+		require.Len(t, page, 3)
+		require.Len(t, byID, 3)
+		got := map[string]*chat.Message{}
+		for _, m := range byID {
+			got[m.MessageID] = m
+		}
+		for i, m := range in {
+			one, err := tx.GetMessage(ctx, m.MessageID)
+			require.NoError(t, err)
+			require.Equal(t, m, one, m.MessageID)
+			require.Equal(t, m, page[i], m.MessageID)
+			require.Equal(t, m, got[m.MessageID], m.MessageID)
+		}
+		// Each returned message is its own: changing one changes no other.
+		page[0].Tags = append(page[0].Tags, "x")
+		page[0].ChannelSegment = 99
+		require.Empty(t, page[1].Tags)
+		require.EqualValues(t, 2, page[1].ChannelSegment)
+		return nil
+	}))
+}

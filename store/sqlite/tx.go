@@ -81,10 +81,26 @@ func (t *tx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 	return rows, t.err(ctx, err)
 }
 
+// quickCtx is t.ctx for a statement whose work is bounded by its keys (a
+// lookup by primary or unique key, a short list of keys, one index range
+// with a small LIMIT): it runs to its end without watching ctx, which is
+// checked before it starts. A statement with a cancellable context costs
+// database/sql a goroutine (to close the rows when ctx ends) and the driver
+// a context.AfterFunc, several times what such a lookup itself costs;
+// statements that may scan without bound (filters, searches, counts over a
+// range) keep the caller's context and stop when it ends.
+func (t *tx) quickCtx(ctx context.Context) (context.Context, error) {
+	if _, err := t.ctx(ctx); err != nil {
+		return nil, err
+	}
+	return context.Background(), nil
+}
+
 // row runs a query expected to return one row and scans it with dest.
-// No row is CodeNotFound.
+// No row is CodeNotFound. Every caller selects by key, so the statement
+// runs with quickCtx.
 func (t *tx) row(ctx context.Context, q string, args []any, dest ...any) error {
-	c, err := t.ctx(ctx)
+	c, err := t.quickCtx(ctx)
 	if err != nil {
 		return err
 	}
@@ -106,6 +122,23 @@ func list[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q st
 	if err != nil {
 		return nil, err
 	}
+	return collect(t, ctx, rows, scan)
+}
+
+// keyed is list for a statement bounded by its keys (see quickCtx).
+func keyed[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	c, err := t.quickCtx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.db.QueryContext(c, q, args...)
+	if err != nil {
+		return nil, t.err(ctx, err)
+	}
+	return collect(t, ctx, rows, scan)
+}
+
+func collect[T any](t *tx, ctx context.Context, rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {

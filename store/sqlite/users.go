@@ -74,7 +74,7 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 
 // GetUser implements chat.UserStore.
 func (t *tx) GetUser(ctx context.Context, userID string) (*chat.User, error) {
-	rows, err := list(t, ctx, scanUser, "SELECT "+userCols+" FROM users u WHERE u.user_id = ?", userID)
+	rows, err := keyed(t, ctx, scanUser, "SELECT "+userCols+" FROM users u WHERE u.user_id = ?", userID)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (t *tx) GetUsers(ctx context.Context, ids []string) ([]*chat.User, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	us, err := list(t, ctx, scanUser, "SELECT "+userCols+" FROM users u WHERE u.user_id IN "+inIDs, jsonIDs(ids))
+	us, err := keyed(t, ctx, scanUser, "SELECT "+userCols+" FROM users u WHERE u.user_id IN "+inIDs, jsonIDs(ids))
 	if err != nil {
 		return nil, err
 	}
