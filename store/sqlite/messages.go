@@ -18,7 +18,7 @@ const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, m
 	m.flag_count, NULLIF(m.hashflag, '` + zeroHashflag + `'), NULLIF(m.reactions, '{}'), m.reactions_count`
 
 // channelMessageCols are messageCols for a query of one channel's
-// messages: the channel id is known, and reads as ''.
+// messages: the channel id is known, and reads as ”.
 var channelMessageCols = strings.Replace(messageCols, "m.channel_id,", "'',", 1)
 
 // messageRow is the scan target of message rows, reused for every row of

@@ -503,12 +503,18 @@ func TestKeyedLookupsCancelled(t *testing.T) {
 		require.Len(t, ms, 1)
 		cancel()
 		for name, call := range map[string]func() error{
-			"GetChannel":  func() error { _, err := tx.GetChannel(cctx, "c"); return err },
-			"GetMessage":  func() error { _, err := tx.GetMessage(cctx, "m1"); return err },
-			"GetUsers":    func() error { _, err := tx.GetUsers(cctx, []string{"u1"}); return err },
-			"page":        func() error { _, err := tx.QueryMessages(cctx, chat.MessageFilter{ChannelID: "c", Limit: 10}); return err },
-			"tagged page": func() error { _, err := tx.QueryMessages(cctx, chat.MessageFilter{ChannelID: "c", Tags: []string{"t"}, Limit: 10}); return err },
-			"version":     func() error { _, err := tx.RulesVersion(cctx); return err },
+			"GetChannel": func() error { _, err := tx.GetChannel(cctx, "c"); return err },
+			"GetMessage": func() error { _, err := tx.GetMessage(cctx, "m1"); return err },
+			"GetUsers":   func() error { _, err := tx.GetUsers(cctx, []string{"u1"}); return err },
+			"page": func() error {
+				_, err := tx.QueryMessages(cctx, chat.MessageFilter{ChannelID: "c", Limit: 10})
+				return err
+			},
+			"tagged page": func() error {
+				_, err := tx.QueryMessages(cctx, chat.MessageFilter{ChannelID: "c", Tags: []string{"t"}, Limit: 10})
+				return err
+			},
+			"version": func() error { _, err := tx.RulesVersion(cctx); return err },
 		} {
 			require.ErrorIs(t, call(), context.Canceled, name)
 		}
