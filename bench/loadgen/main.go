@@ -23,8 +23,16 @@
 // client written in C takes far less CPU than the in-process Go client, so
 // on a small machine it disturbs the server less.
 //
-// It only ever connects to the servers it started on 127.0.0.1, and only
-// listens on 127.0.0.1.
+// With -url and -rate it drives a target that -serve started, at fixed
+// request rates (open loop, latency counted from each request's scheduled
+// time; see rate.go), and prints p50 to p99.9 per rate; bench/latency.sh
+// runs it:
+//
+//	go run ./bench/loadgen -url http://127.0.0.1:18080/api/v2 -token chat_... -rate 1000,2000 -ops query
+//
+// It only ever connects to 127.0.0.1 (the servers it started, or -url,
+// which must be an http://127.0.0.1 address), and only listens on
+// 127.0.0.1.
 package main
 
 import (
