@@ -25,38 +25,11 @@ OPS=${OPS:-create query}
 PORT=${PORT:-18080}
 
 cd "$(dirname "$0")/.."
-W=$(mktemp -d)
-pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$W"' EXIT
-go build -o "$W/loadgen" ./bench/loadgen
-
-# start TARGET: runs loadgen -serve with that target alone (a fresh process,
-# so no other target's heap is in it) and reads its URL and token.
-start() {
-	rm -f "$W/target"
-	"$W/loadgen" -serve 10m -port "$PORT" -targets "$1" >"$W/target" 2>"$W/loadgen.log" &
-	pid=$!
-	i=0
-	while [ ! -s "$W/target" ]; do
-		i=$((i + 1))
-		if [ $i -gt 600 ] || ! kill -0 $pid 2>/dev/null; then
-			cat "$W/loadgen.log" >&2
-			exit 1
-		fi
-		sleep 0.1
-	done
-	read -r name url token <"$W/target"
-}
+. bench/target.sh # builds loadgen into $W, defines start and stop
 
 # cpu PID: the user+system CPU time of the process, in clock ticks.
 cpu() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
-}
-
-stop() {
-	kill $pid
-	wait $pid || true
-	pid=
 }
 
 echo "| server | operation | requests | non-200 | requests/s | p50 | p99 | max | server CPU | server CPU per request | wrk CPU |"

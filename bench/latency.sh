@@ -17,31 +17,14 @@ OPS=${OPS:-create,query}
 PORT=${PORT:-18080}
 
 cd "$(dirname "$0")/.."
-W=$(mktemp -d)
-pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$W"' EXIT
-go build -o "$W/loadgen" ./bench/loadgen
+. bench/target.sh # builds loadgen into $W, defines start and stop
 
 for t in $(echo "$TARGETS" | tr ',' ' '); do
-	rm -f "$W/target"
-	"$W/loadgen" -serve 10m -port "$PORT" -targets "$t" >"$W/target" 2>"$W/loadgen.log" &
-	pid=$!
-	i=0
-	while [ ! -s "$W/target" ]; do
-		i=$((i + 1))
-		if [ $i -gt 600 ] || ! kill -0 $pid 2>/dev/null; then
-			cat "$W/loadgen.log" >&2
-			exit 1
-		fi
-		sleep 0.1
-	done
-	read -r name url token <"$W/target"
+	start "$t"
 	echo "$name ($C connections, $D per rate):"
 	echo
 	"$W/loadgen" -url "$url" -token "$token" -rate "$RATES" -ops "$OPS" -c "$C" -d "$D"
 	echo
-	kill $pid
-	wait $pid || true
-	pid=
+	stop
 done
 echo "$(go env GOVERSION), $(nproc) CPUs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
