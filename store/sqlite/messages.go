@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"strings"
 	"time"
 
@@ -58,6 +59,68 @@ func (r *messageRow) scan(sc scanner) (*chat.Message, error) {
 	if err := sc.Scan(r.dest...); err != nil {
 		return nil, err
 	}
+	return r.build()
+}
+
+// scanValues reads one row of messageCols from the driver's values, as
+// scan does through database/sql (see rawList).
+func (r *messageRow) scanValues(v []driver.Value) (*chat.Message, error) {
+	if len(v) != len(r.dest) {
+		return nil, errColumns
+	}
+	var err error
+	text := func(x driver.Value) string {
+		switch x := x.(type) {
+		case string:
+			return x
+		case []byte:
+			return string(x)
+		case nil:
+		default:
+			err = errColumns
+		}
+		return ""
+	}
+	nullText := func(x driver.Value) sql.NullString {
+		if x == nil {
+			return sql.NullString{}
+		}
+		return sql.NullString{String: text(x), Valid: true}
+	}
+	integer := func(x driver.Value) int64 {
+		switch x := x.(type) {
+		case int64:
+			return x
+		case bool:
+			if x {
+				return 1
+			}
+			return 0
+		default:
+			err = errColumns
+		}
+		return 0
+	}
+	m := &r.m
+	m.MessageID, m.ChannelID, m.ChannelSegment = text(v[0]), text(v[1]), integer(v[2])
+	m.UserID, m.Type, r.data, r.tags = text(v[3]), text(v[4]), text(v[5]), nullText(v[6])
+	r.parent, m.IsDeleted, r.created = nullText(v[7]), integer(v[8]) != 0, integer(v[9])
+	r.edited = sql.NullInt64{}
+	if v[10] != nil {
+		r.edited = sql.NullInt64{Int64: integer(v[10]), Valid: true}
+	}
+	r.updated, m.ChildrenNumber, m.FlagCount = integer(v[11]), int(integer(v[12])), int(integer(v[13]))
+	r.hashflag, r.reactions, m.ReactionsCount = nullText(v[14]), nullText(v[15]), int(integer(v[16]))
+	if err != nil {
+		return nil, err
+	}
+	return r.build()
+}
+
+var errColumns = &chat.Error{Code: chat.CodeInternal, Message: "sqlite: unexpected column type in a message row"}
+
+// build makes the next message of the query from the scanned row.
+func (r *messageRow) build() (*chat.Message, error) {
 	if len(r.chunk) == cap(r.chunk) {
 		r.chunk = make([]chat.Message, 0, r.size)
 		r.size = 64
@@ -258,7 +321,7 @@ func (t *tx) QueryMessages(ctx context.Context, f chat.MessageFilter) ([]*chat.M
 	if len(f.Tags) == 0 && len(f.ExcludeTags) == 0 && f.Limit > 0 && f.Limit <= quickPage {
 		// One index range read in order, stopping after f.Limit rows (the
 		// rows skipped as deleted aside): bounded, see quickCtx.
-		return keyed(t, ctx, row.scan, q.String(), args...)
+		return rawList(t, ctx, row.scanValues, row.scan, q.String(), args...)
 	}
 	return list(t, ctx, row.scan, q.String(), args...)
 }
