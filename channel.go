@@ -442,6 +442,27 @@ func (s *Service) AddUsers(ctx context.Context, actorID, channelID string, userI
 	return out, err
 }
 
+// deleteChannelUsers deletes the channel-user rows of ids whose
+// membership is m (members for a removal, bans for an unban) and returns
+// their user ids in the order the store gave them.
+func deleteChannelUsers(ctx context.Context, tx Tx, channelID string, ids []string, m string) ([]string, error) {
+	cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	for _, cu := range cus {
+		if cu.Membership != m {
+			continue
+		}
+		if err := tx.DeleteChannelUser(ctx, channelID, cu.UserID); err != nil {
+			return nil, err
+		}
+		deleted = append(deleted, cu.UserID)
+	}
+	return deleted, nil
+}
+
 // RemoveUsers removes members; non-members are a no-op and bans stay.
 // Emits channel.didRemoveUsers when anyone was removed. Errors:
 // CodeBadRequest, CodeNotFound, CodeForbidden (closed).
@@ -458,19 +479,9 @@ func (s *Service) RemoveUsers(ctx context.Context, actorID, channelID string, us
 		if _, err := openChannel(ctx, tx, channelID); err != nil {
 			return err
 		}
-		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		removed, err := deleteChannelUsers(ctx, tx, channelID, ids, MembershipMember)
 		if err != nil {
 			return err
-		}
-		var removed []string
-		for _, cu := range cus {
-			if cu.Membership != MembershipMember {
-				continue
-			}
-			if err := tx.DeleteChannelUser(ctx, channelID, cu.UserID); err != nil {
-				return err
-			}
-			removed = append(removed, cu.UserID)
 		}
 		if len(removed) == 0 {
 			return nil
@@ -729,19 +740,9 @@ func (s *Service) UnbanUsers(ctx context.Context, actorID, channelID string, use
 		if err != nil {
 			return err
 		}
-		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		unbanned, err := deleteChannelUsers(ctx, tx, channelID, ids, MembershipBanned)
 		if err != nil {
 			return err
-		}
-		var unbanned []string
-		for _, cu := range cus {
-			if cu.Membership != MembershipBanned {
-				continue
-			}
-			if err := tx.DeleteChannelUser(ctx, channelID, cu.UserID); err != nil {
-				return err
-			}
-			unbanned = append(unbanned, cu.UserID)
 		}
 		if len(unbanned) == 0 {
 			return nil

@@ -7,12 +7,18 @@
 #
 #   bench/http.sh                      # D=10s C=64 ROUNDS=1
 #   D=5s C=16 TARGETS=sqlite bench/http.sh
+#   TARGET_ENV=GOGC=100 TARGETS=sqlite bench/http.sh   # environment of the server only
 #
-# Besides wrk's rate and latency percentiles, each row gives the CPU time
-# the server process used during the measured run (user+system, from
-# /proc), that time divided by the requests, and wrk's own CPU time: on a
-# machine shared with other work the CPU per request is steadier than the
-# rate.
+# The sqlite target runs with GOGC=400, as examples/server sets it for
+# SQLite (loadgen -gc-percent); GOGC in TARGET_ENV overrides it.
+#
+# Besides wrk's rate and latency percentiles, each row gives the p50 and
+# p99 of the time the server's handler took (from the target's
+# /debug/handler-time: the rest of wrk's latency was spent waiting to be
+# read and scheduled, or in wrk itself), the CPU time the server process
+# used during the measured run (user+system, from /proc), that time divided
+# by the requests, and wrk's own CPU time: on a machine shared with other
+# work the CPU per request is steadier than the rate. Needs curl.
 #
 # ROUNDS repeats the whole sequence (targets in turn, each with every
 # operation), so the ceiling and the real servers alternate.
@@ -32,8 +38,8 @@ cpu() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
-echo "| server | operation | requests | non-200 | requests/s | p50 | p99 | max | server CPU | server CPU per request | wrk CPU |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| server | operation | requests | non-200 | requests/s | p50 | p99 | max | handler p50 | handler p99 | server CPU | server CPU per request | wrk CPU |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 r=0
 while [ $r -lt "$ROUNDS" ]; do
 	r=$((r + 1))
@@ -42,10 +48,12 @@ while [ $r -lt "$ROUNDS" ]; do
 		for op in $OPS; do
 			# 1 s of warm-up, then the measured run.
 			TOKEN=$token OP=$op wrk -t1 -c"$C" -d1s -s bench/api.lua "$url" >/dev/null
+			curl -fsS "${url%/api/v2}/debug/handler-time" >/dev/null
 			c0=$(cpu $pid)
 			TOKEN=$token OP=$op /usr/bin/time -f "wrkcpu %U %S" -o "$W/wrktime" \
 				wrk -t1 -c"$C" -d"$D" --latency -s bench/api.lua "$url" >"$W/out"
 			c1=$(cpu $pid)
+			curl -fsS "${url%/api/v2}/debug/handler-time" >>"$W/out"
 			cat "$W/wrktime" >>"$W/out"
 			echo "servercpu $c0 $c1" >>"$W/out"
 			awk -v name="$name" -v op="$op" -v tck="$(getconf CLK_TCK)" '
@@ -58,9 +66,10 @@ while [ $r -lt "$ROUNDS" ]; do
 				/^ +Latency +[0-9]/ { max = $4 }
 				/^wrkcpu/ { wrk = $2 + $3 }
 				/^servercpu/ { srv = ($3 - $2) / tck }
+				/^requests=/ { split($2, a, "="); hp50 = a[2]; split($4, a, "="); hp99 = a[2] }
 				END {
 					o = (op == "create") ? "create-message" : "query-messages"
-					printf "| %s | %s | %s | %s | %.0f | %s | %s | %s | %.1f s | %.0f µs | %.1f s |\n", name, o, reqs, bad == "" ? 0 : bad, rate, p50, p99, max, srv, 1e6 * srv / reqs, wrk
+					printf "| %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f s | %.0f µs | %.1f s |\n", name, o, reqs, bad == "" ? 0 : bad, rate, p50, p99, max, hp50, hp99, srv, 1e6 * srv / reqs, wrk
 				}' "$W/out"
 		done
 		stop

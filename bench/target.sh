@@ -12,7 +12,8 @@ go build -o "$W/loadgen" ./bench/loadgen
 # 10 minutes at most) and sets pid, name, url and token.
 start() {
 	rm -f "$W/target"
-	"$W/loadgen" -serve 10m -port "$PORT" -targets "$1" >"$W/target" 2>"$W/loadgen.log" &
+	# TARGET_ENV: variables for the target's process only, e.g. GOGC=400.
+	env ${TARGET_ENV:-} "$W/loadgen" -serve 10m -port "$PORT" -targets "$1" >"$W/target" 2>"$W/loadgen.log" &
 	pid=$!
 	i=0
 	while [ ! -s "$W/target" ]; do

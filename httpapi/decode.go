@@ -62,6 +62,9 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, limit int64) (*params
 		v = q
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Body != nil && r.Body != http.NoBody {
+		if err := checkEncoding(r); err != nil {
+			return nil, err
+		}
 		b, err := readBody(w, r, limit)
 		if err != nil {
 			return nil, err
@@ -82,6 +85,21 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, limit int64) (*params
 		v = map[string]any{}
 	}
 	return newParams(v), nil
+}
+
+// checkEncoding refuses a body sent with a content coding (gzip, deflate,
+// ...): the API reads bodies as they are sent, so a compressed body would
+// otherwise fail as invalid JSON or form data with a confusing message.
+// 415 with 400415, as RFC 9110 section 15.5.16 suggests.
+func checkEncoding(r *http.Request) error {
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return chat.Errorf(chat.CodeUnsupportedMedia, "Content-Encoding %s is not supported: send the body uncompressed", c)
+			}
+		}
+	}
+	return nil
 }
 
 // readBody reads the whole body, at most limit bytes.

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -160,6 +162,18 @@ func TestFormScalars(t *testing.T) {
 	// An unsupported content type is 415.
 	requireError(t, e.do("POST", "/channels", "text/xml", "<a/>"), chat.CodeUnsupportedMedia, "text/xml")
 	requireError(t, e.do("POST", "/channels", "bad/type; =", "x"), chat.CodeUnsupportedMedia, "")
+	// So is a compressed body (it is not decompressed, so no bomb can
+	// inflate), and the request changes nothing; "identity" is no coding.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte(`{"channelId":"gz","type":"standard"}`))
+	require.NoError(t, zw.Close())
+	requireError(t, e.do("POST", "/channel", "application/json", gz.String(), "Content-Encoding", "gzip"), chat.CodeUnsupportedMedia, "Content-Encoding gzip")
+	requireError(t, e.do("POST", "/messages/images", "multipart/form-data; boundary=x", "--x--", "Content-Encoding", "identity, br"), chat.CodeUnsupportedMedia, "Content-Encoding br")
+	_, err = e.c.GetChannel(ctx(t), "gz")
+	requireCode(t, err, chat.CodeNotFound)
+	r = e.do("POST", "/channel", "application/json", `{"channelId":"plain","type":"standard"}`, "Content-Encoding", "identity")
+	require.Equal(t, 200, r.status, "%s", r.body)
 	// Extra fields are ignored.
 	r = e.do("POST", "/channel", "application/json", `{"channelId":"extra","type":"standard","referenceVersion":2,"whatever":{"x":[1]}}`)
 	require.Equal(t, 200, r.status, "%s", r.body)

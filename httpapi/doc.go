@@ -35,7 +35,8 @@
 // or no Content-Type and a body that starts with '{') and a form body
 // (application/x-www-form-urlencoded, or no Content-Type otherwise),
 // whatever content type the spec lists. Other content types are answered
-// with 415 and code 400415. GET and DELETE also read the query string;
+// with 415 and code 400415, and so is a body with a Content-Encoding other
+// than identity (bodies are never decompressed). GET and DELETE also read the query string;
 // DELETE reads its body too, and a body field wins over a query field of
 // the same name. Uploads (POST /messages/images, POST /messages/files)
 // take multipart/form-data.

@@ -40,6 +40,9 @@ func (h *handler) readUpload(w http.ResponseWriter, r *http.Request, check func(
 	if err != nil || mt != "multipart/form-data" || ps["boundary"] == "" {
 		return nil, chat.Errorf(chat.CodeUnsupportedMedia, "Content-Type must be multipart/form-data with a boundary")
 	}
+	if err := checkEncoding(r); err != nil {
+		return nil, err
+	}
 	total := h.cfg.MaxUploadBytes + h.cfg.MaxBodyBytes
 	if r.ContentLength > total {
 		return nil, uploadTooLarge(h.cfg.MaxUploadBytes)

@@ -19,9 +19,15 @@
 // (127.0.0.1:18080, 18081, ... in the order of -targets), prints one line
 // per target (name, base URL, admin token) and serves until the -serve
 // duration has passed or it is interrupted, for an external client such as
-// wrk (bench/http.sh drives it with wrk and bench/api.lua). An external
+// wrk (bench/http.sh drives it with wrk and bench/api.lua). Each target
+// also answers GET /debug/handler-time (at its root, outside /api/v2) with
+// the p50, p90, p99 and maximum time its handler took over the requests
+// since the previous such call: the server's own share of the latency the
+// client sees. An external
 // client written in C takes far less CPU than the in-process Go client, so
-// on a small machine it disturbs the server less.
+// on a small machine it disturbs the server less. Serving the sqlite target
+// alone, it sets GOGC=400 as examples/server does with SQLite (-gc-percent;
+// a GOGC variable wins).
 //
 // With -url and -rate it drives a target that -serve started, at fixed
 // request rates (open loop, latency counted from each request's scheduled
@@ -50,6 +56,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -87,6 +94,7 @@ type options struct {
 	pprofAddr   string
 	serve       time.Duration
 	port        int
+	gcPercent   int
 	url         string
 	token       string
 	rates       []float64
@@ -108,6 +116,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile of the whole run to this file")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this 127.0.0.1 address while running (e.g. 127.0.0.1:6060)")
 	fs.DurationVar(&o.serve, "serve", 0, "only serve the targets for this long (at most 1h) on 127.0.0.1 ports -port, -port+1, ... for an external load generator such as wrk; 0 measures in process")
+	fs.IntVar(&o.gcPercent, "gc-percent", 0, "garbage collector target (GOGC) of this process; 0: with -serve and only the sqlite target 400, as examples/server sets it for SQLite, otherwise Go's default; the GOGC variable, when set, wins")
 	fs.IntVar(&o.port, "port", 18080, "first port of -serve (ceiling, memory, sqlite in that order)")
 	fs.StringVar(&o.url, "url", "", "fixed-rate mode: the base URL of a running target (http://127.0.0.1:PORT/api/v2, as -serve prints it)")
 	fs.StringVar(&o.token, "token", "", "fixed-rate mode: the target's admin token")
@@ -191,8 +200,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if o.url != "" {
 		return fixedRates(o, stdout)
 	}
-	fmt.Fprintf(stderr, "loadgen: %s, GOMAXPROCS=%d, %s, %d connections, %v per run\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), cpuModel(), o.concurrency, o.duration)
+	fmt.Fprintf(stderr, "loadgen: %s, GOMAXPROCS=%d, GOGC=%s, %s, %d connections, %v per run\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), setGC(o), cpuModel(), o.concurrency, o.duration)
 	var results []result
 	for _, name := range o.targets {
 		tg, err := startTarget(name, o)
@@ -307,7 +316,13 @@ func startTarget(name string, o options, addr ...string) (*target, error) {
 		}
 		return nil, err
 	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	var root http.Handler = r
+	if o.serve > 0 {
+		// For an external client: GET /debug/handler-time on the target
+		// reports the time spent in the handler (handlertime.go).
+		root = new(handlerTimes).wrap(r)
+	}
+	srv := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return &target{name: name, base: "http://" + ln.Addr().String() + "/api/v2", token: token, close: func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -339,8 +354,8 @@ func serve(o options, stdout, stderr io.Writer) error {
 		started = append(started, tg)
 		fmt.Fprintf(stdout, "%s %s %s\n", name, tg.base, tg.token)
 	}
-	fmt.Fprintf(stderr, "loadgen: %s, GOMAXPROCS=%d, %s; serving for %v (interrupt to stop)\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), cpuModel(), o.serve)
+	fmt.Fprintf(stderr, "loadgen: %s, GOMAXPROCS=%d, GOGC=%s, %s; serving for %v (interrupt to stop)\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), setGC(o), cpuModel(), o.serve)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	select {
@@ -517,4 +532,23 @@ func printTable(w io.Writer, rs []result, o options) {
 		}
 	}
 	fmt.Fprintf(w, "\n%d connections, %v per run, %s, GOMAXPROCS=%d, %s.\n", o.concurrency, o.duration, runtime.Version(), runtime.GOMAXPROCS(0), cpuModel())
+}
+
+// setGC applies -gc-percent and returns the setting in use. A target
+// served alone should run as examples/server runs it: the server sets
+// GOGC=400 with SQLite (its live heap is small) and keeps Go's default
+// with the memory store.
+func setGC(o options) string {
+	if v := os.Getenv("GOGC"); v != "" {
+		return v
+	}
+	p := o.gcPercent
+	if p == 0 {
+		if o.serve == 0 || len(o.targets) != 1 || o.targets[0] != "sqlite" {
+			return "100"
+		}
+		p = 400
+	}
+	debug.SetGCPercent(p)
+	return strconv.Itoa(p)
 }

@@ -36,6 +36,9 @@ type config struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	readTimeout     time.Duration
+	writeTimeout    time.Duration
+	gcPercent       int
 	postgresSchema  string
 }
 
@@ -49,6 +52,8 @@ var defaults = config{
 	logLevel:        "info",
 	logFormat:       "text",
 	shutdownTimeout: 30 * time.Second,
+	readTimeout:     5 * time.Minute,
+	writeTimeout:    10 * time.Minute,
 }
 
 // usageError is a mistake on the command line (exit status 2).
@@ -81,6 +86,9 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log level: debug | info | warn | error")
 	fs.StringVar(&c.logFormat, "log-format", c.logFormat, "log format: text | json")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", c.shutdownTimeout, "how long SIGINT/SIGTERM waits for requests and webhook deliveries in flight")
+	fs.DurationVar(&c.readTimeout, "read-timeout", c.readTimeout, "longest time to read one request, body included (a slower client is cut off)")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest time from reading a request's headers to the end of its response")
+	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
 }
 
@@ -276,6 +284,12 @@ func (cfg *config) validate() error {
 		return usagef("-max-image-pixels must be positive")
 	case cfg.shutdownTimeout <= 0:
 		return usagef("-shutdown-timeout must be positive")
+	case cfg.readTimeout <= 0:
+		return usagef("-read-timeout must be positive")
+	case cfg.writeTimeout <= 0:
+		return usagef("-write-timeout must be positive")
+	case cfg.gcPercent != 0 && cfg.gcPercent < 25:
+		return usagef("-gc-percent must be 0 (automatic) or at least 25")
 	case cfg.webhookURL != "" && cfg.webhookSecret == "":
 		return usagef("-webhook-url needs -webhook-secret (or CHAT_WEBHOOK_SECRET)")
 	case cfg.webhookURL == "" && cfg.webhookSecret != "":

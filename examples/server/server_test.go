@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,13 +82,19 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			require.EqualValues(t, 50_000_000, c.maxImagePixels)
 			require.False(t, c.allowPrivate)
 			require.Equal(t, 30*time.Second, c.shutdownTimeout)
+			require.Equal(t, 5*time.Minute, c.readTimeout)
+			require.Equal(t, 10*time.Minute, c.writeTimeout)
 		}},
 		{name: "env only", env: map[string]string{
 			"CHAT_STORE": "memory", "CHAT_ADDR": "127.0.0.1:9999", "CHAT_ALLOW_PRIVATE_WEBHOOKS": "true",
 			"CHAT_WEBHOOK_URL": "http://127.0.0.1:1/hook", "CHAT_WEBHOOK_SECRET": "s3cret",
 			"CHAT_MAX_UPLOAD_BYTES": "1024", "CHAT_MAX_BODY_BYTES": "2048", "CHAT_MAX_IMAGE_PIXELS": "100",
 			"CHAT_LOG_LEVEL": "debug", "CHAT_SHUTDOWN_TIMEOUT": "5s",
+			"CHAT_READ_TIMEOUT": "45s", "CHAT_WRITE_TIMEOUT": "90s", "CHAT_GC_PERCENT": "200",
 		}, check: func(t *testing.T, c config) {
+			require.Equal(t, 200, c.gcPercent)
+			require.Equal(t, 45*time.Second, c.readTimeout)
+			require.Equal(t, 90*time.Second, c.writeTimeout)
 			require.Equal(t, "memory", c.store)
 			require.Equal(t, "127.0.0.1:9999", c.addr)
 			require.True(t, c.allowPrivate)
@@ -134,7 +143,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, args := range [][]string{{"frobnicate"}, {"admin"}, {"admin", "create"}, {"admin", "nope"}, {"version", "x"}, {"-store", "mysql://x", "migrate"}} {
+	for _, args := range [][]string{{"frobnicate"}, {"admin"}, {"admin", "create"}, {"admin", "nope"}, {"version", "x"}, {"-store", "mysql://x", "migrate"}, {"-read-timeout", "0s"}, {"-write-timeout", "-1s"}, {"-gc-percent", "10"}} {
 		var stderr syncBuffer
 		err := run(ctx, args, envOf(nil), io.Discard, &stderr)
 		require.Error(t, err, "%v", args)
@@ -483,4 +492,53 @@ func TestReadyz(t *testing.T) {
 	draining.Store(false)
 	require.NoError(t, st.Close())
 	require.Equal(t, 503, get(), "ready with the store closed")
+}
+
+// A client that stops sending in the middle of its body is cut off after
+// -read-timeout, and its request changes nothing.
+func TestReadTimeoutCutsSlowBody(t *testing.T) {
+	t.Parallel()
+	s := start(t, "-store", "memory", "-read-timeout", "300ms")
+	tok := s.token(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	body := `{"channelId":"slow","type":"standard"}`
+	_, err = fmt.Fprintf(conn, "POST /api/v2/channel HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", tok, len(body), body[:10])
+	require.NoError(t, err)
+	// The server answers (a 4xx) and closes, or just closes; either way
+	// the read ends, well before this test's own deadline.
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	_, err = io.ReadAll(conn)
+	require.NoError(t, err, "the connection was not closed by the server")
+	code, _ := s.call(t, tok, "GET", "/api/v2/channel/slow", nil)
+	require.Equal(t, 404, code)
+	code, _ = s.call(t, tok, "GET", "/livez", nil)
+	require.Equal(t, 200, code)
+}
+
+// -gc-percent: automatic by store, or as given; GOGC in the environment
+// wins and leaves the runtime's setting alone. Not parallel: the setting
+// belongs to the whole process.
+func TestGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"-store", "memory"}, 100},
+		{[]string{"-store", "sqlite:" + filepath.Join(t.TempDir(), "gc.db")}, 400},
+		{[]string{"-store", "memory", "-gc-percent", "250"}, 250},
+	} {
+		debug.SetGCPercent(100)
+		s := start(t, tc.args...)
+		require.Equal(t, tc.want, debug.SetGCPercent(100), "%v", tc.args)
+		require.Contains(t, s.stderr.String(), fmt.Sprintf("gogc=%d ", tc.want))
+		require.NoError(t, s.stop(t))
+	}
+	debug.SetGCPercent(123)
+	c := &cli{env: envOf(map[string]string{"GOGC": "150"})}
+	require.Equal(t, "150 (environment)", c.setGC(&config{gcPercent: 300}, "sqlite"))
+	require.Equal(t, 123, debug.SetGCPercent(100))
 }
