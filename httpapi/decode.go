@@ -134,9 +134,10 @@ func tooLarge(limit int64) *chat.Error {
 
 // decodeBody decodes a JSON or form body by its content type. JSON is
 // application/json (or any +json type), or a body without a content type
-// that starts with '{'. Form is application/x-www-form-urlencoded, or a
-// body without a content type that does not start with '{'. Any other
-// content type is 415 with 400415.
+// or labelled application/x-www-form-urlencoded that starts with '{'. Form
+// is any other body without a content type or labelled
+// application/x-www-form-urlencoded. Any other content type is 415 with
+// 400415.
 func decodeBody(contentType string, b []byte) (map[string]any, error) {
 	mt := ""
 	switch contentType {
@@ -152,7 +153,11 @@ func decodeBody(contentType string, b []byte) (map[string]any, error) {
 	switch {
 	case len(trimmed) == 0:
 		return map[string]any{}, nil
-	case mt == "application/json" || strings.HasSuffix(mt, "+json") || (mt == "" && trimmed[0] == '{'):
+	case mt == "application/json" || strings.HasSuffix(mt, "+json") ||
+		((mt == "" || mt == "application/x-www-form-urlencoded") && trimmed[0] == '{'):
+		// A form body never starts with '{' (its keys are field names),
+		// while JSON labelled as a form is common: curl -d '{...}' sends
+		// application/x-www-form-urlencoded unless told otherwise.
 		return decodeJSON(b)
 	case mt == "application/x-www-form-urlencoded" || mt == "":
 		return decodeForm(string(b), "body")

@@ -174,6 +174,19 @@ func TestFormScalars(t *testing.T) {
 	requireCode(t, err, chat.CodeNotFound)
 	r = e.do("POST", "/channel", "application/json", `{"channelId":"plain","type":"standard"}`, "Content-Encoding", "identity")
 	require.Equal(t, 200, r.status, "%s", r.body)
+	// JSON labelled as a form (curl -d '{...}' without -H) is JSON, and
+	// so is an unlabelled body that starts with '{'; malformed JSON in a
+	// form-labelled body is a JSON error, not a missing field.
+	r = e.do("POST", "/channel", "application/x-www-form-urlencoded", ` {"channelId":"curl","type":"standard","userIds":["bob"]}`)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	ch, err := e.c.GetChannel(ctx(t), "curl")
+	require.NoError(t, err)
+	require.Equal(t, 1, ch.Channels[0].MemberCount)
+	r = e.do("POST", "/channel", "", `{"channelId":"bare","type":"standard"}`)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	requireError(t, e.do("POST", "/channel", "application/x-www-form-urlencoded", `{"channelId":"broken",`), chat.CodeBadRequest, "body: invalid JSON")
+	_, err = e.c.GetChannel(ctx(t), "broken")
+	requireCode(t, err, chat.CodeNotFound)
 	// Extra fields are ignored.
 	r = e.do("POST", "/channel", "application/json", `{"channelId":"extra","type":"standard","referenceVersion":2,"whatever":{"x":[1]}}`)
 	require.Equal(t, 200, r.status, "%s", r.body)

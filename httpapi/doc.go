@@ -32,7 +32,8 @@
 // # Request decoding
 //
 // Every endpoint with parameters accepts a JSON body (application/json,
-// or no Content-Type and a body that starts with '{') and a form body
+// or a body that starts with '{' sent without a Content-Type or labelled
+// as a form, as curl -d does) and a form body
 // (application/x-www-form-urlencoded, or no Content-Type otherwise),
 // whatever content type the spec lists. Other content types are answered
 // with 415 and code 400415, and so is a body with a Content-Encoding other
