@@ -20,6 +20,7 @@ const (
 	EventReactionDidAdd        = "reaction.didAdd"
 	EventReactionDidRemove     = "reaction.didRemove"
 	EventMessageDidFlag        = "message.didFlag"
+	EventMessageDidUpdate      = "message.didUpdate"
 )
 
 // EventNames lists every event the engine emits.
@@ -28,6 +29,7 @@ var EventNames = []string{
 	EventMessageDidDelete, EventChannelDidClose, EventChannelDidRemoveUsers, EventChannelDidMute,
 	EventChannelDidBanUsers, EventChannelDidUnbanUsers, EventUserDidUpdate, EventUserDidGlobalBan,
 	EventUserDidGlobalUnban, EventReactionDidAdd, EventReactionDidRemove, EventMessageDidFlag,
+	EventMessageDidUpdate,
 }
 
 // Envelope is the body of every webhook delivery.
@@ -38,12 +40,14 @@ type Envelope struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-// MessageEventData is the data of message.didCreate, message.didDelete and
-// message.didFlag. FlaggerID is set on message.didFlag only.
+// MessageEventData is the data of message.didCreate, message.didDelete,
+// message.didFlag and message.didUpdate. FlaggerID is set on
+// message.didFlag only, EditorID on message.didUpdate only.
 type MessageEventData struct {
 	Messages  []Message `json:"messages"`
 	Users     []User    `json:"users"`
 	FlaggerID string    `json:"flaggerId,omitempty"`
+	EditorID  string    `json:"editorId,omitempty"`
 }
 
 // ChannelEventData is the data of the channel events. UserIDs are the

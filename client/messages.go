@@ -100,6 +100,34 @@ func (c *Client) SendText(ctx context.Context, channelID, text string) (*chat.Me
 	return c.CreateMessage(ctx, CreateMessageRequest{ChannelID: channelID, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
 }
 
+// UpdateMessageRequest edits a message; nil fields stay as they are.
+type UpdateMessageRequest struct {
+	// Data replaces a text or custom message's data.
+	Data map[string]any
+	// Caption replaces an image message's caption ("" removes it).
+	Caption *string
+	// Tags replaces the tags (an empty, non-nil slice removes them).
+	Tags []string
+}
+
+// UpdateMessage edits a message as the admin's user (PUT
+// /message/{messageId}, ext): it gets editedAt, and message.didUpdate is
+// emitted.
+func (c *Client) UpdateMessage(ctx context.Context, messageID string, req UpdateMessageRequest) (*chat.MessageList, error) {
+	body := map[string]any{}
+	if req.Data != nil {
+		body["data"] = req.Data
+	}
+	if req.Caption != nil {
+		body["caption"] = *req.Caption
+	}
+	if req.Tags != nil {
+		body["tags"] = req.Tags
+	}
+	var out chat.MessageList
+	return &out, c.do(ctx, http.MethodPut, "/message/"+esc(messageID), nil, body, &out)
+}
+
 // DeleteMessage soft-deletes a message (DELETE /message/{messageId}).
 func (c *Client) DeleteMessage(ctx context.Context, messageID string) error {
 	return c.action(ctx, http.MethodDelete, "/message/"+esc(messageID), nil)

@@ -397,6 +397,12 @@ func testResponses(t *testing.T, f *fixture) {
 	flagged := first(f.do(call{method: "POST", pattern: "/message/{messageId}/flags", params: map[string]string{"messageId": m1ID}}), "messages")
 	require.EqualValues(t, 1, flagged["flagCount"])
 	f.do(call{method: "DELETE", pattern: "/message/{messageId}/flags", params: map[string]string{"messageId": m1ID}})
+	edited := first(f.do(call{method: "PUT", pattern: "/message/{messageId}", params: map[string]string{"messageId": m1ID},
+		json: map[string]any{"data": map[string]any{"text": "hello, edited"}, "tags": []string{"greeting", "edited"}}}), "messages")
+	require.NotNil(t, edited["editedAt"])
+	f.do(call{method: "PUT", pattern: "/message/{messageId}", params: map[string]string{"messageId": m1ID}, form: "tags[]=form"})
+	f.do(call{method: "PUT", pattern: "/message/{messageId}", params: map[string]string{"messageId": m1ID}, json: map[string]any{}, want: 400})
+	f.do(call{method: "PUT", pattern: "/message/{messageId}", params: map[string]string{"messageId": "nope"}, json: map[string]any{"tags": []string{}}, want: 404})
 
 	// Uploads.
 	img := first(f.do(call{method: "POST", pattern: "/messages/images", multipart: &multipartBody{

@@ -141,6 +141,7 @@ func (h *handler) routes() []route {
 		rt(post, "/messages", h.queryMessages),
 		rt(get, "/message/{messageId}", h.getMessage),
 		rt(post, "/message", h.createMessage),
+		rt(put, "/message/{messageId}", h.updateMessage),
 		rt(del, "/message/{messageId}", h.deleteMessage),
 		rt(post, "/message/{messageId}/flags", h.flagMessage),
 		rt(del, "/message/{messageId}/flags", h.clearMessageFlags),

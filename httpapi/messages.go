@@ -63,6 +63,30 @@ func (h *handler) createMessage(w http.ResponseWriter, r *http.Request) error {
 	return h.reply(w, out, err)
 }
 
+// updateMessage serves PUT /message/{messageId} (ext): data, caption
+// and tags, each optional.
+func (h *handler) updateMessage(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathParam(r, "messageId")
+	if err != nil {
+		return err
+	}
+	p, err := h.decode(w, r)
+	if err != nil {
+		return err
+	}
+	in := chat.UpdateMessage{
+		MessageID: id,
+		Data:      p.objectPtr("data"),
+		Caption:   p.strPtr("caption"),
+		Tags:      p.strsPtr("tags"),
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	out, err := h.svc.UpdateMessage(r.Context(), actor(r), in)
+	return h.reply(w, out, err)
+}
+
 // deleteMessage serves DELETE /message/{messageId}.
 func (h *handler) deleteMessage(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathParam(r, "messageId")

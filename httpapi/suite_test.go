@@ -405,6 +405,37 @@ func testMessages(t *testing.T, e *env) {
 	_, err = c.FlagMessage(ctx(t), "nope")
 	requireCode(t, err, chat.CodeNotFound)
 
+	// Edit (ext): data and tags, through the client and as a form; the
+	// segment stays and editedAt is set; refusals change nothing.
+	edited, err := c.UpdateMessage(ctx(t), m.MessageID, client.UpdateMessageRequest{Data: map[string]any{"text": "hi, edited"}, Tags: []string{"t", "e"}})
+	require.NoError(t, err)
+	require.Equal(t, "hi, edited", edited.Messages[0].Data["text"])
+	require.Equal(t, []string{"t", "e"}, edited.Messages[0].Tags)
+	require.Equal(t, m.ChannelSegment, edited.Messages[0].ChannelSegment)
+	require.NotNil(t, edited.Messages[0].EditedAt)
+	require.Equal(t, []string{"admin"}, userIDsOf(edited.Users))
+	r := e.do("PUT", "/message/"+m.MessageID, "application/x-www-form-urlencoded", "tags[]=form")
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got, err = c.GetMessage(ctx(t), m.MessageID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"form"}, got.Messages[0].Tags)
+	require.Equal(t, "hi, edited", got.Messages[0].Data["text"], "absent data stays")
+	_, err = c.UpdateMessage(ctx(t), m.MessageID, client.UpdateMessageRequest{})
+	ce = requireCode(t, err, chat.CodeBadRequest)
+	require.Contains(t, ce.Message, "nothing to change")
+	_, err = c.UpdateMessage(ctx(t), m.MessageID, client.UpdateMessageRequest{Data: map[string]any{"text": ""}})
+	ce = requireCode(t, err, chat.CodeBadRequest)
+	require.Contains(t, ce.Message, "data.text")
+	caption := "no caption on text"
+	_, err = c.UpdateMessage(ctx(t), m.MessageID, client.UpdateMessageRequest{Caption: &caption})
+	ce = requireCode(t, err, chat.CodeBadRequest)
+	require.Contains(t, ce.Message, "caption")
+	_, err = c.UpdateMessage(ctx(t), "nope", client.UpdateMessageRequest{Tags: []string{}})
+	requireCode(t, err, chat.CodeNotFound)
+	got, err = c.GetMessage(ctx(t), m.MessageID)
+	require.NoError(t, err)
+	require.Equal(t, "hi, edited", got.Messages[0].Data["text"])
+
 	// Delete: soft, idempotent, hidden unless includeDeleted.
 	require.NoError(t, c.DeleteMessage(ctx(t), custom.Messages[0].MessageID))
 	require.NoError(t, c.DeleteMessage(ctx(t), custom.Messages[0].MessageID))

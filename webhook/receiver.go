@@ -41,7 +41,8 @@ func (e *Event) decodeData(prefix, kind string, v any) error {
 }
 
 // Message returns the data of a message event (message.didCreate,
-// message.didDelete, message.didFlag); other events are an error.
+// message.didDelete, message.didFlag, message.didUpdate); other events
+// are an error.
 func (e *Event) Message() (*chat.MessageEventData, error) {
 	var v chat.MessageEventData
 	if err := e.decodeData("message.", "message", &v); err != nil {

@@ -193,6 +193,16 @@ func TestEventAccessors(t *testing.T) {
 				_, err = ev.Reaction()
 				require.Error(t, err)
 			}},
+		{chat.EventMessageDidUpdate, chat.MessageEventData{EditorID: "u7", Messages: []chat.Message{{MessageID: "m1", Data: map[string]any{"text": "edited"}}}},
+			func(t *testing.T, ev *Event) {
+				d, err := ev.Message()
+				require.NoError(t, err)
+				require.Equal(t, "u7", d.EditorID)
+				require.Empty(t, d.FlaggerID)
+				require.Equal(t, "edited", d.Messages[0].Data["text"])
+				_, err = ev.Channel()
+				require.Error(t, err)
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.event, func(t *testing.T) {

@@ -1,0 +1,132 @@
+package chat
+
+import (
+	"context"
+	"unicode/utf8"
+)
+
+// UpdateMessage is the input of Service.UpdateMessage: the fields to
+// change. A nil field is left as it is; at least one must be set.
+type UpdateMessage struct {
+	MessageID string
+	// Data replaces the data of a text or custom message, validated as on
+	// create (a text message needs data.text).
+	Data *map[string]any
+	// Caption replaces the caption of an image message ("" removes it);
+	// the file and its renditions stay.
+	Caption *string
+	// Tags replaces the tags of any message.
+	Tags *[]string
+}
+
+// UpdateMessage edits a message: the data of a text or custom message,
+// the caption of an image message, the tags of any message. The message
+// keeps its id, channel, author and channelSegment; editedAt and
+// updatedAt become now. The editor (actorID) must be the author or an
+// admin (role global-admin), and the new texts go through the blacklist
+// and whitelist with the editor's exemptions. Emits message.didUpdate with
+// the editor as editorId. Errors: CodeBadRequest (validation, nothing to
+// change, a field the message type does not have), CodeNotFound (absent
+// or deleted message), CodeForbidden (closed channel),
+// CodePermissionDenied (neither author nor admin), CodeGlobalBanned,
+// CodeBlacklisted, CodeLinkNotAllowed.
+func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMessage) (*MessageList, error) {
+	if err := s.checkID("messageId", in.MessageID); err != nil {
+		return nil, err
+	}
+	if in.Data == nil && in.Caption == nil && in.Tags == nil {
+		return nil, invalid("data", "nothing to change: send data, caption or tags")
+	}
+	var tags []string
+	if in.Tags != nil {
+		var err error
+		if tags, err = s.checkTags("tags", *in.Tags); err != nil {
+			return nil, err
+		}
+	}
+	if in.Caption != nil {
+		if n := utf8.RuneCountInString(*in.Caption); n > s.lim.MaxTextChars || !utf8.ValidString(*in.Caption) {
+			return nil, invalid("caption", "must be at most %d characters of UTF-8", s.lim.MaxTextChars)
+		}
+	}
+	now := s.Now()
+	var out *MessageList
+	err := s.update(ctx, func(tx Tx, ev *events) error {
+		m, err := tx.GetMessage(ctx, in.MessageID)
+		if err != nil {
+			return notFound(err, "message", in.MessageID)
+		}
+		if m.IsDeleted {
+			return Errorf(CodeNotFound, "message %s is deleted", quote(in.MessageID))
+		}
+		var texts []string
+		switch {
+		case in.Data != nil && m.Type != MessageTypeText && m.Type != MessageTypeCustom:
+			return invalid("data", "only text and custom messages change their data (this one is %s)", quote(m.Type))
+		case in.Caption != nil && m.Type != MessageTypeImage:
+			return invalid("caption", "only image messages have a caption (this one is %s)", quote(m.Type))
+		case in.Data != nil:
+			// Validated as a new message of the same type and channel.
+			cm := CreateMessage{ChannelID: m.ChannelID, Type: m.Type, Data: *in.Data}
+			if texts, err = s.validateMessage(&cm); err != nil {
+				return err
+			}
+		case in.Caption != nil && *in.Caption != "":
+			texts = []string{*in.Caption}
+		}
+		editor, err := tx.GetUser(ctx, actorID)
+		if ErrorCode(err) == CodeNotFound {
+			return Errorf(CodePermissionDenied, "user %s may not edit message %s", quote(actorID), quote(in.MessageID))
+		}
+		if err != nil {
+			return err
+		}
+		if editor.IsGlobalBan {
+			return Errorf(CodeGlobalBanned, "user %s is globally banned", quote(actorID))
+		}
+		perms, admin, err := s.permissions(ctx, tx, editor)
+		if err != nil {
+			return err
+		}
+		if !admin && actorID != m.UserID {
+			return Errorf(CodePermissionDenied, "user %s may not edit message %s: only its author or an admin may", quote(actorID), quote(in.MessageID))
+		}
+		if _, err := openChannel(ctx, tx, m.ChannelID); err != nil {
+			return err
+		}
+		if len(texts) > 0 {
+			rs, err := s.ruleSetTx(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if err := rs.checkTexts(texts, perms); err != nil {
+				return err
+			}
+		}
+		switch {
+		case in.Data != nil:
+			m.Data = *in.Data
+		case in.Caption != nil:
+			data := make(map[string]any, len(m.Data))
+			for k, v := range m.Data {
+				data[k] = v
+			}
+			data["caption"] = *in.Caption
+			m.Data = data
+		}
+		if in.Tags != nil {
+			m.Tags = emptyIfNil(tags)
+		}
+		m.EditedAt = &now
+		m.UpdatedAt = now
+		if err := tx.UpdateMessage(ctx, m); err != nil {
+			return err
+		}
+		if out, err = s.messageList(ctx, tx, []*Message{m}); err != nil {
+			return err
+		}
+		ev.add(EventMessageDidUpdate, MessageEventData{Messages: out.Messages, Users: out.Users, EditorID: actorID})
+		return nil
+	})
+	return out, err
+}
