@@ -116,7 +116,10 @@ type ChannelStore interface {
 // (0 = unbounded). Descending returns the highest segments first. Limit > 0
 // bounds the count.
 type MessageFilter struct {
-	ChannelID      string
+	ChannelID string
+	// UserID, when set, keeps only the messages of that author (with
+	// ChannelID set; served by an index on channel, author and segment).
+	UserID         string
 	ParentID       string
 	TopLevel       bool
 	Tags           []string // any of these tags

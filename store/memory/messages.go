@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -169,6 +171,9 @@ func (t *tx) QueryMessages(_ context.Context, f chat.MessageFilter) ([]*chat.Mes
 			list = cm.all
 		}
 	}
+	if f.UserID != "" {
+		list = t.authorList(f)
+	}
 	lo, hi := t.d.bounds(list, f.AfterSegment, f.BeforeSegment)
 	pg := page{limit: f.Limit}
 	var out []*chat.Message
@@ -190,6 +195,27 @@ func (t *tx) QueryMessages(_ context.Context, f chat.MessageFilter) ([]*chat.Mes
 		return !full
 	})
 	return out, nil
+}
+
+// authorList returns the positions of f.UserID's messages in f's channel
+// (comments of f.ParentID, or top-level ones, when f says so) in segment
+// order: the author's list holds every channel, in insertion order.
+func (t *tx) authorList(f chat.MessageFilter) msgList {
+	mine := t.d.byAuthor[f.UserID]
+	if mine == nil {
+		return nil
+	}
+	var out msgList
+	for _, i := range *mine {
+		m := t.d.allMsgs[i]
+		if t.d.str(m.ch) != f.ChannelID ||
+			(f.ParentID != "" && m.parentID != f.ParentID) || (f.TopLevel && m.parentID != "") {
+			continue
+		}
+		out = append(out, i)
+	}
+	slices.SortFunc(out, func(a, b int32) int { return cmp.Compare(t.d.segAt(a), t.d.segAt(b)) })
+	return out
 }
 
 // softDelete marks m deleted (when live) and reports whether it did.

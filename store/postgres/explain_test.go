@@ -99,6 +99,8 @@ func TestExplainMessagePage(t *testing.T) {
 		{"page after", chat.MessageFilter{ChannelID: "big", AfterSegment: 1000, Limit: 50}, "messages_segment_key"},
 		{"oldest page small channel", chat.MessageFilter{ChannelID: "c7", Limit: 50}, "messages_segment_key"},
 		{"comments", chat.MessageFilter{ChannelID: "big", ParentID: "big-195", Limit: 50}, "messages_parent_idx"},
+		{"newest of an author (slow mode)", chat.MessageFilter{ChannelID: "big", UserID: "u7", IncludeDeleted: true, Descending: true, Limit: 1}, "messages_author_idx"},
+		{"author page", chat.MessageFilter{ChannelID: "big", UserID: "u7", BeforeSegment: 150000, Descending: true, Limit: 50}, "messages_author_idx"},
 	}
 	for _, c := range cases {
 		sqlText, args := s.MessageQuery(c.f)

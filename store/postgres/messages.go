@@ -258,6 +258,9 @@ func messageQuery(f chat.MessageFilter) (string, []any) {
 	if f.ChannelID != "" {
 		where = append(where, "channel_id = "+args.add(f.ChannelID))
 	}
+	if f.UserID != "" {
+		where = append(where, "user_id = "+args.add(f.UserID))
+	}
 	if f.ParentID != "" {
 		where = append(where, "parent_id = "+args.add(f.ParentID))
 	} else if f.TopLevel {
@@ -284,9 +287,15 @@ func messageQuery(f chat.MessageFilter) (string, []any) {
 	}
 	// Ordering by channel_id too lets the planner walk the unique index
 	// (channel_id, channel_segment) whichever way the page goes.
-	if f.Descending {
+	// With an author, the index (channel_id, user_id, channel_segment).
+	switch {
+	case f.UserID != "" && f.ParentID == "" && f.Descending:
+		q += " ORDER BY channel_id DESC, user_id DESC, channel_segment DESC"
+	case f.UserID != "" && f.ParentID == "":
+		q += " ORDER BY channel_id, user_id, channel_segment"
+	case f.Descending:
 		q += " ORDER BY channel_id DESC, channel_segment DESC"
-	} else {
+	default:
 		q += " ORDER BY channel_id, channel_segment"
 	}
 	q += limitOffset(&args, f.Limit, 0)

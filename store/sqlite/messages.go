@@ -284,6 +284,15 @@ func (t *tx) QueryMessages(ctx context.Context, f chat.MessageFilter) ([]*chat.M
 			q.WriteString(" AND m.channel_id = " + textParam)
 			args = append(args, f.ChannelID)
 		}
+		if f.UserID != "" {
+			q.WriteString(" AND m.user_id = " + textParam)
+			args = append(args, f.UserID)
+		}
+	case f.UserID != "":
+		// One author in a channel: index messages_author_idx (channel_id,
+		// user_id, channel_segment).
+		q.WriteString("m.channel_id = " + textParam + " AND m.user_id = " + textParam)
+		args = append(args, f.ChannelID, f.UserID)
 	default:
 		// Pages of a channel: index messages_segment_idx.
 		q.WriteString("m.channel_id = " + textParam)

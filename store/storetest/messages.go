@@ -21,6 +21,7 @@ var messageCases = []tcase{
 	{"CommentIncrementsChildrenNumber", testChildrenNumber},
 	{"QueryOrderAndBounds", testMessageQueryOrder},
 	{"QueryFilters", testMessageQueryFilters},
+	{"QueryByAuthor", testMessageQueryByAuthor},
 	{"QueryPagingConcurrentInserts", testMessagePagingConcurrent},
 	{"SoftDelete", testSoftDelete},
 	{"Isolation", testMessageIsolation},
@@ -476,4 +477,39 @@ func testMessageTimes(t *testing.T, e *env) {
 	require.True(t, edited.CreatedAt.Equal(got.CreatedAt.Time))
 	require.Equal(t, time.UTC, got.CreatedAt.Location())
 	require.Nil(t, e.message("plain").EditedAt, "nil *Time stays nil")
+}
+
+// testMessageQueryByAuthor checks MessageFilter.UserID: one author's
+// messages of one channel in segment order, with every other filter, even
+// when they were stored out of segment order.
+func testMessageQueryByAuthor(t *testing.T, e *env) {
+	e.createChannels(newChannel("c", at(0)), newChannel("d", at(0)))
+	gone := newMessage("m3", "c", "u1", 3)
+	gone.IsDeleted = true
+	gone.Data = map[string]any{}
+	comment := newMessage("m4", "c", "u1", 4)
+	comment.ParentID = "m1"
+	tagged := newMessage("m5", "c", "u1", 5)
+	tagged.Tags = []string{"t"}
+	e.createMessages(newMessage("m1", "c", "u1", 1), newMessage("n1", "d", "u1", 1))
+	e.createMessages(tagged, newMessage("m2", "c", "u2", 2))
+	e.createMessages(gone, comment, newMessage("m6", "c", "u2", 6))
+	q := func(f chat.MessageFilter) []string {
+		return messageIDs(read(e, func(tx chat.Tx) ([]*chat.Message, error) { return tx.QueryMessages(e.ctx, f) }))
+	}
+	require.Equal(t, []string{"m1", "m4", "m5"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1"}))
+	require.Equal(t, []string{"m1", "m3", "m4", "m5"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1", IncludeDeleted: true}))
+	require.Equal(t, []string{"m5", "m4"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1", IncludeDeleted: true, Descending: true, Limit: 2}))
+	require.Equal(t, []string{"m5"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1", Descending: true, Limit: 1}), "the author's newest")
+	require.Equal(t, []string{"m1"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1", BeforeSegment: 4, Descending: true}))
+	require.Equal(t, []string{"m4", "m5"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1", AfterSegment: 1}))
+	require.Equal(t, []string{"m1", "m5"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1", TopLevel: true}))
+	require.Equal(t, []string{"m4"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1", ParentID: "m1"}))
+	require.Empty(t, q(chat.MessageFilter{ChannelID: "c", UserID: "u2", ParentID: "m1"}))
+	require.Equal(t, []string{"m5"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1", Tags: []string{"t"}}))
+	require.Equal(t, []string{"m1", "m4"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u1", ExcludeTags: []string{"t"}}))
+	require.Equal(t, []string{"m2", "m6"}, q(chat.MessageFilter{ChannelID: "c", UserID: "u2"}))
+	require.Equal(t, []string{"n1"}, q(chat.MessageFilter{ChannelID: "d", UserID: "u1"}))
+	require.Empty(t, q(chat.MessageFilter{ChannelID: "d", UserID: "u2"}))
+	require.Empty(t, q(chat.MessageFilter{ChannelID: "c", UserID: "nobody"}))
 }
