@@ -133,8 +133,9 @@ type postContext struct {
 
 // checkPost applies the message rules: author not globally banned, channel
 // open, author not banned there, member (unless admin), channel and member
-// not muted (unless admin or exempt), parent a live message of the same
-// channel, and the blacklist and whitelist on texts.
+// not muted (unless admin or exempt), slow mode (unless admin or exempt),
+// parent a live message of the same channel, and the blacklist and
+// whitelist on texts.
 func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, parentID string, texts []string) (*postContext, error) {
 	now := s.Now()
 	author, err := tx.GetUser(ctx, actorID)
@@ -176,6 +177,11 @@ func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, pare
 		}
 		if isMember && cu.MuteTimeout != nil && cu.MuteTimeout.After(now.Time) {
 			return nil, Errorf(CodeUserMuted, "user %s is muted in channel %s", quote(actorID), quote(channelID))
+		}
+	}
+	if c.IsRateLimited && c.RateLimitWindow > 0 && !admin && !perms[PermExemptFromRateLimit] {
+		if err := checkRateLimit(ctx, tx, c, actorID, now.Time); err != nil {
+			return nil, err
 		}
 	}
 	pc := &postContext{author: author, channel: c}
@@ -240,7 +246,7 @@ func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *post
 // set) as the acting admin's user. Emits message.didCreate. Errors:
 // CodeBadRequest (validation; parent not a live message of the channel),
 // CodeNotFound (channel), CodeForbidden (closed), CodePermissionDenied (not
-// a member and not an admin), CodeChannelMuted, CodeUserMuted,
+// a member and not an admin), CodeChannelMuted, CodeUserMuted, CodeRateLimited (slow mode),
 // CodeUserBanned, CodeGlobalBanned, CodeBlacklisted, CodeLinkNotAllowed.
 func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMessage) (*MessageList, error) {
 	texts, err := s.validateMessage(&in)
@@ -265,7 +271,7 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 // channel now (same rules as CreateMessage, without text rules). Upload
 // handlers call it before processing a large upload. Errors:
 // CodeBadRequest, CodeNotFound (channel), CodeForbidden (closed),
-// CodePermissionDenied, CodeChannelMuted, CodeUserMuted, CodeUserBanned,
+// CodePermissionDenied, CodeChannelMuted, CodeUserMuted, CodeRateLimited, CodeUserBanned,
 // CodeGlobalBanned.
 func (s *Service) CheckPost(ctx context.Context, actorID, channelID, parentID string) error {
 	if err := s.checkID("channelId", channelID); err != nil {

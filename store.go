@@ -79,8 +79,9 @@ type ChannelStore interface {
 	// GetChannels returns the channels that exist among ids, in no order.
 	GetChannels(ctx context.Context, ids []string) ([]*Channel, error)
 	// UpdateChannel replaces the mutable fields of the channel (displayName,
-	// metadata, tags, muteTimeout, lastActivity, updatedAt, isClosed) by
-	// channel id; CodeNotFound if absent. Counters are not written.
+	// metadata, tags, muteTimeout, lastActivity, updatedAt, isClosed,
+	// isRateLimited, rateLimitWindow) by channel id; CodeNotFound if
+	// absent. Counters are not written.
 	UpdateChannel(ctx context.Context, c *Channel) error
 	// NextSegment increments the channel's messageCount, sets lastActivity
 	// and updatedAt to now, and returns the updated channel. Concurrent

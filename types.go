@@ -79,7 +79,9 @@ const (
 // MessageCount is the number of messages ever posted in the channel, which is
 // also its last channelSegment; deleting a message does not lower it.
 // IsMuted is derived from MuteTimeout at read time, so a mute expires by
-// time alone.
+// time alone. RateLimitWindow > 0 puts the channel in slow mode (each
+// member may post one message per RateLimitWindow milliseconds; see
+// Service.SetChannelRateLimit), and IsRateLimited says so.
 type Channel struct {
 	ChannelID       string         `json:"channelId"`
 	Type            string         `json:"type"`
@@ -178,6 +180,9 @@ const (
 	PermExemptFromBlacklist = "User/ExempFromBlacklist"
 	PermExemptFromWhitelist = "User/ExempFromWhitelist"
 	PermExemptFromMute      = "User/ExemptFromMute"
+	// PermExemptFromRateLimit lets a member post in a channel in slow mode
+	// (Channel.RateLimitWindow) without waiting.
+	PermExemptFromRateLimit = "User/ExemptFromRateLimit"
 )
 
 // RoleGlobalAdmin is the built-in role of admin users.

@@ -71,6 +71,8 @@ func (t *tx) UpdateChannel(_ context.Context, c *chat.Channel) error {
 	v.LastActivity = in.LastActivity
 	v.UpdatedAt = in.UpdatedAt
 	v.IsClosed = in.IsClosed
+	v.IsRateLimited = in.IsRateLimited
+	v.RateLimitWindow = in.RateLimitWindow
 	replace(t, p, v)
 	return nil
 }

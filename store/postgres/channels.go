@@ -111,10 +111,11 @@ func (t *tx) UpdateChannel(ctx context.Context, c *chat.Channel) error {
 	want := t.expected(key)
 	var v []int64
 	err = t.query(ctx, `UPDATE {s}channels SET display_name = $2, metadata = $3, tags = $4,
-		mute_timeout = $5, last_activity = $6, updated_at = $7, is_closed = $8, version = version + 1
+		mute_timeout = $5, last_activity = $6, updated_at = $7, is_closed = $8,
+		is_rate_limited = $10, rate_limit_window = $11, version = version + 1
 		WHERE channel_id = $1 AND ($9::bigint IS NULL OR version = $9) RETURNING version`,
 		[]any{c.ChannelID, c.DisplayName, md, tagsArg(c.Tags), timePtrArg(c.MuteTimeout),
-			timeArg(c.LastActivity), timeArg(c.UpdatedAt), c.IsClosed, want}, scanVersion(&v))
+			timeArg(c.LastActivity), timeArg(c.UpdatedAt), c.IsClosed, want, c.IsRateLimited, c.RateLimitWindow}, scanVersion(&v))
 	if err != nil {
 		return err
 	}

@@ -103,9 +103,10 @@ func (t *tx) UpdateChannel(ctx context.Context, c *chat.Channel) error {
 		return asNotFound(err, "channel", c.ChannelID)
 	}
 	if _, err := t.exec(ctx, `UPDATE channels SET display_name = ?, metadata = ?, tags = ?,
-	mute_timeout = ?, last_activity = ?, updated_at = ?, is_closed = ? WHERE channel_id = ?`,
+	mute_timeout = ?, last_activity = ?, updated_at = ?, is_closed = ?, is_rate_limited = ?,
+	rate_limit_window = ? WHERE channel_id = ?`,
 		c.DisplayName, md, tags, msp(c.MuteTimeout), ms(c.LastActivity), ms(c.UpdatedAt),
-		c.IsClosed, c.ChannelID); err != nil {
+		c.IsClosed, c.IsRateLimited, c.RateLimitWindow, c.ChannelID); err != nil {
 		return err
 	}
 	if string(old) == tags {

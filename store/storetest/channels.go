@@ -113,6 +113,7 @@ func testChannelUpdate(t *testing.T, e *env) {
 	upd.LastActivity = at(9000)
 	upd.UpdatedAt = at(9500)
 	upd.IsClosed = true
+	upd.RateLimitWindow = 5000 // fullChannel: IsRateLimited, window 60
 	// Not mutable: must not be written.
 	upd.Type = "other"
 	upd.IsDistinct = false
@@ -129,6 +130,7 @@ func testChannelUpdate(t *testing.T, e *env) {
 	want.LastActivity = at(9000)
 	want.UpdatedAt = at(9500)
 	want.IsClosed = true
+	want.RateLimitWindow = 5000
 	want.MemberCount = 1
 	want.MessageCount = 1
 	got := e.channel("chan-1")
@@ -143,8 +145,11 @@ func testChannelUpdate(t *testing.T, e *env) {
 	upd.MuteTimeout = nil
 	upd.Tags = nil
 	upd.Metadata = nil
+	upd.IsRateLimited, upd.RateLimitWindow = false, 0
 	e.update(func(tx chat.Tx) error { return tx.UpdateChannel(e.ctx, upd) })
 	got = e.channel("chan-1")
+	require.False(t, got.IsRateLimited, "slow mode off")
+	require.Zero(t, got.RateLimitWindow)
 	require.Nil(t, got.MuteTimeout)
 	require.Empty(t, got.Tags)
 	require.Empty(t, got.Metadata)

@@ -1,0 +1,95 @@
+package chat_test
+
+import (
+	"testing"
+	"time"
+
+	chat "github.com/chatengine/chat"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSlowMode(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c", "alice", "bob", "vip")
+	e.channel("d", "alice")
+
+	// Off by default.
+	got, err := e.svc.GetChannel(e.ctx, "c")
+	require.NoError(t, err)
+	require.False(t, got.Channels[0].IsRateLimited)
+	require.Zero(t, got.Channels[0].RateLimitWindow)
+	e.mustPost("alice", "c", "one")
+	e.mustPost("alice", "c", "two")
+
+	out, err := e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", 10_000)
+	require.NoError(t, err)
+	require.True(t, out.Channels[0].IsRateLimited)
+	require.Equal(t, 10_000, out.Channels[0].RateLimitWindow)
+	got, err = e.svc.GetChannel(e.ctx, "c")
+	require.NoError(t, err)
+	require.True(t, got.Channels[0].IsRateLimited, "stored")
+	require.Equal(t, 10_000, got.Channels[0].RateLimitWindow)
+
+	// alice posted just now: she waits out the window from her last
+	// message; bob, who has not posted, may post once.
+	_, err = e.post("alice", "c", "three")
+	requireCode(t, err, chat.CodeRateLimited)
+	ce := err.(*chat.Error)
+	require.Equal(t, []any{map[string]any{"retryAfter": 10, "retryAfterMs": int64(10_000)}}, ce.Detail)
+	require.Contains(t, ce.Message, "slow mode")
+	e.mustPost("bob", "c", "hi")
+	e.clk.Add(4 * time.Second)
+	_, err = e.post("bob", "c", "again")
+	requireCode(t, err, chat.CodeRateLimited)
+	require.Equal(t, []any{map[string]any{"retryAfter": 6, "retryAfterMs": int64(6_000)}}, err.(*chat.Error).Detail)
+	// Every kind of post counts, and so does CheckPost (before an upload).
+	_, err = e.svc.CreateMessage(e.ctx, "bob", chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"x": 1}})
+	requireCode(t, err, chat.CodeRateLimited)
+	requireCode(t, e.svc.CheckPost(e.ctx, "bob", "c", ""), chat.CodeRateLimited)
+	_, err = e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFile{ChannelID: "c", FileName: "a.txt", Data: []byte("a")})
+	requireCode(t, err, chat.CodeRateLimited)
+	// Other channels are not affected.
+	e.mustPost("alice", "d", "elsewhere")
+
+	// Deleting the last message does not reset the wait.
+	e.clk.Add(6 * time.Second)
+	m := e.mustPost("bob", "c", "after the window")
+	require.NoError(t, e.svc.DeleteMessage(e.ctx, e.admin, m.MessageID))
+	_, err = e.post("bob", "c", "sneaky")
+	requireCode(t, err, chat.CodeRateLimited)
+	e.clk.Add(9999 * time.Millisecond)
+	_, err = e.post("bob", "c", "1 ms early")
+	requireCode(t, err, chat.CodeRateLimited)
+	require.Equal(t, []any{map[string]any{"retryAfter": 1, "retryAfterMs": int64(1)}}, err.(*chat.Error).Detail)
+	e.clk.Add(time.Millisecond)
+	e.mustPost("bob", "c", "on time")
+
+	// Admins and holders of User/ExemptFromRateLimit are never limited.
+	e.mustPost(e.admin, "c", "admin 1")
+	e.mustPost(e.admin, "c", "admin 2")
+	_, err = e.svc.PutRoles(e.ctx, []string{"fast"}, []string{chat.PermExemptFromRateLimit})
+	require.NoError(t, err)
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "vip", Roles: &[]string{"fast"}})
+	require.NoError(t, err)
+	e.mustPost("vip", "c", "vip 1")
+	e.mustPost("vip", "c", "vip 2")
+
+	// 0 turns it off.
+	out, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", 0)
+	require.NoError(t, err)
+	require.False(t, out.Channels[0].IsRateLimited)
+	require.Zero(t, out.Channels[0].RateLimitWindow)
+	e.mustPost("bob", "c", "free again")
+	e.mustPost("bob", "c", "and again")
+
+	// Validation and state.
+	for _, w := range []int64{-1, chat.MaxRateLimitWindow + 1} {
+		_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", w)
+		requireCode(t, err, chat.CodeBadRequest)
+	}
+	_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "nope", 1000)
+	requireCode(t, err, chat.CodeNotFound)
+	require.NoError(t, e.svc.CloseChannel(e.ctx, e.admin, "d"))
+	_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "d", 1000)
+	requireCode(t, err, chat.CodeForbidden)
+}
