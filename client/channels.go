@@ -130,6 +130,16 @@ func (c *Client) MuteChannel(ctx context.Context, channelID string, mutePeriod i
 	return c.action(ctx, http.MethodPut, "/channel/"+esc(channelID)+"/mute", in)
 }
 
+// SetChannelRateLimit puts a channel in slow mode, one message per
+// member per window milliseconds, or turns it off (0) (PUT
+// /channel/{channelId}/rateLimit, ext). A post that comes too early fails
+// with code 400311; the *Error's RetryAfter says how long to wait.
+func (c *Client) SetChannelRateLimit(ctx context.Context, channelID string, window int64) (*chat.ChannelList, error) {
+	var out chat.ChannelList
+	in := map[string]int64{"rateLimitWindow": window}
+	return &out, c.do(ctx, http.MethodPut, "/channel/"+esc(channelID)+"/rateLimit", nil, in, &out)
+}
+
 // MuteUsers mutes members for mutePeriod milliseconds, or unmutes them (0)
 // (PUT /channel/{channelId}/users/mute).
 func (c *Client) MuteUsers(ctx context.Context, channelID string, ids []string, mutePeriod int64) error {

@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	chat "github.com/chatengine/chat"
 )
@@ -72,6 +73,10 @@ type Error struct {
 	Detail []any
 	// RequestID is the X-Request-Id of the response, for support requests.
 	RequestID string
+	// RetryAfter is how long to wait before trying again, from the
+	// Retry-After header of a 429 (rate limited, code 400311) or 503; 0
+	// when the response had none.
+	RetryAfter time.Duration
 }
 
 // Error implements the error interface.
@@ -133,6 +138,9 @@ func codeOfStatus(status int) chat.Code {
 func responseError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	e := &Error{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id")}
+	if secs, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && secs > 0 {
+		e.RetryAfter = time.Duration(secs) * time.Second
+	}
 	var body struct {
 		Code    chat.Code `json:"code"`
 		Message string    `json:"message"`

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,6 +30,10 @@ func TestErrors(t *testing.T) {
 		case "/api/v2/roles":
 			w.WriteHeader(502)
 			_, _ = io.WriteString(w, "<html>bad gateway</html>")
+		case "/api/v2/message":
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(429)
+			_, _ = io.WriteString(w, `{"status":"error","code":400311,"message":"slow mode","data":{"detail":[{"retryAfter":7,"retryAfterMs":6500}]}}`)
 		default:
 			require.Equal(t, "Bearer tok", r.Header.Get("Authorization"))
 			require.Equal(t, "application/json", r.Header.Get("Content-Type"))
@@ -68,4 +73,13 @@ func TestErrors(t *testing.T) {
 	require.Equal(t, chat.CodeUnavailable, ce.Code)
 	require.Contains(t, ce.Message, "bad gateway")
 	require.True(t, errors.Is(err, chat.ErrUnavailable))
+	require.Zero(t, ce.RetryAfter)
+
+	// A rate-limited post carries the time to wait.
+	_, err = c.SendText(t.Context(), "c", "too soon")
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, 429, ce.Status)
+	require.Equal(t, chat.CodeRateLimited, ce.Code)
+	require.Equal(t, 7*time.Second, ce.RetryAfter)
+	require.ErrorIs(t, err, chat.ErrRateLimited)
 }

@@ -144,6 +144,23 @@ func (h *handler) muteChannel(w http.ResponseWriter, r *http.Request) error {
 	return h.done(w, h.svc.MuteChannel(r.Context(), actor(r), id, period))
 }
 
+// setRateLimit serves PUT /channel/{channelId}/rateLimit (ext): slow mode.
+func (h *handler) setRateLimit(w http.ResponseWriter, r *http.Request) error {
+	id, p, err := h.channelParams(w, r)
+	if err != nil {
+		return err
+	}
+	if !p.has("rateLimitWindow") {
+		return badRequest("rateLimitWindow", "is required (milliseconds; 0 turns slow mode off)")
+	}
+	window := p.int64("rateLimitWindow")
+	if err := p.Err(); err != nil {
+		return err
+	}
+	out, err := h.svc.SetChannelRateLimit(r.Context(), actor(r), id, window)
+	return h.reply(w, out, err)
+}
+
 // muteUsers serves PUT /channel/{channelId}/users/mute.
 func (h *handler) muteUsers(w http.ResponseWriter, r *http.Request) error {
 	id, ids, p, err := h.userIDsParams(w, r)

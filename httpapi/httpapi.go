@@ -133,6 +133,7 @@ func (h *handler) routes() []route {
 		rt(post, "/channel/{channelId}/join", h.joinChannel),
 		rt(put, "/channel/{channelId}/mute", h.muteChannel),
 		rt(put, "/channel/{channelId}/users/mute", h.muteUsers),
+		rt(put, "/channel/{channelId}/rateLimit", h.setRateLimit),
 		rt(post, "/channel/{channelId}/users/ban", h.banUsers),
 		rt(post, "/channel/{channelId}/users/unban", h.unbanUsers),
 		rt(post, "/channel/{channelId}/close", h.closeChannel),

@@ -80,8 +80,8 @@ func TestParamsAccessors(t *testing.T) {
 }
 
 // TestStatusTable checks the one table against CONTRACT section 3,
-// including the codes the admin API cannot produce over HTTP (400302 and
-// 400303: admins are never muted; 400311: no rate limiter yet).
+// including the codes the admin API cannot produce over HTTP (400302,
+// 400303 and 400311: admins are never muted nor held by slow mode).
 func TestStatusTable(t *testing.T) {
 	t.Parallel()
 	want := map[chat.Code]int{
@@ -110,8 +110,14 @@ func TestStatusTable(t *testing.T) {
 			require.Equal(t, "1", rec.Header().Get("Retry-After"))
 		}
 	}
-	// Unknown codes and plain errors are 500000.
+	// A slow-mode refusal's Retry-After is its detail's retryAfter.
 	rec := httptest.NewRecorder()
+	h.writeError(rec, httptest.NewRequest("POST", "/message", nil), &chat.Error{Code: chat.CodeRateLimited, Message: "slow mode",
+		Detail: []any{map[string]any{"retryAfter": 6, "retryAfterMs": int64(5200)}}})
+	require.Equal(t, 429, rec.Code)
+	require.Equal(t, "6", rec.Header().Get("Retry-After"))
+	// Unknown codes and plain errors are 500000.
+	rec = httptest.NewRecorder()
 	h.writeError(rec, httptest.NewRequest("GET", "/", nil), &chat.Error{Code: 123})
 	require.Equal(t, 500, rec.Code)
 	require.Contains(t, rec.Body.String(), `"code":500000`)

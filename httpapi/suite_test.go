@@ -313,6 +313,34 @@ func testMute(t *testing.T, e *env) {
 	// Admins post to muted channels (CONTRACT section 4).
 	_, err = c.SendText(ctx(t), "m", "announcement")
 	require.NoError(t, err)
+
+	// Slow mode (ext): set, shown on the channel, admins not held by it,
+	// cleared with 0; as JSON and as a form.
+	sm, err := c.SetChannelRateLimit(ctx(t), "m", 30_000)
+	require.NoError(t, err)
+	require.True(t, sm.Channels[0].IsRateLimited)
+	require.Equal(t, 30_000, sm.Channels[0].RateLimitWindow)
+	got, err = c.GetChannel(ctx(t), "m")
+	require.NoError(t, err)
+	require.True(t, got.Channels[0].IsRateLimited)
+	require.Equal(t, 30_000, got.Channels[0].RateLimitWindow)
+	for range 2 {
+		_, err = c.SendText(ctx(t), "m", "admins are exempt")
+		require.NoError(t, err)
+	}
+	r := e.do("PUT", "/channel/m/rateLimit", "application/x-www-form-urlencoded", "rateLimitWindow=0")
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got, err = c.GetChannel(ctx(t), "m")
+	require.NoError(t, err)
+	require.False(t, got.Channels[0].IsRateLimited)
+	require.Zero(t, got.Channels[0].RateLimitWindow)
+	_, err = c.SetChannelRateLimit(ctx(t), "m", -5)
+	ce = requireCode(t, err, chat.CodeBadRequest)
+	require.Contains(t, ce.Message, "rateLimitWindow")
+	requireError(t, e.do("PUT", "/channel/m/rateLimit", "application/json", `{}`), chat.CodeBadRequest, "rateLimitWindow: is required")
+	requireError(t, e.do("PUT", "/channel/m/rateLimit", "application/json", `{"rateLimitWindow":"soon"}`), chat.CodeBadRequest, "rateLimitWindow")
+	_, err = c.SetChannelRateLimit(ctx(t), "nowhere", 1000)
+	requireCode(t, err, chat.CodeNotFound)
 }
 
 func testClose(t *testing.T, e *env) {
