@@ -365,6 +365,16 @@ func (s *Service) RenameChannel(ctx context.Context, actorID, channelID, display
 	if err := s.checkDisplayName("displayName", displayName); err != nil {
 		return nil, err
 	}
+	return s.changeChannel(ctx, channelID, func(c *Channel) bool {
+		c.DisplayName = displayName
+		return true
+	})
+}
+
+// changeChannel applies change to an open channel and stores it (with
+// updatedAt now) when change reports a difference; it returns the
+// channel.
+func (s *Service) changeChannel(ctx context.Context, channelID string, change func(c *Channel) bool) (*ChannelList, error) {
 	now := s.Now()
 	var out *ChannelList
 	err := s.update(ctx, func(tx Tx, _ *events) error {
@@ -372,10 +382,11 @@ func (s *Service) RenameChannel(ctx context.Context, actorID, channelID, display
 		if err != nil {
 			return err
 		}
-		c.DisplayName = displayName
-		c.UpdatedAt = now
-		if err := tx.UpdateChannel(ctx, c); err != nil {
-			return err
+		if change(c) {
+			c.UpdatedAt = now
+			if err := tx.UpdateChannel(ctx, c); err != nil {
+				return err
+			}
 		}
 		out, err = s.channelList(ctx, tx, []*Channel{c}, nil, nil)
 		return err

@@ -26,25 +26,13 @@ func (s *Service) SetChannelRateLimit(ctx context.Context, actorID, channelID st
 	if window < 0 || window > MaxRateLimitWindow {
 		return nil, invalid("rateLimitWindow", "must be 0 (off) to %d milliseconds", MaxRateLimitWindow)
 	}
-	now := s.Now()
-	var out *ChannelList
-	err := s.update(ctx, func(tx Tx, _ *events) error {
-		c, err := openChannel(ctx, tx, channelID)
-		if err != nil {
-			return err
+	return s.changeChannel(ctx, channelID, func(c *Channel) bool {
+		if c.RateLimitWindow == int(window) && c.IsRateLimited == (window > 0) {
+			return false
 		}
-		if c.RateLimitWindow != int(window) || c.IsRateLimited != (window > 0) {
-			c.RateLimitWindow = int(window)
-			c.IsRateLimited = window > 0
-			c.UpdatedAt = now
-			if err := tx.UpdateChannel(ctx, c); err != nil {
-				return err
-			}
-		}
-		out, err = s.channelList(ctx, tx, []*Channel{c}, nil, nil)
-		return err
+		c.RateLimitWindow, c.IsRateLimited = int(window), window > 0
+		return true
 	})
-	return out, err
 }
 
 // checkRateLimit refuses a post by authorID in slow-mode channel c when
