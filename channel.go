@@ -356,8 +356,8 @@ func (s *Service) QueryChannels(ctx context.Context, actorID string, q ChannelQu
 	return out, err
 }
 
-// RenameChannel changes a channel's displayName. Errors: CodeBadRequest,
-// CodeNotFound, CodeForbidden (closed).
+// RenameChannel changes a channel's displayName. Emits channel.didUpdate.
+// Errors: CodeBadRequest, CodeNotFound, CodeForbidden (closed).
 func (s *Service) RenameChannel(ctx context.Context, actorID, channelID, displayName string) (*ChannelList, error) {
 	if err := s.checkID("channelId", channelID); err != nil {
 		return nil, err
@@ -365,31 +365,37 @@ func (s *Service) RenameChannel(ctx context.Context, actorID, channelID, display
 	if err := s.checkDisplayName("displayName", displayName); err != nil {
 		return nil, err
 	}
-	return s.changeChannel(ctx, channelID, func(c *Channel) bool {
+	return s.changeChannel(ctx, actorID, channelID, func(c *Channel) bool {
 		c.DisplayName = displayName
 		return true
 	})
 }
 
-// changeChannel applies change to an open channel and stores it (with
-// updatedAt now) when change reports a difference; it returns the
-// channel.
-func (s *Service) changeChannel(ctx context.Context, channelID string, change func(c *Channel) bool) (*ChannelList, error) {
+// changeChannel applies change to an open channel and, when change
+// reports a difference, stores it with updatedAt now and emits
+// channel.didUpdate; it returns the channel.
+func (s *Service) changeChannel(ctx context.Context, actorID, channelID string, change func(c *Channel) bool) (*ChannelList, error) {
 	now := s.Now()
 	var out *ChannelList
-	err := s.update(ctx, func(tx Tx, _ *events) error {
+	err := s.update(ctx, func(tx Tx, ev *events) error {
 		c, err := openChannel(ctx, tx, channelID)
 		if err != nil {
 			return err
 		}
-		if change(c) {
+		changed := change(c)
+		if changed {
 			c.UpdatedAt = now
 			if err := tx.UpdateChannel(ctx, c); err != nil {
 				return err
 			}
 		}
-		out, err = s.channelList(ctx, tx, []*Channel{c}, nil, nil)
-		return err
+		if out, err = s.channelList(ctx, tx, []*Channel{c}, nil, nil); err != nil {
+			return err
+		}
+		if changed {
+			ev.add(EventChannelDidUpdate, ChannelEventData{Channel: out.Channels[0], UserIDs: []string{}, ActorID: actorID, Users: []User{}})
+		}
+		return nil
 	})
 	return out, err
 }

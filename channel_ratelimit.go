@@ -16,7 +16,8 @@ const MaxRateLimitWindow = 24 * 60 * 60 * 1000
 // holding User/ExemptFromRateLimit are never limited. A post that comes
 // too early is refused with CodeRateLimited, whose detail carries
 // retryAfter (whole seconds, at least 1) and retryAfterMs. The channel's
-// isRateLimited and rateLimitWindow show the setting. Returns the channel.
+// isRateLimited and rateLimitWindow show the setting. Emits
+// channel.didUpdate when the setting changed. Returns the channel.
 // Errors: CodeBadRequest (window outside 0-MaxRateLimitWindow),
 // CodeNotFound, CodeForbidden (closed).
 func (s *Service) SetChannelRateLimit(ctx context.Context, actorID, channelID string, window int64) (*ChannelList, error) {
@@ -26,7 +27,7 @@ func (s *Service) SetChannelRateLimit(ctx context.Context, actorID, channelID st
 	if window < 0 || window > MaxRateLimitWindow {
 		return nil, invalid("rateLimitWindow", "must be 0 (off) to %d milliseconds", MaxRateLimitWindow)
 	}
-	return s.changeChannel(ctx, channelID, func(c *Channel) bool {
+	return s.changeChannel(ctx, actorID, channelID, func(c *Channel) bool {
 		if c.RateLimitWindow == int(window) && c.IsRateLimited == (window > 0) {
 			return false
 		}

@@ -1,6 +1,7 @@
 package chat_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 
 func TestSlowMode(t *testing.T) {
 	e := newEnv(t)
+	hook, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/chat", []string{chat.EventChannelDidUpdate})
+	require.NoError(t, err)
 	e.channel("c", "alice", "bob", "vip")
 	e.channel("d", "alice")
 
@@ -81,6 +84,28 @@ func TestSlowMode(t *testing.T) {
 	require.Zero(t, out.Channels[0].RateLimitWindow)
 	e.mustPost("bob", "c", "free again")
 	e.mustPost("bob", "c", "and again")
+
+	// Each change emitted channel.didUpdate (on, off); setting the same
+	// window again changes nothing and emits nothing.
+	_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", 0)
+	require.NoError(t, err)
+	var updates []chat.ChannelEventData
+	require.NoError(t, e.store.View(e.ctx, func(tx chat.Tx) error {
+		ds, err := tx.ListDeliveries(e.ctx, hook.WebhookID, "", 100)
+		for i := len(ds) - 1; i >= 0; i-- {
+			var env chat.Envelope
+			require.NoError(t, json.Unmarshal(ds[i].Body, &env))
+			var d chat.ChannelEventData
+			require.NoError(t, json.Unmarshal(env.Data, &d))
+			updates = append(updates, d)
+		}
+		return err
+	}))
+	require.Len(t, updates, 2)
+	require.True(t, updates[0].Channel.IsRateLimited)
+	require.Equal(t, 10_000, updates[0].Channel.RateLimitWindow)
+	require.False(t, updates[1].Channel.IsRateLimited)
+	require.Equal(t, e.admin, updates[1].ActorID)
 
 	// Validation and state.
 	for _, w := range []int64{-1, chat.MaxRateLimitWindow + 1} {

@@ -21,6 +21,7 @@ const (
 	EventReactionDidRemove     = "reaction.didRemove"
 	EventMessageDidFlag        = "message.didFlag"
 	EventMessageDidUpdate      = "message.didUpdate"
+	EventChannelDidUpdate      = "channel.didUpdate"
 )
 
 // EventNames lists every event the engine emits.
@@ -29,7 +30,7 @@ var EventNames = []string{
 	EventMessageDidDelete, EventChannelDidClose, EventChannelDidRemoveUsers, EventChannelDidMute,
 	EventChannelDidBanUsers, EventChannelDidUnbanUsers, EventUserDidUpdate, EventUserDidGlobalBan,
 	EventUserDidGlobalUnban, EventReactionDidAdd, EventReactionDidRemove, EventMessageDidFlag,
-	EventMessageDidUpdate,
+	EventMessageDidUpdate, EventChannelDidUpdate,
 }
 
 // Envelope is the body of every webhook delivery.

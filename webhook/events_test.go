@@ -185,6 +185,8 @@ func TestEveryEventDelivered(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, svc.GlobalBan(ctx, admin, "carol", false))
 			require.NoError(t, svc.GlobalUnban(ctx, admin, "carol"))
+			_, err = svc.RenameChannel(ctx, admin, "c", "Renamed")
+			require.NoError(t, err)
 			require.NoError(t, svc.CloseChannel(ctx, admin, "c"))
 
 			// Wait until every event has arrived (with the retries the
@@ -294,6 +296,10 @@ func TestEveryEventDelivered(t *testing.T) {
 			require.Equal(t, []string{"bob"}, cd.UserIDs)
 			cd = channelEv(chat.EventChannelDidUnbanUsers)
 			require.Equal(t, []string{"bob"}, cd.UserIDs)
+			cd = channelEv(chat.EventChannelDidUpdate)
+			require.Equal(t, "Renamed", cd.Channel.DisplayName)
+			require.Equal(t, admin, cd.ActorID)
+			require.Empty(t, cd.UserIDs)
 			cd = channelEv(chat.EventChannelDidClose)
 			require.True(t, cd.Channel.IsClosed)
 			require.Equal(t, admin, cd.ActorID)
