@@ -40,6 +40,13 @@ func (s *Service) SetChannelRateLimit(ctx context.Context, actorID, channelID st
 // the author's last message there (deleted ones too) is less than the
 // window old.
 func checkRateLimit(ctx context.Context, tx Tx, c *Channel, authorID string, now time.Time) error {
+	if l, ok := tx.(ChannelUserLocker); ok {
+		// Two posts by one author racing in concurrent transactions: the
+		// second waits here for the first to end, then sees its message.
+		if err := l.LockChannelUser(ctx, c.ChannelID, authorID); err != nil {
+			return err
+		}
+	}
 	ms, err := tx.QueryMessages(ctx, MessageFilter{ChannelID: c.ChannelID, UserID: authorID, IncludeDeleted: true, Descending: true, Limit: 1})
 	if err != nil || len(ms) == 0 {
 		return err

@@ -155,6 +155,18 @@ type MessageStore interface {
 	SoftDeleteUserMessages(ctx context.Context, userID string, now time.Time) ([]string, error)
 }
 
+// ChannelUserLocker is an optional capability of a Tx, for stores whose
+// write transactions run concurrently (Postgres): in an Update,
+// LockChannelUser holds the channel-user row of userID in channelID (when
+// there is one) until the transaction ends, so that what the transaction
+// reads after it sees every transaction that held the row before. Slow
+// mode locks the author's row before reading the author's last message.
+// Stores that run one write transaction at a time need not implement it;
+// in a View it does nothing.
+type ChannelUserLocker interface {
+	LockChannelUser(ctx context.Context, channelID, userID string) error
+}
+
 // MessageAppender is an optional capability of a Tx: AppendMessage does
 // what NextSegment followed by CreateMessage does, in one step where the
 // adapter can (one statement, one round trip, on Postgres). Callers use the

@@ -262,6 +262,16 @@ func (t *tx) channelUsers(ctx context.Context, tmpl string, args ...any) ([]*cha
 // GetChannelUser also records a missing relation (version 0), so that a
 // later PutChannelUser of this transaction does not overwrite a relation
 // that another transaction created meanwhile.
+// LockChannelUser implements chat.ChannelUserLocker: in an Update, a
+// row lock on the channel-user row until the transaction ends.
+func (t *tx) LockChannelUser(ctx context.Context, channelID, userID string) error {
+	if !t.write {
+		return nil
+	}
+	_, err := t.exists(ctx, `SELECT 1 FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2 FOR UPDATE`, channelID, userID)
+	return err
+}
+
 func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
 	cus, err := t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
 		WHERE channel_id = $1 AND user_id = $2`+t.forUpdate(), channelID, userID)
@@ -420,3 +430,5 @@ func (t *tx) DeleteChannelUsers(ctx context.Context, channelID string) error {
 		return err
 	})
 }
+
+var _ chat.ChannelUserLocker = (*tx)(nil)
