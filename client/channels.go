@@ -130,6 +130,32 @@ func (c *Client) MuteChannel(ctx context.Context, channelID string, mutePeriod i
 	return c.action(ctx, http.MethodPut, "/channel/"+esc(channelID)+"/mute", in)
 }
 
+// UpdateChannelRequest changes a channel; nil fields stay as they are.
+type UpdateChannelRequest struct {
+	DisplayName *string
+	// Metadata replaces the whole metadata object.
+	Metadata map[string]any
+	// Tags replaces the tags (an empty, non-nil slice removes them).
+	Tags []string
+}
+
+// UpdateChannel changes a channel's displayName, metadata and tags (PUT
+// /channel/{channelId}, ext); channel.didUpdate is emitted.
+func (c *Client) UpdateChannel(ctx context.Context, channelID string, req UpdateChannelRequest) (*chat.ChannelList, error) {
+	body := map[string]any{}
+	if req.DisplayName != nil {
+		body["displayName"] = *req.DisplayName
+	}
+	if req.Metadata != nil {
+		body["metadata"] = req.Metadata
+	}
+	if req.Tags != nil {
+		body["tags"] = req.Tags
+	}
+	var out chat.ChannelList
+	return &out, c.do(ctx, http.MethodPut, "/channel/"+esc(channelID), nil, body, &out)
+}
+
 // SetChannelRateLimit puts a channel in slow mode, one message per
 // member per window milliseconds, or turns it off (0) (PUT
 // /channel/{channelId}/rateLimit, ext). A post that comes too early fails

@@ -62,6 +62,26 @@ func (h *handler) getChannel(w http.ResponseWriter, r *http.Request) error {
 	return h.reply(w, out, err)
 }
 
+// updateChannel serves PUT /channel/{channelId} (ext): displayName,
+// metadata and tags, each optional.
+func (h *handler) updateChannel(w http.ResponseWriter, r *http.Request) error {
+	id, p, err := h.channelParams(w, r)
+	if err != nil {
+		return err
+	}
+	in := chat.UpdateChannel{
+		ChannelID:   id,
+		DisplayName: p.strPtr("displayName"),
+		Metadata:    p.objectPtr("metadata"),
+		Tags:        p.strsPtr("tags"),
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	out, err := h.svc.UpdateChannel(r.Context(), actor(r), in)
+	return h.reply(w, out, err)
+}
+
 // channelParams decodes the request and returns the channel id from the
 // path, or from the body field channelId for the paths without one.
 func (h *handler) channelParams(w http.ResponseWriter, r *http.Request) (string, *params, error) {

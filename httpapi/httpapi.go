@@ -126,6 +126,7 @@ func (h *handler) routes() []route {
 		rt(post, "/channels", h.queryChannels),
 		rt(post, "/channel", h.createChannel),
 		rt(get, "/channel/{channelId}", h.getChannel),
+		rt(put, "/channel/{channelId}", h.updateChannel),
 		rt(post, "/channel/displayName", h.renameChannel),
 		rt(post, "/channel/{channelId}/displayName", h.renameChannel),
 		rt(post, "/channel/{channelId}/users", h.addUsers),

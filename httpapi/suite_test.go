@@ -143,6 +143,27 @@ func testChannels(t *testing.T, e *env) {
 	requireCode(t, err, chat.CodeNotFound)
 	_, err = c.RenameChannel(ctx(t), "general", "")
 	requireCode(t, err, chat.CodeBadRequest)
+
+	// Update (ext): metadata and tags replace, absent fields stay; as
+	// JSON and as a form.
+	out, err = c.UpdateChannel(ctx(t), "general", client.UpdateChannelRequest{Metadata: map[string]any{"topic": "news"}, Tags: []string{"c"}})
+	require.NoError(t, err)
+	require.Equal(t, "Hall", out.Channels[0].DisplayName)
+	require.Equal(t, map[string]any{"topic": "news"}, out.Channels[0].Metadata)
+	require.Equal(t, []string{"c"}, out.Channels[0].Tags)
+	r = e.do("PUT", "/channel/general", "application/x-www-form-urlencoded", "displayName=Forum&tags[]=d&tags[]=e")
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got, err = c.GetChannel(ctx(t), "general")
+	require.NoError(t, err)
+	require.Equal(t, "Forum", got.Channels[0].DisplayName)
+	require.Equal(t, []string{"d", "e"}, got.Channels[0].Tags)
+	require.Equal(t, map[string]any{"topic": "news"}, got.Channels[0].Metadata)
+	_, err = c.UpdateChannel(ctx(t), "general", client.UpdateChannelRequest{})
+	ce = requireCode(t, err, chat.CodeBadRequest)
+	require.Contains(t, ce.Message, "nothing to change")
+	requireError(t, e.do("PUT", "/channel/general", "application/json", `{"metadata":"not an object"}`), chat.CodeBadRequest, "metadata")
+	_, err = c.UpdateChannel(ctx(t), "missing", client.UpdateChannelRequest{Tags: []string{}})
+	requireCode(t, err, chat.CodeNotFound)
 }
 
 func userIDsOf(us []chat.User) []string {
