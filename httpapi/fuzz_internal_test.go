@@ -53,7 +53,7 @@ func FuzzDecodeForm(f *testing.F) {
 	for _, s := range []string{
 		"userIds=a&userIds=b", "userIds[]=a", "userIds[0]=a&userIds[1]=b", "userIds=%5B%22a%22%5D",
 		"options[limit]=10&options[token]=x", "metadata[a][b]=1", "metadata=%7B%22a%22%3A1%7D",
-		"a=1&a[k]=2", "a[0][b][]=1", "x[99999999999]=1", "b=true&n=-1",
+		"a=1&a[k]=2", "a[0][b][]=1", "x[99999999999]=1", "b=true&n=-1", `{"userIds":["a"]}`, ` {"a":`,
 	} {
 		f.Add(s)
 	}
