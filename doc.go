@@ -27,7 +27,9 @@
 // FinishDeliveries use them when present and fall back to the required
 // methods otherwise, with the same results; the conformance suite in
 // store/storetest checks both paths. A Store may implement OutboxWatcher to
-// wake webhook dispatchers on commit instead of letting them poll.
+// wake webhook dispatchers on commit instead of letting them poll, and a
+// Tx whose write transactions run concurrently implements
+// ChannelUserLocker, so that slow mode stays exact across processes.
 //
 // # Choices where the API contract is silent
 //
@@ -69,6 +71,12 @@
 //   - Adding or removing a reaction is a write to the message's channel:
 //     on a closed channel it is 400300. Global ban without an existing
 //     user is 400400 (a ban does not create users).
+//   - Beyond the spec: channels can be updated (UpdateChannel: displayName,
+//     metadata, tags) and put in slow mode (SetChannelRateLimit: the spec's
+//     isRateLimited and rateLimitWindow, one message per member per window
+//     in milliseconds, admins exempt); messages can be edited
+//     (UpdateMessage, which sets the spec's editedAt). They emit
+//     channel.didUpdate and message.didUpdate.
 //   - Images: the Service stores the renditions it is given (package media
 //     makes them); files are stored unchanged. Both live in the Store, so
 //     several processes on one Postgres share them.
