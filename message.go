@@ -484,7 +484,9 @@ func (s *Service) GetMessageBlob(ctx context.Context, messageID, name string) (*
 // comments; FilterByParentID keeps messages without a parent. Deleted
 // messages only with IncludeDeleted. Token continues a query.
 type MessageQuery struct {
-	ChannelID        string
+	ChannelID string
+	// UserID keeps only the messages of that author (ext).
+	UserID           string
 	ParentID         string
 	FilterByParentID bool
 	Tags             []string
@@ -506,6 +508,11 @@ func (s *Service) QueryMessages(ctx context.Context, q MessageQuery) (*MessageLi
 	}
 	if q.ParentID != "" {
 		if err := s.checkID("parentId", q.ParentID); err != nil {
+			return nil, err
+		}
+	}
+	if q.UserID != "" {
+		if err := s.checkID("userId", q.UserID); err != nil {
 			return nil, err
 		}
 	}
@@ -533,8 +540,12 @@ func (s *Service) QueryMessages(ctx context.Context, q MessageQuery) (*MessageLi
 		}
 		return "0"
 	}
-	qh := queryHash(q.ChannelID, q.ParentID, flag(q.FilterByParentID), joinList(q.Tags), joinList(q.ExcludeTags), flag(q.IncludeDeleted))
-	f := MessageFilter{ChannelID: q.ChannelID, ParentID: q.ParentID, TopLevel: q.FilterByParentID && q.ParentID == "",
+	parts := []string{q.ChannelID, q.ParentID, flag(q.FilterByParentID), joinList(q.Tags), joinList(q.ExcludeTags), flag(q.IncludeDeleted)}
+	if q.UserID != "" {
+		parts = append(parts, q.UserID) // only then, so tokens made before the field existed still work
+	}
+	qh := queryHash(parts...)
+	f := MessageFilter{ChannelID: q.ChannelID, UserID: q.UserID, ParentID: q.ParentID, TopLevel: q.FilterByParentID && q.ParentID == "",
 		Tags: q.Tags, ExcludeTags: q.ExcludeTags, IncludeDeleted: q.IncludeDeleted}
 	limit := s.lim.DefaultMessagePage
 	if q.Token != "" {

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,4 +174,51 @@ func TestUpdateImageAndFileMessages(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"docs"}, out.Messages[0].Tags)
 	require.Equal(t, fm.Data, out.Messages[0].Data)
+}
+
+// TestQueryMessagesByAuthor: userId (ext) keeps one author's messages,
+// pages through them, and binds its tokens.
+func TestQueryMessagesByAuthor(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c", "alice", "bob")
+	var mine []string
+	for i := range 7 {
+		m := e.mustPost("alice", "c", "a")
+		mine = append(mine, m.MessageID)
+		if i%2 == 0 {
+			e.mustPost("bob", "c", "b")
+		}
+	}
+	ids := func(l *chat.MessageList) []string {
+		var out []string
+		for _, m := range l.Messages {
+			require.Equal(t, "alice", m.UserID)
+			out = append(out, m.MessageID)
+		}
+		return out
+	}
+	out, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "alice"})
+	require.NoError(t, err)
+	require.Equal(t, mine, ids(out))
+	// Paging forward, three at a time, visits each of alice's messages once.
+	out, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "alice", First: 3})
+	require.NoError(t, err)
+	got := ids(out)
+	for out.Paging.Next != "" {
+		tok := out.Paging.Next
+		out, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "alice", Token: tok})
+		require.NoError(t, err)
+		got = append(got, ids(out)...)
+		// The token is bound to the author.
+		_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "bob", Token: tok})
+		requireCode(t, err, chat.CodeBadRequest)
+		_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Token: tok})
+		requireCode(t, err, chat.CodeBadRequest)
+	}
+	require.Equal(t, mine, got)
+	out, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "nobody"})
+	require.NoError(t, err)
+	require.Empty(t, out.Messages)
+	_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: strings.Repeat("u", 300)})
+	requireCode(t, err, chat.CodeBadRequest)
 }

@@ -30,6 +30,8 @@ type MessageOptions struct {
 // QueryMessagesRequest selects messages of a channel.
 type QueryMessagesRequest struct {
 	ChannelID string `json:"channelId"`
+	// UserID keeps only the messages of that author (ext).
+	UserID string `json:"userId,omitempty"`
 	// ParentID selects the comments of that message.
 	ParentID string `json:"parentId,omitempty"`
 	// FilterByParentID keeps only messages without a parent.

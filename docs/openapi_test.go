@@ -400,6 +400,7 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/messages", json: map[string]any{"channelId": "general", "options": map[string]any{"token": prev}}})
 	f.do(call{method: "POST", pattern: "/messages", form: "channelId=general&filterByParentId=true&options[first]=10"})
 	f.do(call{method: "POST", pattern: "/messages", json: map[string]any{"channelId": "general", "parentId": m1ID}})
+	f.do(call{method: "POST", pattern: "/messages", json: map[string]any{"channelId": "general", "userId": "admin", "options": map[string]any{"last": 2}}})
 	f.do(call{method: "GET", pattern: "/message/{messageId}", params: map[string]string{"messageId": m1ID}})
 	f.do(call{method: "GET", pattern: "/message/{messageId}", params: map[string]string{"messageId": "nope"}, want: 404})
 	flagged := first(f.do(call{method: "POST", pattern: "/message/{messageId}/flags", params: map[string]string{"messageId": m1ID}}), "messages")

@@ -15,6 +15,7 @@ func (h *handler) queryMessages(w http.ResponseWriter, r *http.Request) error {
 	opt := p.sub("options")
 	q := chat.MessageQuery{
 		ChannelID:        p.str("channelId"),
+		UserID:           p.str("userId"),
 		ParentID:         p.str("parentId"),
 		FilterByParentID: p.boolean("filterByParentId"),
 		Tags:             p.strs("tags"),

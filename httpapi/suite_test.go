@@ -426,6 +426,13 @@ func testMessages(t *testing.T, e *env) {
 	top, err := c.QueryMessages(ctx(t), client.QueryMessagesRequest{ChannelID: "ch", FilterByParentID: true})
 	require.NoError(t, err)
 	require.Len(t, top.Messages, 2)
+	// By author (ext): every message here is the admin's.
+	byAdmin, err := c.QueryMessages(ctx(t), client.QueryMessagesRequest{ChannelID: "ch", UserID: "admin"})
+	require.NoError(t, err)
+	require.Len(t, byAdmin.Messages, 3)
+	r0 := e.do("POST", "/messages", "application/x-www-form-urlencoded", "channelId=ch&userId=someone-else")
+	require.Equal(t, 200, r0.status, "%s", r0.body)
+	require.Empty(t, r0.json["messages"])
 	_, err = c.CreateMessage(ctx(t), client.CreateMessageRequest{ChannelID: "ch", Type: "text", Data: map[string]any{"text": "x"}, ParentID: "nope"})
 	ce := requireCode(t, err, chat.CodeBadRequest)
 	require.Contains(t, ce.Message, "parentId")
