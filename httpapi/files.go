@@ -252,11 +252,7 @@ var imageSizes = map[string]bool{"small": true, "medium": true, "large": true, m
 // size defaults to medium; full exists only for images uploaded with
 // fullImage=true (else 404).
 func (h *handler) getImage(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathParam(r, "messageId")
-	if err != nil {
-		return err
-	}
-	p, err := h.decode(w, r)
+	id, p, err := h.pathAndParams(w, r, "messageId")
 	if err != nil {
 		return err
 	}

@@ -227,6 +227,17 @@ func pathParam(r *http.Request, name string) (string, error) {
 	return s, nil
 }
 
+// pathAndParams returns the URL-decoded path parameter name and the
+// decoded request parameters.
+func (h *handler) pathAndParams(w http.ResponseWriter, r *http.Request, name string) (string, *params, error) {
+	id, err := pathParam(r, name)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := h.decode(w, r)
+	return id, p, err
+}
+
 // actor returns the user id the acting admin acts as.
 func actor(r *http.Request) string {
 	if a := AdminFrom(r.Context()); a != nil {

@@ -67,11 +67,7 @@ func (h *handler) createMessage(w http.ResponseWriter, r *http.Request) error {
 // updateMessage serves PUT /message/{messageId} (ext): data, caption
 // and tags, each optional.
 func (h *handler) updateMessage(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathParam(r, "messageId")
-	if err != nil {
-		return err
-	}
-	p, err := h.decode(w, r)
+	id, p, err := h.pathAndParams(w, r, "messageId")
 	if err != nil {
 		return err
 	}

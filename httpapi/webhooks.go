@@ -64,11 +64,7 @@ func (h *handler) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) er
 
 // listDeliveries serves GET /webhooks/{webhookId}/deliveries.
 func (h *handler) listDeliveries(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathParam(r, "webhookId")
-	if err != nil {
-		return err
-	}
-	p, err := h.decode(w, r)
+	id, p, err := h.pathAndParams(w, r, "webhookId")
 	if err != nil {
 		return err
 	}
