@@ -34,12 +34,9 @@ func (s *Service) UpdateChannel(ctx context.Context, actorID string, in UpdateCh
 			return nil, err
 		}
 	}
-	var tags []string
-	if in.Tags != nil {
-		var err error
-		if tags, err = s.checkTags("tags", *in.Tags); err != nil {
-			return nil, err
-		}
+	tags, err := s.checkNewTags(in.Tags)
+	if err != nil {
+		return nil, err
 	}
 	return s.changeChannel(ctx, actorID, in.ChannelID, func(c *Channel) bool {
 		if in.DisplayName != nil {
@@ -49,7 +46,7 @@ func (s *Service) UpdateChannel(ctx context.Context, actorID string, in UpdateCh
 			c.Metadata = emptyMap(*in.Metadata)
 		}
 		if in.Tags != nil {
-			c.Tags = emptyIfNil(tags)
+			c.Tags = tags
 		}
 		return true
 	})

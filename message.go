@@ -355,8 +355,8 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 	if _, err := s.validateMessage(&base); err != nil {
 		return nil, err
 	}
-	if n := utf8.RuneCountInString(in.Caption); n > s.lim.MaxTextChars || !utf8.ValidString(in.Caption) {
-		return nil, invalid("caption", "must be at most %d characters of UTF-8", s.lim.MaxTextChars)
+	if err := s.checkCaption(in.Caption); err != nil {
+		return nil, err
 	}
 	if len(in.Renditions) == 0 {
 		return nil, invalid("file", "no image renditions")
@@ -417,6 +417,14 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 		return err
 	})
 	return out, err
+}
+
+// checkCaption validates an image caption ("" is none).
+func (s *Service) checkCaption(caption string) error {
+	if utf8.RuneCountInString(caption) > s.lim.MaxTextChars || !utf8.ValidString(caption) {
+		return invalid("caption", "must be at most %d characters of UTF-8", s.lim.MaxTextChars)
+	}
+	return nil
 }
 
 // jsonRoundTrip normalizes a value to what JSON decoding produces (numbers
@@ -540,11 +548,14 @@ func (s *Service) QueryMessages(ctx context.Context, q MessageQuery) (*MessageLi
 		}
 		return "0"
 	}
-	parts := []string{q.ChannelID, q.ParentID, flag(q.FilterByParentID), joinList(q.Tags), joinList(q.ExcludeTags), flag(q.IncludeDeleted)}
-	if q.UserID != "" {
-		parts = append(parts, q.UserID) // only then, so tokens made before the field existed still work
+	// The author is hashed only when set, so tokens made before the field
+	// existed still work.
+	parts := [...]string{q.ChannelID, q.ParentID, flag(q.FilterByParentID), joinList(q.Tags), joinList(q.ExcludeTags), flag(q.IncludeDeleted), q.UserID}
+	n := len(parts)
+	if q.UserID == "" {
+		n--
 	}
-	qh := queryHash(parts...)
+	qh := queryHash(parts[:n]...)
 	f := MessageFilter{ChannelID: q.ChannelID, UserID: q.UserID, ParentID: q.ParentID, TopLevel: q.FilterByParentID && q.ParentID == "",
 		Tags: q.Tags, ExcludeTags: q.ExcludeTags, IncludeDeleted: q.IncludeDeleted}
 	limit := s.lim.DefaultMessagePage

@@ -1,9 +1,6 @@
 package chat
 
-import (
-	"context"
-	"unicode/utf8"
-)
+import "context"
 
 // UpdateMessage is the input of Service.UpdateMessage: the fields to
 // change. A nil field is left as it is; at least one must be set.
@@ -37,21 +34,18 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 	if in.Data == nil && in.Caption == nil && in.Tags == nil {
 		return nil, invalid("data", "nothing to change: send data, caption or tags")
 	}
-	var tags []string
-	if in.Tags != nil {
-		var err error
-		if tags, err = s.checkTags("tags", *in.Tags); err != nil {
-			return nil, err
-		}
+	tags, err := s.checkNewTags(in.Tags)
+	if err != nil {
+		return nil, err
 	}
 	if in.Caption != nil {
-		if n := utf8.RuneCountInString(*in.Caption); n > s.lim.MaxTextChars || !utf8.ValidString(*in.Caption) {
-			return nil, invalid("caption", "must be at most %d characters of UTF-8", s.lim.MaxTextChars)
+		if err := s.checkCaption(*in.Caption); err != nil {
+			return nil, err
 		}
 	}
 	now := s.Now()
 	var out *MessageList
-	err := s.update(ctx, func(tx Tx, ev *events) error {
+	err = s.update(ctx, func(tx Tx, ev *events) error {
 		m, err := tx.GetMessage(ctx, in.MessageID)
 		if err != nil {
 			return notFound(err, "message", in.MessageID)
@@ -115,7 +109,7 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 			m.Data = data
 		}
 		if in.Tags != nil {
-			m.Tags = emptyIfNil(tags)
+			m.Tags = tags
 		}
 		m.EditedAt = &now
 		m.UpdatedAt = now

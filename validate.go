@@ -83,6 +83,16 @@ func (s *Service) checkTags(field string, tags []string) ([]string, error) {
 	return out, nil
 }
 
+// checkNewTags validates the tags of an update: nil (unchanged) stays nil;
+// otherwise the checked tags, never nil.
+func (s *Service) checkNewTags(tags *[]string) ([]string, error) {
+	if tags == nil {
+		return nil, nil
+	}
+	out, err := s.checkTags("tags", *tags)
+	return emptyIfNil(out), err
+}
+
 // checkFilterTags validates tags used as a query filter (the count bound is
 // the id bound).
 func (s *Service) checkFilterTags(field string, tags []string) error {
