@@ -91,7 +91,7 @@ func BenchmarkStoredMessageHeap(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		// A fresh text and ids per message, as from a request body.
-		in := chat.CreateMessage{ChannelID: strings.Clone("bench"), Type: strings.Clone("text"),
+		in := chat.CreateMessage{ChannelID: strings.Clone("bench"), Type: chat.MessageType(strings.Clone("text")),
 			Data: map[string]any{strings.Clone("text"): fmt.Sprintf("a message of about fifty bytes, number %d", i)}}
 		if _, err := svc.CreateMessage(ctx, admin, in); err != nil {
 			b.Fatal(err)

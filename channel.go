@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 )
@@ -18,8 +19,8 @@ type ChannelList struct {
 // CreateChannel is the input of Service.CreateChannel.
 type CreateChannel struct {
 	ChannelID   string
-	Type        string // "standard"
-	DisplayName string // default: the channelId
+	Type        ChannelType // ChannelTypeStandard
+	DisplayName string      // default: the channelId
 	Metadata    map[string]any
 	Tags        []string
 	UserIDs     []string // initial members; the creator is not a member unless listed
@@ -108,7 +109,7 @@ func checkAddable(ctx context.Context, tx Tx, channelID string, users []*User) e
 	ids := make([]string, len(users))
 	for i, u := range users {
 		if u.IsGlobalBan {
-			return &Error{Code: CodeGlobalBanned, Message: "user " + quote(u.UserID) + " is globally banned", Detail: []any{map[string]string{"userId": u.UserID}}}
+			return &Error{Code: CodeGlobalBanned, Message: "user " + quote(u.UserID) + " is globally banned", Detail: []Detail{UserRef{UserID: u.UserID}}}
 		}
 		ids[i] = u.UserID
 	}
@@ -118,7 +119,7 @@ func checkAddable(ctx context.Context, tx Tx, channelID string, users []*User) e
 	}
 	for _, cu := range cus {
 		if cu.Membership == MembershipBanned {
-			return &Error{Code: CodeUserBanned, Message: "user " + quote(cu.UserID) + " is banned from channel " + quote(channelID), Detail: []any{map[string]string{"userId": cu.UserID}}}
+			return &Error{Code: CodeUserBanned, Message: "user " + quote(cu.UserID) + " is banned from channel " + quote(channelID), Detail: []Detail{UserRef{UserID: cu.UserID}}}
 		}
 	}
 	return nil
@@ -186,7 +187,7 @@ func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateCh
 			Metadata: emptyMap(in.Metadata), Tags: emptyIfNil(tags), LastActivity: now, CreatedAt: now, UpdatedAt: now}
 		if err := tx.CreateChannel(ctx, c); err != nil {
 			if ErrorCode(err) == CodeConflict {
-				return &Error{Code: CodeConflict, Message: "channelId " + quote(in.ChannelID) + " is already used", Detail: []any{map[string]string{"field": "channelId"}}}
+				return &Error{Code: CodeConflict, Message: "channelId " + quote(in.ChannelID) + " is already used", Detail: []Detail{FieldError{Field: "channelId"}}}
 			}
 			return err
 		}
@@ -238,13 +239,24 @@ func (s *Service) GetChannel(ctx context.Context, channelID string) (*ChannelLis
 	return out, err
 }
 
-// ChannelQuery selects channels, newest first. Filter ("all", "member",
-// "notMember") is relative to the acting admin's user; UserID keeps
-// channels that user is a member of; Tags keeps channels with any of them,
-// ExcludeTags drops channels with any of them; closed channels only with
-// IncludeClosed. Skip applies to the first page; Token continues a query.
+// ChannelMembershipFilter selects channels by the acting admin's
+// membership in a ChannelQuery.
+type ChannelMembershipFilter string
+
+// The filters of a ChannelQuery. The zero value is ChannelsAll.
+const (
+	ChannelsAll       ChannelMembershipFilter = "all"
+	ChannelsMember    ChannelMembershipFilter = "member"
+	ChannelsNotMember ChannelMembershipFilter = "notMember"
+)
+
+// ChannelQuery selects channels, newest first. Filter is relative to the
+// acting admin's user; UserID keeps channels that user is a member of;
+// Tags keeps channels with any of them, ExcludeTags drops channels with
+// any of them; closed channels only with IncludeClosed. Skip applies to
+// the first page; Token continues a query.
 type ChannelQuery struct {
-	Filter        string
+	Filter        ChannelMembershipFilter
 	UserID        string
 	Tags          []string
 	ExcludeTags   []string
@@ -259,10 +271,10 @@ type ChannelQuery struct {
 func (s *Service) QueryChannels(ctx context.Context, actorID string, q ChannelQuery) (*ChannelList, error) {
 	f := ChannelFilter{Tags: q.Tags, ExcludeTags: q.ExcludeTags, IncludeClosed: q.IncludeClosed}
 	switch q.Filter {
-	case "", "all":
-	case "member":
+	case "", ChannelsAll:
+	case ChannelsMember:
 		f.MemberOf = actorID
-	case "notMember":
+	case ChannelsNotMember:
 		f.NotMemberOf = actorID
 	default:
 		return nil, invalid("filter", "must be all, member or notMember")
@@ -296,7 +308,7 @@ func (s *Service) QueryChannels(ctx context.Context, actorID string, q ChannelQu
 	if q.IncludeClosed {
 		incl = "1"
 	}
-	qh := queryHash(q.Filter, actorID, q.UserID, joinList(q.Tags), joinList(q.ExcludeTags), incl)
+	qh := queryHash(string(q.Filter), actorID, q.UserID, joinList(q.Tags), joinList(q.ExcludeTags), incl)
 	var tok *pageToken
 	if q.Token != "" {
 		if tok, err = s.decodeToken("options.token", q.Token, "channels", qh); err != nil {
@@ -462,7 +474,7 @@ func (s *Service) AddUsers(ctx context.Context, actorID, channelID string, userI
 // deleteChannelUsers deletes the channel-user rows of ids whose
 // membership is m (members for a removal, bans for an unban) and returns
 // their user ids in the order the store gave them.
-func deleteChannelUsers(ctx context.Context, tx Tx, channelID string, ids []string, m string) ([]string, error) {
+func deleteChannelUsers(ctx context.Context, tx Tx, channelID string, ids []string, m Membership) ([]string, error) {
 	cus, err := tx.GetChannelUsers(ctx, channelID, ids)
 	if err != nil {
 		return nil, err
@@ -564,34 +576,48 @@ func (s *Service) JoinChannel(ctx context.Context, actorID, channelID string) (*
 	return out, err
 }
 
-// muteUntil turns a mutePeriod into a muteTimeout: > 0 now + period ms,
-// 0 unmute (nil), -1 forever; other negatives are CodeBadRequest.
-func muteUntil(now Time, period int64) (*Time, error) {
+// The mute periods of MuteChannel and MuteUsers that are not a length of
+// time. Any other positive time.Duration mutes for that long.
+const (
+	// Unmute lifts a mute (mutePeriod 0 on the wire).
+	Unmute time.Duration = 0
+	// MuteForever mutes until unmuted: muteTimeout becomes Forever
+	// (mutePeriod -1 on the wire). It is the longest time.Duration.
+	MuteForever time.Duration = math.MaxInt64
+)
+
+// muteUntil turns a mute period into a muteTimeout and the mutePeriod of
+// the event (milliseconds, rounded up; -1 forever): > 0 now + period,
+// Unmute nil, MuteForever Forever; negatives are CodeBadRequest.
+func muteUntil(now Time, d time.Duration) (*Time, int64, error) {
 	switch {
-	case period == 0:
-		return nil, nil
-	case period == -1:
+	case d == Unmute:
+		return nil, 0, nil
+	case d == MuteForever:
 		f := Forever
-		return &f, nil
-	case period < 0:
-		return nil, invalid("mutePeriod", "must be -1 (forever), 0 (unmute) or a positive number of milliseconds")
-	case period > int64(Forever.Sub(now.Time)/time.Millisecond):
-		f := Forever
-		return &f, nil
+		return &f, -1, nil
+	case d < 0:
+		return nil, 0, invalid("mutePeriod", "must be -1 (forever), 0 (unmute) or a positive number of milliseconds")
 	}
-	t := NewTime(now.Add(time.Duration(period) * time.Millisecond))
-	return &t, nil
+	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	if ms > int64(Forever.Sub(now.Time)/time.Millisecond) {
+		f := Forever
+		return &f, ms, nil
+	}
+	t := NewTime(now.Add(time.Duration(ms) * time.Millisecond))
+	return &t, ms, nil
 }
 
-// MuteChannel mutes (period > 0 ms, or -1 forever) or unmutes (0) a
-// channel. Mute expires by time alone. Emits channel.didMute. Errors:
-// CodeBadRequest, CodeNotFound, CodeForbidden (closed).
-func (s *Service) MuteChannel(ctx context.Context, actorID, channelID string, period int64) error {
+// MuteChannel mutes a channel for d (rounded up to whole milliseconds),
+// or until unmuted with MuteForever, or unmutes it with Unmute. A mute
+// expires by time alone. Emits channel.didMute. Errors: CodeBadRequest
+// (d negative, naming mutePeriod), CodeNotFound, CodeForbidden (closed).
+func (s *Service) MuteChannel(ctx context.Context, actorID, channelID string, d time.Duration) error {
 	if err := s.checkID("channelId", channelID); err != nil {
 		return err
 	}
 	now := s.Now()
-	until, err := muteUntil(now, period)
+	until, period, err := muteUntil(now, d)
 	if err != nil {
 		return err
 	}
@@ -612,11 +638,11 @@ func (s *Service) MuteChannel(ctx context.Context, actorID, channelID string, pe
 	})
 }
 
-// MuteUsers mutes or unmutes members of a channel (same periods as
-// MuteChannel). Users who are not members are CodeBadRequest naming them.
-// Emits channel.didMute with the userIds. Errors also: CodeNotFound,
-// CodeForbidden (closed).
-func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, userIDs []string, period int64) error {
+// MuteUsers mutes or unmutes members of a channel (d as in
+// MuteChannel). Users who are not members are CodeBadRequest with a
+// FieldError naming them. Emits channel.didMute with the userIds. Errors
+// also: CodeNotFound, CodeForbidden (closed).
+func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, userIDs []string, d time.Duration) error {
 	if err := s.checkID("channelId", channelID); err != nil {
 		return err
 	}
@@ -625,7 +651,7 @@ func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, user
 		return err
 	}
 	now := s.Now()
-	until, err := muteUntil(now, period)
+	until, period, err := muteUntil(now, d)
 	if err != nil {
 		return err
 	}
@@ -652,7 +678,7 @@ func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, user
 		}
 		if len(missing) > 0 {
 			e := invalid("userIds", "not members of channel %s: %s", quote(channelID), strings.Join(missing, ", "))
-			e.Detail = []any{map[string]any{"field": "userIds", "userIds": missing}}
+			e.Detail = []Detail{FieldError{Field: "userIds", UserIDs: missing}}
 			return e
 		}
 		for _, id := range ids {

@@ -6,34 +6,43 @@ import (
 	"time"
 )
 
-// MaxRateLimitWindow is the longest slow-mode window, in milliseconds
-// (one day).
-const MaxRateLimitWindow = 24 * 60 * 60 * 1000
+// MaxRateLimitWindow is the longest slow-mode window (one day).
+const MaxRateLimitWindow = 24 * time.Hour
+
+// RateLimitOff is the slow-mode window that turns slow mode off.
+const RateLimitOff time.Duration = 0
 
 // SetChannelRateLimit puts a channel in slow mode: each member may post
-// one message per window milliseconds (text, custom, image or file; a
-// deleted message still counts). 0 turns slow mode off. Admins and users
-// holding User/ExemptFromRateLimit are never limited. A post that comes
-// too early is refused with CodeRateLimited, whose detail carries
-// retryAfter (whole seconds, at least 1) and retryAfterMs. The channel's
-// isRateLimited and rateLimitWindow show the setting. Emits
+// one message per window (text, custom, image or file; a deleted message
+// still counts). The window is kept in whole milliseconds, rounded up;
+// RateLimitOff (0) turns slow mode off. Admins and users holding
+// User/ExemptFromRateLimit are never limited. A post that comes too early
+// is refused with CodeRateLimited, whose detail is a RetryAfter. The
+// channel's IsRateLimited and RateLimit show the setting. Emits
 // channel.didUpdate when the setting changed. Returns the channel.
-// Errors: CodeBadRequest (window outside 0-MaxRateLimitWindow),
-// CodeNotFound, CodeForbidden (closed).
-func (s *Service) SetChannelRateLimit(ctx context.Context, actorID, channelID string, window int64) (*ChannelList, error) {
+// Errors: CodeBadRequest (window outside 0-MaxRateLimitWindow, naming
+// rateLimitWindow), CodeNotFound, CodeForbidden (closed).
+func (s *Service) SetChannelRateLimit(ctx context.Context, actorID, channelID string, window time.Duration) (*ChannelList, error) {
 	if err := s.checkID("channelId", channelID); err != nil {
 		return nil, err
 	}
 	if window < 0 || window > MaxRateLimitWindow {
-		return nil, invalid("rateLimitWindow", "must be 0 (off) to %d milliseconds", MaxRateLimitWindow)
+		return nil, invalid("rateLimitWindow", "must be 0 (off) to %d milliseconds", MaxRateLimitWindow.Milliseconds())
 	}
+	ms := int((window + time.Millisecond - 1) / time.Millisecond)
 	return s.changeChannel(ctx, actorID, channelID, func(c *Channel) bool {
-		if c.RateLimitWindow == int(window) && c.IsRateLimited == (window > 0) {
+		if c.RateLimitWindow == ms && c.IsRateLimited == (ms > 0) {
 			return false
 		}
-		c.RateLimitWindow, c.IsRateLimited = int(window), window > 0
+		c.RateLimitWindow, c.IsRateLimited = ms, ms > 0
 		return true
 	})
+}
+
+// RateLimit is the channel's slow-mode window (RateLimitWindow, which is
+// in milliseconds), 0 when slow mode is off.
+func (c *Channel) RateLimit() time.Duration {
+	return time.Duration(c.RateLimitWindow) * time.Millisecond
 }
 
 // checkRateLimit refuses a post by authorID in slow-mode channel c when
@@ -51,16 +60,14 @@ func checkRateLimit(ctx context.Context, tx Tx, c *Channel, authorID string, now
 	if err != nil || len(ms) == 0 {
 		return err
 	}
-	window := time.Duration(c.RateLimitWindow) * time.Millisecond
-	next := ms[0].CreatedAt.Add(window)
+	next := ms[0].CreatedAt.Add(c.RateLimit())
 	if !now.Before(next) {
 		return nil
 	}
 	wait := next.Sub(now)
 	waitMs := (wait + time.Millisecond - 1) / time.Millisecond
-	secs := max(int((wait+time.Second-1)/time.Second), 1)
 	return &Error{Code: CodeRateLimited,
 		Message: fmt.Sprintf("channel %s is in slow mode (one message per %d ms): user %s may post again in %d ms",
 			quote(c.ChannelID), c.RateLimitWindow, quote(authorID), waitMs),
-		Detail: []any{map[string]any{"retryAfter": secs, "retryAfterMs": int64(waitMs)}}}
+		Detail: []Detail{RetryAfter{Wait: wait}}}
 }

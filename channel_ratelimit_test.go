@@ -24,7 +24,7 @@ func TestSlowMode(t *testing.T) {
 	e.mustPost("alice", "c", "one")
 	e.mustPost("alice", "c", "two")
 
-	out, err := e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", 10_000)
+	out, err := e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", 10*time.Second)
 	require.NoError(t, err)
 	require.True(t, out.Channels[0].IsRateLimited)
 	require.Equal(t, 10_000, out.Channels[0].RateLimitWindow)
@@ -38,13 +38,16 @@ func TestSlowMode(t *testing.T) {
 	_, err = e.post("alice", "c", "three")
 	requireCode(t, err, chat.CodeRateLimited)
 	ce := err.(*chat.Error)
-	require.Equal(t, []any{map[string]any{"retryAfter": 10, "retryAfterMs": int64(10_000)}}, ce.Detail)
+	require.Equal(t, []chat.Detail{chat.RetryAfter{Wait: 10 * time.Second}}, ce.Detail)
+	var ra chat.RetryAfter
+	require.ErrorAs(t, err, &ra)
+	require.Equal(t, 10, ra.Seconds())
 	require.Contains(t, ce.Message, "slow mode")
 	e.mustPost("bob", "c", "hi")
 	e.clk.Add(4 * time.Second)
 	_, err = e.post("bob", "c", "again")
 	requireCode(t, err, chat.CodeRateLimited)
-	require.Equal(t, []any{map[string]any{"retryAfter": 6, "retryAfterMs": int64(6_000)}}, err.(*chat.Error).Detail)
+	require.Equal(t, []chat.Detail{chat.RetryAfter{Wait: 6 * time.Second}}, err.(*chat.Error).Detail)
 	// Every kind of post counts, and so does CheckPost (before an upload).
 	_, err = e.svc.CreateMessage(e.ctx, "bob", chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"x": 1}})
 	requireCode(t, err, chat.CodeRateLimited)
@@ -63,7 +66,7 @@ func TestSlowMode(t *testing.T) {
 	e.clk.Add(9999 * time.Millisecond)
 	_, err = e.post("bob", "c", "1 ms early")
 	requireCode(t, err, chat.CodeRateLimited)
-	require.Equal(t, []any{map[string]any{"retryAfter": 1, "retryAfterMs": int64(1)}}, err.(*chat.Error).Detail)
+	require.Equal(t, []chat.Detail{chat.RetryAfter{Wait: time.Millisecond}}, err.(*chat.Error).Detail)
 	e.clk.Add(time.Millisecond)
 	e.mustPost("bob", "c", "on time")
 
@@ -78,7 +81,7 @@ func TestSlowMode(t *testing.T) {
 	e.mustPost("vip", "c", "vip 2")
 
 	// 0 turns it off.
-	out, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", 0)
+	out, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", chat.RateLimitOff)
 	require.NoError(t, err)
 	require.False(t, out.Channels[0].IsRateLimited)
 	require.Zero(t, out.Channels[0].RateLimitWindow)
@@ -87,7 +90,7 @@ func TestSlowMode(t *testing.T) {
 
 	// Each change emitted channel.didUpdate (on, off); setting the same
 	// window again changes nothing and emits nothing.
-	_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", 0)
+	_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", chat.RateLimitOff)
 	require.NoError(t, err)
 	var updates []chat.ChannelEventData
 	require.NoError(t, e.store.View(e.ctx, func(tx chat.Tx) error {
@@ -108,13 +111,13 @@ func TestSlowMode(t *testing.T) {
 	require.Equal(t, e.admin, updates[1].ActorID)
 
 	// Validation and state.
-	for _, w := range []int64{-1, chat.MaxRateLimitWindow + 1} {
+	for _, w := range []time.Duration{-time.Millisecond, chat.MaxRateLimitWindow + time.Millisecond} {
 		_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", w)
 		requireCode(t, err, chat.CodeBadRequest)
 	}
-	_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "nope", 1000)
+	_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "nope", time.Second)
 	requireCode(t, err, chat.CodeNotFound)
 	require.NoError(t, e.svc.CloseChannel(e.ctx, e.admin, "d"))
-	_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "d", 1000)
+	_, err = e.svc.SetChannelRateLimit(e.ctx, e.admin, "d", time.Second)
 	requireCode(t, err, chat.CodeForbidden)
 }

@@ -76,12 +76,19 @@ func (c Code) String() string {
 
 // Error is the error type the Service returns. Code is the wire code,
 // Message a sentence a person can act on, Detail optional structured detail
-// (for example the blacklist rule that matched), and Err an optional cause
-// that is never shown to API callers.
+// (for example the blacklist rule that matched, see Detail), and Err an
+// optional cause that is never shown to API callers.
+//
+// errors.As reaches each item of Detail as well as Err:
+//
+//	var f chat.FieldError
+//	if errors.As(err, &f) {
+//		// f.Field names the input that was refused
+//	}
 type Error struct {
 	Code    Code
 	Message string
-	Detail  []any
+	Detail  []Detail
 	Err     error
 }
 
@@ -96,8 +103,18 @@ func (e *Error) Error() string {
 	return e.Message
 }
 
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap returns the cause and the items of Detail, so that errors.Is and
+// errors.As look at both.
+func (e *Error) Unwrap() []error {
+	out := make([]error, 0, len(e.Detail)+1)
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	for _, d := range e.Detail {
+		out = append(out, d)
+	}
+	return out
+}
 
 // Is reports whether target is an *Error with the same Code, so that
 // errors.Is(err, chat.ErrNotFound) works on any not-found error.
@@ -154,7 +171,11 @@ func ErrorCode(err error) Code {
 	return CodeInternal
 }
 
-// invalid returns a 400000 error naming the field.
-func invalid(field, format string, args ...any) *Error {
-	return &Error{Code: CodeBadRequest, Message: field + ": " + fmt.Sprintf(format, args...), Detail: []any{map[string]string{"field": field}}}
+// InvalidField returns a CodeBadRequest error whose message starts with
+// the field's name and whose detail is a FieldError naming it.
+func InvalidField(field, format string, args ...any) *Error {
+	return &Error{Code: CodeBadRequest, Message: field + ": " + fmt.Sprintf(format, args...), Detail: []Detail{FieldError{Field: field}}}
 }
+
+// invalid is InvalidField.
+func invalid(field, format string, args ...any) *Error { return InvalidField(field, format, args...) }

@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -19,7 +18,7 @@ type MessageList struct {
 // CreateMessage is the input of Service.CreateMessage.
 type CreateMessage struct {
 	ChannelID string
-	Type      string // "text" or "custom"
+	Type      MessageType // MessageTypeText or MessageTypeCustom
 	Data      map[string]any
 	Tags      []string
 	ParentID  string
@@ -362,14 +361,14 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 		return nil, invalid("file", "no image renditions")
 	}
 	fileID := s.newID()
-	sizes := make([]any, 0, len(in.Renditions))
+	sizes := make([]ImageSize, 0, len(in.Renditions))
 	blobs := make([]*Blob, 0, len(in.Renditions))
 	for _, r := range in.Renditions {
-		sizes = append(sizes, map[string]any{"size": r.Name, "width": r.Width, "height": r.Height, "mimeType": r.ContentType, "fileSize": len(r.Data)})
+		sizes = append(sizes, ImageSize{Size: r.Name, Width: r.Width, Height: r.Height, MimeType: r.ContentType, FileSize: int64(len(r.Data))})
 		blobs = append(blobs, &Blob{Name: r.Name, ContentType: r.ContentType, Data: r.Data})
 	}
-	data := map[string]any{"caption": in.Caption, "fileId": fileID, "fileName": SafeFileName(in.FileName),
-		"mimeType": in.MimeType, "width": in.Width, "height": in.Height, "sizes": sizes}
+	data := ImageData{Caption: in.Caption, FileID: fileID, FileName: SafeFileName(in.FileName),
+		MimeType: in.MimeType, Width: in.Width, Height: in.Height, Sizes: sizes}
 	var texts []string
 	if in.Caption != "" {
 		texts = []string{in.Caption}
@@ -381,7 +380,7 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 			return err
 		}
 		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
-			Data: jsonRoundTrip(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
+			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
 		out, err = s.insertMessage(ctx, tx, ev, pc, r, blobs)
 		return err
 	})
@@ -404,7 +403,7 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 		mt = "application/octet-stream"
 	}
 	name := SafeFileName(in.FileName)
-	data := map[string]any{"fileId": s.newID(), "fileName": name, "mimeType": mt, "size": len(in.Data)}
+	data := FileData{FileID: s.newID(), FileName: name, MimeType: mt, Size: int64(len(in.Data))}
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
 		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil)
@@ -412,7 +411,7 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 			return err
 		}
 		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
-			Data: jsonRoundTrip(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
+			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
 		out, err = s.insertMessage(ctx, tx, ev, pc, r, []*Blob{{Name: "file", ContentType: mt, Data: in.Data}})
 		return err
 	})
@@ -425,14 +424,6 @@ func (s *Service) checkCaption(caption string) error {
 		return invalid("caption", "must be at most %d characters of UTF-8", s.lim.MaxTextChars)
 	}
 	return nil
-}
-
-// jsonRoundTrip normalizes a value to what JSON decoding produces (numbers
-// as float64), so stored and returned data look alike in every store.
-func jsonRoundTrip(v map[string]any) map[string]any {
-	var out map[string]any
-	_ = json.Unmarshal(mustJSON(v), &out)
-	return out
 }
 
 // GetMessage reads one message (deleted ones too). Errors: CodeBadRequest,

@@ -56,9 +56,9 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 		var texts []string
 		switch {
 		case in.Data != nil && m.Type != MessageTypeText && m.Type != MessageTypeCustom:
-			return invalid("data", "only text and custom messages change their data (this one is %s)", quote(m.Type))
+			return invalid("data", "only text and custom messages change their data (this one is %s)", quote(string(m.Type)))
 		case in.Caption != nil && m.Type != MessageTypeImage:
-			return invalid("caption", "only image messages have a caption (this one is %s)", quote(m.Type))
+			return invalid("caption", "only image messages have a caption (this one is %s)", quote(string(m.Type)))
 		case in.Data != nil:
 			// Validated as a new message of the same type and channel.
 			cm := CreateMessage{ChannelID: m.ChannelID, Type: m.Type, Data: *in.Data}

@@ -15,9 +15,9 @@ type Reactor struct {
 
 // ReactionGroup is the reactors of one item.
 type ReactionGroup struct {
-	ReferenceID   string    `json:"referenceId"`
-	ReferenceType string    `json:"referenceType"`
-	Reactors      []Reactor `json:"reactors"`
+	ReferenceID   string        `json:"referenceId"`
+	ReferenceType ReferenceType `json:"referenceType"`
+	Reactors      []Reactor     `json:"reactors"`
 }
 
 // ReactorResults is the "results" object of the reactors listing.
@@ -35,14 +35,14 @@ type ReactorList struct {
 // ReactorQuery selects the reactions to one item, newest first.
 type ReactorQuery struct {
 	ReferenceID   string
-	ReferenceType string
+	ReferenceType ReferenceType
 	ReactionName  string
 	Skip          int
 	Limit         int
 	Token         string
 }
 
-func (s *Service) checkReference(referenceID, referenceType string) error {
+func (s *Service) checkReference(referenceID string, referenceType ReferenceType) error {
 	if err := s.checkID("referenceId", referenceID); err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (s *Service) QueryReactors(ctx context.Context, q ReactorQuery) (*ReactorLi
 // reaction.didAdd when new. Errors: CodeBadRequest, CodeNotFound (message
 // absent or deleted), CodeForbidden (the message's channel is closed),
 // CodeGlobalBanned.
-func (s *Service) AddReaction(ctx context.Context, actorID, referenceID, referenceType, name string) (string, error) {
+func (s *Service) AddReaction(ctx context.Context, actorID, referenceID string, referenceType ReferenceType, name string) (string, error) {
 	if err := s.checkReference(referenceID, referenceType); err != nil {
 		return "", err
 	}
@@ -189,7 +189,7 @@ func (s *Service) AddReaction(ctx context.Context, actorID, referenceID, referen
 // its id ("" when there was none: removing is idempotent). Emits
 // reaction.didRemove when one was removed. Errors: CodeBadRequest,
 // CodeNotFound (message), CodeForbidden (closed channel).
-func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID, referenceType, name string) (string, error) {
+func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID string, referenceType ReferenceType, name string) (string, error) {
 	if err := s.checkReference(referenceID, referenceType); err != nil {
 		return "", err
 	}

@@ -114,12 +114,12 @@ func (rs *ruleSet) checkTexts(texts []string, perms map[string]bool) error {
 	for _, t := range texts {
 		if !perms[PermExemptFromBlacklist] {
 			if id := rs.blacklisted(t); id != "" {
-				return &Error{Code: CodeBlacklisted, Message: "text contains a blacklisted word (rule " + quote(id) + ")", Detail: []any{map[string]string{"ruleId": id}}}
+				return &Error{Code: CodeBlacklisted, Message: "text contains a blacklisted word (rule " + quote(id) + ")", Detail: []Detail{RuleRef{RuleID: id}}}
 			}
 		}
 		if !perms[PermExemptFromWhitelist] {
 			if l := rs.disallowedLink(t); l != "" {
-				return &Error{Code: CodeLinkNotAllowed, Message: "link not allowed by the whitelist: " + quote(l), Detail: []any{map[string]string{"url": l}}}
+				return &Error{Code: CodeLinkNotAllowed, Message: "link not allowed by the whitelist: " + quote(l), Detail: []Detail{RefusedLink{URL: l}}}
 			}
 		}
 	}
@@ -144,12 +144,12 @@ func (s *Service) validatePattern(list RuleList, field, p string) error {
 	}
 	if list == Blacklist {
 		if _, err := regexp.Compile(p); err != nil {
-			return &Error{Code: CodeInvalidRegex, Message: "invalid regular expression " + quote(p) + ": " + err.Error(), Detail: []any{map[string]string{"ruleId": p}}}
+			return &Error{Code: CodeInvalidRegex, Message: "invalid regular expression " + quote(p) + ": " + err.Error(), Detail: []Detail{RuleRef{RuleID: p}}}
 		}
 		return nil
 	}
 	if _, err := compileWhiteRule(p); err != nil {
-		return &Error{Code: CodeInvalidRegex, Message: "invalid whitelist entry " + quote(p) + ": " + err.Error(), Detail: []any{map[string]string{"ruleId": p}}}
+		return &Error{Code: CodeInvalidRegex, Message: "invalid whitelist entry " + quote(p) + ": " + err.Error(), Detail: []Detail{RuleRef{RuleID: p}}}
 	}
 	return nil
 }

@@ -70,9 +70,12 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Channel types.
+// ChannelType is the type of a channel.
+type ChannelType string
+
+// The channel types.
 const (
-	ChannelTypeStandard = "standard"
+	ChannelTypeStandard ChannelType = "standard"
 )
 
 // Channel is a chat channel. Field names follow the spec's section 2.
@@ -84,7 +87,7 @@ const (
 // Service.SetChannelRateLimit), and IsRateLimited says so.
 type Channel struct {
 	ChannelID       string         `json:"channelId"`
-	Type            string         `json:"type"`
+	Type            ChannelType    `json:"type"`
 	DisplayName     string         `json:"displayName"`
 	IsDistinct      bool           `json:"isDistinct"`
 	Metadata        map[string]any `json:"metadata"`
@@ -101,32 +104,39 @@ type Channel struct {
 	IsClosed        bool           `json:"isClosed"`
 }
 
-// Membership values of a ChannelUser.
+// Membership is a user's relation to a channel.
+type Membership string
+
+// The memberships of a ChannelUser.
 const (
-	MembershipMember = "member"
-	MembershipBanned = "banned"
-	MembershipNone   = "none"
+	MembershipMember Membership = "member"
+	MembershipBanned Membership = "banned"
+	MembershipNone   Membership = "none"
 )
 
 // ChannelUser is a user's relation to one channel. A banned user has
 // membership "banned" until unbanned; the ban is its own record and removing
 // or re-adding never clears it. IsMuted is derived from MuteTimeout.
 type ChannelUser struct {
-	ChannelID   string `json:"channelId"`
-	UserID      string `json:"userId"`
-	Membership  string `json:"membership"`
-	IsMuted     bool   `json:"isMuted"`
-	MuteTimeout *Time  `json:"muteTimeout"`
-	CreatedAt   Time   `json:"createdAt"`
-	UpdatedAt   Time   `json:"updatedAt"`
+	ChannelID   string     `json:"channelId"`
+	UserID      string     `json:"userId"`
+	Membership  Membership `json:"membership"`
+	IsMuted     bool       `json:"isMuted"`
+	MuteTimeout *Time      `json:"muteTimeout"`
+	CreatedAt   Time       `json:"createdAt"`
+	UpdatedAt   Time       `json:"updatedAt"`
 }
 
-// Message types.
+// MessageType is the type of a message, which says what its data holds.
+type MessageType string
+
+// The message types. Text and custom messages are posted with
+// Service.CreateMessage, images and files are uploaded.
 const (
-	MessageTypeText   = "text"
-	MessageTypeCustom = "custom"
-	MessageTypeImage  = "image"
-	MessageTypeFile   = "file"
+	MessageTypeText   MessageType = "text"
+	MessageTypeCustom MessageType = "custom"
+	MessageTypeImage  MessageType = "image"
+	MessageTypeFile   MessageType = "file"
 )
 
 // Message is a message in a channel. ParentID is set only on comments.
@@ -135,7 +145,7 @@ type Message struct {
 	MessageID      string         `json:"messageId"`
 	ChannelID      string         `json:"channelId"`
 	UserID         string         `json:"userId"`
-	Type           string         `json:"type"`
+	Type           MessageType    `json:"type"`
 	Data           map[string]any `json:"data"`
 	Tags           []string       `json:"tags"`
 	ParentID       string         `json:"parentId,omitempty"`
@@ -215,17 +225,20 @@ type Rule struct {
 	UpdatedAt        Time     `json:"updatedAt"`
 }
 
+// ReferenceType is the kind of item a reaction refers to.
+type ReferenceType string
+
 // ReferenceTypeMessage is the only reaction reference type.
-const ReferenceTypeMessage = "message"
+const ReferenceTypeMessage ReferenceType = "message"
 
 // Reaction is one user's reaction of one name to one message.
 type Reaction struct {
-	ReactionID    string `json:"reactionId"`
-	ReferenceID   string `json:"referenceId"`
-	ReferenceType string `json:"referenceType"`
-	ReactionName  string `json:"reactionName"`
-	UserID        string `json:"userId"`
-	CreatedAt     Time   `json:"createdAt"`
+	ReactionID    string        `json:"reactionId"`
+	ReferenceID   string        `json:"referenceId"`
+	ReferenceType ReferenceType `json:"referenceType"`
+	ReactionName  string        `json:"reactionName"`
+	UserID        string        `json:"userId"`
+	CreatedAt     Time          `json:"createdAt"`
 }
 
 // Admin is an admin account. Its access token is stored only as a SHA-256

@@ -14,12 +14,21 @@ type UserList struct {
 	Paging *Paging `json:"paging,omitempty"`
 }
 
+// UserFlagFilter selects users by their flags in a UserQuery.
+type UserFlagFilter string
+
+// The filters of a UserQuery. The zero value is UsersAll.
+const (
+	UsersAll     UserFlagFilter = "all"
+	UsersFlagged UserFlagFilter = "flagged"
+)
+
 // UserQuery selects users. Search matches a case-insensitive prefix of the
-// displayName or userId; Filter is "all" (default) or "flagged". Users are
-// ordered by userId.
+// displayName or userId; Filter keeps every user (UsersAll, the default)
+// or the flagged ones. Users are ordered by userId.
 type UserQuery struct {
 	Search    string
-	Filter    string
+	Filter    UserFlagFilter
 	PageToken string
 	Limit     int
 }
@@ -28,7 +37,7 @@ type UserQuery struct {
 // page token).
 func (s *Service) QueryUsers(ctx context.Context, q UserQuery) (*UserList, error) {
 	switch q.Filter {
-	case "", "all", "flagged":
+	case "", UsersAll, UsersFlagged:
 	default:
 		return nil, invalid("filter", "must be all or flagged")
 	}
@@ -39,8 +48,8 @@ func (s *Service) QueryUsers(ctx context.Context, q UserQuery) (*UserList, error
 	if err != nil {
 		return nil, err
 	}
-	flagged := q.Filter == "flagged"
-	qh := queryHash(strings.ToLower(q.Search), q.Filter)
+	flagged := q.Filter == UsersFlagged
+	qh := queryHash(strings.ToLower(q.Search), string(q.Filter))
 	f := UserFilter{Search: q.Search, Flagged: flagged, Limit: limit + 1}
 	var tok *pageToken
 	if q.PageToken != "" {

@@ -14,7 +14,7 @@ func (h *handler) queryChannels(w http.ResponseWriter, r *http.Request) error {
 	}
 	opt := p.sub("options")
 	q := chat.ChannelQuery{
-		Filter:        p.str("filter"),
+		Filter:        chat.ChannelMembershipFilter(p.str("filter")),
 		UserID:        p.str("userId"),
 		Tags:          p.strs("tags"),
 		ExcludeTags:   p.strs("excludeTags"),
@@ -38,7 +38,7 @@ func (h *handler) createChannel(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := chat.CreateChannel{
 		ChannelID:   p.str("channelId"),
-		Type:        p.str("type"),
+		Type:        chat.ChannelType(p.str("type")),
 		DisplayName: p.str("displayName"),
 		Metadata:    p.object("metadata"),
 		Tags:        p.strs("tags"),
@@ -161,7 +161,7 @@ func (h *handler) muteChannel(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	return h.done(w, h.svc.MuteChannel(r.Context(), actor(r), id, period))
+	return h.done(w, h.svc.MuteChannel(r.Context(), actor(r), id, mutePeriod(period)))
 }
 
 // setRateLimit serves PUT /channel/{channelId}/rateLimit (ext): slow mode.
@@ -177,7 +177,7 @@ func (h *handler) setRateLimit(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	out, err := h.svc.SetChannelRateLimit(r.Context(), actor(r), id, window)
+	out, err := h.svc.SetChannelRateLimit(r.Context(), actor(r), id, rateLimitWindow(window))
 	return h.reply(w, out, err)
 }
 
@@ -191,7 +191,7 @@ func (h *handler) muteUsers(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	return h.done(w, h.svc.MuteUsers(r.Context(), actor(r), id, ids, period))
+	return h.done(w, h.svc.MuteUsers(r.Context(), actor(r), id, ids, mutePeriod(period)))
 }
 
 // banUsers serves POST /channel/{channelId}/users/ban.

@@ -44,7 +44,7 @@ func badRequest(field, format string, args ...any) *chat.Error {
 	return &chat.Error{
 		Code:    chat.CodeBadRequest,
 		Message: field + ": " + fmt.Sprintf(format, args...),
-		Detail:  []any{map[string]string{"field": field}},
+		Detail:  []chat.Detail{chat.FieldError{Field: field}},
 	}
 }
 

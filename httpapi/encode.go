@@ -136,7 +136,7 @@ func appendMessage(b []byte, m *chat.Message) ([]byte, error) {
 	b = append(b, `,"userId":`...)
 	b = appendString(b, m.UserID)
 	b = append(b, `,"type":`...)
-	b = appendString(b, m.Type)
+	b = appendString(b, string(m.Type))
 	b = append(b, `,"data":`...)
 	if b, err = appendObject(b, m.Data); err != nil {
 		return b, err

@@ -126,7 +126,7 @@ func TestEncodeMatchesJSON(t *testing.T) {
 		require.Equal(t, `"`+tt.UTC().Format("2006-01-02T15:04:05.000Z")+`"`, string(want))
 		require.Equal(t, string(want), string(tt.AppendJSON(nil)))
 	}
-	for _, v := range []any{successBody{Success: true}, successBody{}, errorBody{Status: "error", Code: 400000, Message: "x <y>", Data: errorData{Detail: []any{}}}} {
+	for _, v := range []any{successBody{Success: true}, successBody{}, errorBody{Status: "error", Code: 400000, Message: "x <y>", Data: errorData{Detail: []chat.Detail{}}}} {
 		want, err := json.Marshal(v)
 		require.NoError(t, err)
 		got, err := appendJSON(nil, v)

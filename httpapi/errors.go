@@ -42,7 +42,7 @@ type errorBody struct {
 }
 
 type errorData struct {
-	Detail []any `json:"detail"`
+	Detail []chat.Detail `json:"detail"`
 }
 
 // writeError answers a request with err. A *chat.Error with a 4xx code is
@@ -60,7 +60,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if !ok {
 		code, status = chat.CodeInternal, http.StatusInternalServerError
 	}
-	body := errorBody{Status: "error", Code: code, Data: errorData{Detail: []any{}}}
+	body := errorBody{Status: "error", Code: code, Data: errorData{Detail: []chat.Detail{}}}
 	rid := RequestIDFrom(r.Context())
 	if status >= 500 {
 		level := slog.LevelError
@@ -88,18 +88,12 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	writeJSON(w, status, body)
 }
 
-// retryAfter reads the seconds to wait from a rate-limit error's detail
-// ({"retryAfter": seconds}); 1 when absent.
+// retryAfter is the seconds to wait of a rate-limit error (its RetryAfter
+// detail); 1 when absent.
 func retryAfter(e *chat.Error) int {
-	for _, d := range e.Detail {
-		if m, ok := d.(map[string]any); ok {
-			switch v := m["retryAfter"].(type) {
-			case int:
-				return max(v, 1)
-			case float64:
-				return max(int(v), 1)
-			}
-		}
+	var ra chat.RetryAfter
+	if errors.As(e, &ra) {
+		return ra.Seconds()
 	}
 	return 1
 }

@@ -451,7 +451,7 @@ func (h *handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 	}
 	err := chat.Errorf(chat.CodeBadRequest, "method %s is not allowed on %s", r.Method, r.URL.Path)
-	err.Detail = []any{map[string]any{"allow": allow}}
+	err.Detail = []chat.Detail{chat.AllowedMethods{Allow: allow}}
 	h.writeErrorStatus(w, r, http.StatusMethodNotAllowed, err)
 }
 
@@ -460,7 +460,7 @@ func (h *handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 func (h *handler) writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, e *chat.Error) {
 	detail := e.Detail
 	if detail == nil {
-		detail = []any{}
+		detail = []chat.Detail{}
 	}
 	writeJSON(w, status, errorBody{Status: "error", Code: e.Code, Message: e.Error(), Data: errorData{Detail: detail}})
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"time"
+
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -93,7 +95,7 @@ func TestStatusTable(t *testing.T) {
 	h := &handler{log: slog.New(slog.DiscardHandler)}
 	for code, status := range want {
 		rec := httptest.NewRecorder()
-		h.writeError(rec, httptest.NewRequest("GET", "/", nil), &chat.Error{Code: code, Message: "m", Detail: []any{"d"}})
+		h.writeError(rec, httptest.NewRequest("GET", "/", nil), &chat.Error{Code: code, Message: "m", Detail: []chat.Detail{chat.RawDetail(`"d"`)}})
 		require.Equal(t, status, rec.Code, code)
 		var body map[string]any
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
@@ -113,7 +115,7 @@ func TestStatusTable(t *testing.T) {
 	// A slow-mode refusal's Retry-After is its detail's retryAfter.
 	rec := httptest.NewRecorder()
 	h.writeError(rec, httptest.NewRequest("POST", "/message", nil), &chat.Error{Code: chat.CodeRateLimited, Message: "slow mode",
-		Detail: []any{map[string]any{"retryAfter": 6, "retryAfterMs": int64(5200)}}})
+		Detail: []chat.Detail{chat.RetryAfter{Wait: 5200 * time.Millisecond}}})
 	require.Equal(t, 429, rec.Code)
 	require.Equal(t, "6", rec.Header().Get("Retry-After"))
 	// Unknown codes and plain errors are 500000.

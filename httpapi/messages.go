@@ -52,7 +52,7 @@ func (h *handler) createMessage(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := chat.CreateMessage{
 		ChannelID: p.str("channelId"),
-		Type:      p.str("type"),
+		Type:      chat.MessageType(p.str("type")),
 		Data:      p.object("data"),
 		Tags:      p.strs("tags"),
 		ParentID:  p.str("parentId"),

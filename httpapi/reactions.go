@@ -15,7 +15,7 @@ func (h *handler) queryReactors(w http.ResponseWriter, r *http.Request) error {
 	opt := p.sub("options")
 	q := chat.ReactorQuery{
 		ReferenceID:   p.str("referenceId"),
-		ReferenceType: p.str("referenceType"),
+		ReferenceType: chat.ReferenceType(p.str("referenceType")),
 		ReactionName:  opt.str("reactionName"),
 		Skip:          opt.integer("skip"),
 		Limit:         opt.integer("limit"),
@@ -29,12 +29,12 @@ func (h *handler) queryReactors(w http.ResponseWriter, r *http.Request) error {
 }
 
 // reactionParams reads referenceId, referenceType and reactionName.
-func (h *handler) reactionParams(w http.ResponseWriter, r *http.Request) (id, typ, name string, err error) {
+func (h *handler) reactionParams(w http.ResponseWriter, r *http.Request) (id string, typ chat.ReferenceType, name string, err error) {
 	p, err := h.decode(w, r)
 	if err != nil {
 		return "", "", "", err
 	}
-	id, typ, name = p.str("referenceId"), p.str("referenceType"), p.str("reactionName")
+	id, typ, name = p.str("referenceId"), chat.ReferenceType(p.str("referenceType")), p.str("reactionName")
 	return id, typ, name, p.Err()
 }
 

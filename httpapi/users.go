@@ -14,7 +14,7 @@ func (h *handler) queryUsers(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := chat.UserQuery{
 		Search:    p.str("search"),
-		Filter:    p.str("filter"),
+		Filter:    chat.UserFlagFilter(p.str("filter")),
 		PageToken: p.str("pageToken"),
 		Limit:     p.integer("limit"),
 	}

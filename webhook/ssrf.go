@@ -119,7 +119,7 @@ func checkAddr(ip netip.Addr, allowPrivate bool) error {
 // ErrBlockedAddress.
 func CheckURL(raw string, allowPrivate bool) error {
 	if err := checkURL(raw, allowPrivate); err != nil {
-		err.Detail = []any{map[string]string{"field": "url"}}
+		err.Detail = []chat.Detail{chat.FieldError{Field: "url"}}
 		return err
 	}
 	return nil

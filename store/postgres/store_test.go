@@ -155,7 +155,7 @@ func TestMembersAndSegments(t *testing.T) {
 	s := newStore(t)
 	ctx := ctxT(t)
 	update(t, s, func(tx chat.Tx) error { return tx.CreateChannel(ctx, channel("c", at(0))) })
-	put := func(user, membership string) {
+	put := func(user string, membership chat.Membership) {
 		update(t, s, func(tx chat.Tx) error {
 			return tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: user, Membership: membership, MuteTimeout: atp(5), CreatedAt: at(0), UpdatedAt: at(1)})
 		})
@@ -662,7 +662,7 @@ func TestReadModifyWriteRetries(t *testing.T) {
 		require.NoError(t, tx.CreateChannel(ctx, channel("c", at(0))))
 		return tx.CreateUser(ctx, &chat.User{UserID: "u", DisplayName: "U", CreatedAt: at(0), UpdatedAt: at(0)})
 	})
-	rel := func(membership string) *chat.ChannelUser {
+	rel := func(membership chat.Membership) *chat.ChannelUser {
 		return &chat.ChannelUser{ChannelID: "c", UserID: "u", Membership: membership, CreatedAt: at(0), UpdatedAt: at(0)}
 	}
 

@@ -236,7 +236,7 @@ func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []st
 
 // membershipDelta returns how memberCount changes when a relation goes
 // from old to new membership ("" = no relation).
-func membershipDelta(old, new string) int {
+func membershipDelta(old, new chat.Membership) int {
 	d := 0
 	if old == chat.MembershipMember {
 		d--
@@ -247,8 +247,8 @@ func membershipDelta(old, new string) int {
 	return d
 }
 
-func (t *tx) oldMembership(ctx context.Context, channelID, userID string) (string, error) {
-	var old string
+func (t *tx) oldMembership(ctx context.Context, channelID, userID string) (chat.Membership, error) {
+	var old chat.Membership
 	err := t.row(ctx, "SELECT membership FROM channel_users WHERE channel_id = ? AND user_id = ?",
 		[]any{channelID, userID}, &old)
 	if chat.ErrorCode(err) == chat.CodeNotFound {
@@ -283,7 +283,7 @@ func (t *tx) PutChannelUser(ctx context.Context, cu *chat.ChannelUser) error {
 
 // DeleteChannelUser implements chat.ChannelStore.
 func (t *tx) DeleteChannelUser(ctx context.Context, channelID, userID string) error {
-	var old string
+	var old chat.Membership
 	err := t.row(ctx, "DELETE FROM channel_users WHERE channel_id = ? AND user_id = ? RETURNING membership",
 		[]any{channelID, userID}, &old)
 	if chat.ErrorCode(err) == chat.CodeNotFound {

@@ -103,7 +103,7 @@ func (r *messageRow) scanValues(v []driver.Value) (*chat.Message, error) {
 	}
 	m := &r.m
 	m.MessageID, m.ChannelID, m.ChannelSegment = text(v[0]), text(v[1]), integer(v[2])
-	m.UserID, m.Type, r.data, r.tags = text(v[3]), text(v[4]), text(v[5]), nullText(v[6])
+	m.UserID, m.Type, r.data, r.tags = text(v[3]), chat.MessageType(text(v[4])), text(v[5]), nullText(v[6])
 	r.parent, m.IsDeleted, r.created = nullText(v[7]), integer(v[8]) != 0, integer(v[9])
 	r.edited = sql.NullInt64{}
 	if v[10] != nil {

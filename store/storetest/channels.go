@@ -549,12 +549,12 @@ func testListMemberships(t *testing.T, e *env) {
 	got := read(e, func(tx chat.Tx) ([]*chat.ChannelUser, error) {
 		return tx.ListMemberships(e.ctx, "u", []string{"c1", "c2", "c4", "missing"})
 	})
-	byChannel := map[string]string{}
+	byChannel := map[string]chat.Membership{}
 	for _, cu := range got {
 		require.Equal(t, "u", cu.UserID)
 		byChannel[cu.ChannelID] = cu.Membership
 	}
-	require.Equal(t, map[string]string{"c1": chat.MembershipMember, "c2": chat.MembershipBanned}, byChannel)
+	require.Equal(t, map[string]chat.Membership{"c1": chat.MembershipMember, "c2": chat.MembershipBanned}, byChannel)
 	got = read(e, func(tx chat.Tx) ([]*chat.ChannelUser, error) {
 		return tx.ListMemberships(e.ctx, "nobody", []string{"c1"})
 	})

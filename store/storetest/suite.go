@@ -285,7 +285,7 @@ func newUser(id, name string) *chat.User {
 	return &chat.User{UserID: id, DisplayName: name, CreatedAt: at(0), UpdatedAt: at(0)}
 }
 
-func member(channelID, userID, membership string) *chat.ChannelUser {
+func member(channelID, userID string, membership chat.Membership) *chat.ChannelUser {
 	return &chat.ChannelUser{ChannelID: channelID, UserID: userID, Membership: membership, CreatedAt: at(0), UpdatedAt: at(0)}
 }
 
