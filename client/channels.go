@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"net/http"
+	"time"
 
 	chat "github.com/chatengine/chat"
 )
@@ -20,9 +21,9 @@ type PageOptions struct {
 
 // QueryChannelsRequest selects channels, newest first.
 type QueryChannelsRequest struct {
-	// Filter is "all" (default), "member" or "notMember", relative to the
-	// admin's user.
-	Filter string `json:"filter,omitempty"`
+	// Filter is chat.ChannelsAll (the default), chat.ChannelsMember or
+	// chat.ChannelsNotMember, relative to the admin's user.
+	Filter chat.ChannelMembershipFilter `json:"filter,omitempty"`
 	// UserID keeps the channels that user is a member of.
 	UserID string `json:"userId,omitempty"`
 	// Tags keeps channels with any of these tags.
@@ -68,34 +69,37 @@ func (c *Client) QueryChannelsAll(ctx context.Context, req QueryChannelsRequest,
 
 // CreateChannelRequest creates a channel.
 type CreateChannelRequest struct {
-	ChannelID   string         `json:"channelId"`
-	Type        string         `json:"type"` // "standard"
-	DisplayName string         `json:"displayName,omitempty"`
-	Metadata    map[string]any `json:"metadata,omitempty"`
-	Tags        []string       `json:"tags,omitempty"`
+	ChannelID   string           `json:"channelId"`
+	Type        chat.ChannelType `json:"type"` // chat.ChannelTypeStandard
+	DisplayName string           `json:"displayName,omitempty"`
+	Metadata    map[string]any   `json:"metadata,omitempty"`
+	Tags        []string         `json:"tags,omitempty"`
 	// UserIDs are the initial members (the admin is not one unless listed).
 	UserIDs    []string `json:"userIds,omitempty"`
 	IsDistinct bool     `json:"isDistinct,omitempty"`
 }
 
 // CreateChannel creates a channel (POST /channel).
-func (c *Client) CreateChannel(ctx context.Context, req CreateChannelRequest) (*chat.ChannelList, error) {
+func (c *Client) CreateChannel(ctx context.Context, req CreateChannelRequest) (*Channel, error) {
 	var out chat.ChannelList
-	return &out, c.do(ctx, http.MethodPost, "/channel", nil, req, &out)
+	err := c.do(ctx, http.MethodPost, "/channel", nil, req, &out)
+	return oneChannel(&out, err)
 }
 
 // GetChannel reads one channel, closed ones too, with its members and
 // banned users as channelUsers (GET /channel/{channelId}, ext).
-func (c *Client) GetChannel(ctx context.Context, channelID string) (*chat.ChannelList, error) {
+func (c *Client) GetChannel(ctx context.Context, channelID string) (*Channel, error) {
 	var out chat.ChannelList
-	return &out, c.do(ctx, http.MethodGet, "/channel/"+esc(channelID), nil, nil, &out)
+	err := c.do(ctx, http.MethodGet, "/channel/"+esc(channelID), nil, nil, &out)
+	return oneChannel(&out, err)
 }
 
 // RenameChannel changes a channel's displayName (POST /channel/displayName).
-func (c *Client) RenameChannel(ctx context.Context, channelID, displayName string) (*chat.ChannelList, error) {
+func (c *Client) RenameChannel(ctx context.Context, channelID, displayName string) (*Channel, error) {
 	var out chat.ChannelList
 	in := map[string]string{"channelId": channelID, "displayName": displayName}
-	return &out, c.do(ctx, http.MethodPost, "/channel/displayName", nil, in, &out)
+	err := c.do(ctx, http.MethodPost, "/channel/displayName", nil, in, &out)
+	return oneChannel(&out, err)
 }
 
 type userIDs struct {
@@ -103,9 +107,10 @@ type userIDs struct {
 }
 
 // AddUsers adds members (POST /channel/{channelId}/users).
-func (c *Client) AddUsers(ctx context.Context, channelID string, ids []string) (*chat.ChannelList, error) {
+func (c *Client) AddUsers(ctx context.Context, channelID string, ids []string) (*Channel, error) {
 	var out chat.ChannelList
-	return &out, c.do(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/users", nil, userIDs{ids}, &out)
+	err := c.do(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/users", nil, userIDs{ids}, &out)
+	return oneChannel(&out, err)
 }
 
 // RemoveUsers removes members (DELETE /channel/{channelId}/users).
@@ -115,18 +120,31 @@ func (c *Client) RemoveUsers(ctx context.Context, channelID string, ids []string
 
 // JoinChannel makes the admin's own user a member (POST
 // /channel/{channelId}/join, ext).
-func (c *Client) JoinChannel(ctx context.Context, channelID string) (*chat.ChannelList, error) {
+func (c *Client) JoinChannel(ctx context.Context, channelID string) (*Channel, error) {
 	var out chat.ChannelList
-	return &out, c.do(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/join", nil, struct{}{}, &out)
+	err := c.do(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/join", nil, struct{}{}, &out)
+	return oneChannel(&out, err)
 }
 
-// MuteForever is the mutePeriod that mutes until unmuted.
-const MuteForever = -1
+// mutePeriod is the wire's mutePeriod for d: milliseconds, rounded up,
+// -1 for chat.MuteForever; a negative d stays negative, for the server to
+// refuse.
+func mutePeriod(d time.Duration) int64 {
+	switch {
+	case d == chat.MuteForever:
+		return -1
+	case d < 0:
+		return min(d.Milliseconds(), -2)
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
 
-// MuteChannel mutes a channel for mutePeriod milliseconds (MuteForever:
-// until unmuted) or unmutes it (0) (PUT /channel/{channelId}/mute).
-func (c *Client) MuteChannel(ctx context.Context, channelID string, mutePeriod int64) error {
-	in := map[string]int64{"mutePeriod": mutePeriod}
+// MuteChannel mutes a channel for d, or until unmuted with
+// chat.MuteForever, or unmutes it with chat.Unmute (PUT
+// /channel/{channelId}/mute). d is sent in whole milliseconds, rounded
+// up.
+func (c *Client) MuteChannel(ctx context.Context, channelID string, d time.Duration) error {
+	in := map[string]int64{"mutePeriod": mutePeriod(d)}
 	return c.action(ctx, http.MethodPut, "/channel/"+esc(channelID)+"/mute", in)
 }
 
@@ -141,7 +159,7 @@ type UpdateChannelRequest struct {
 
 // UpdateChannel changes a channel's displayName, metadata and tags (PUT
 // /channel/{channelId}, ext); channel.didUpdate is emitted.
-func (c *Client) UpdateChannel(ctx context.Context, channelID string, req UpdateChannelRequest) (*chat.ChannelList, error) {
+func (c *Client) UpdateChannel(ctx context.Context, channelID string, req UpdateChannelRequest) (*Channel, error) {
 	body := map[string]any{}
 	if req.DisplayName != nil {
 		body["displayName"] = *req.DisplayName
@@ -153,26 +171,35 @@ func (c *Client) UpdateChannel(ctx context.Context, channelID string, req Update
 		body["tags"] = req.Tags
 	}
 	var out chat.ChannelList
-	return &out, c.do(ctx, http.MethodPut, "/channel/"+esc(channelID), nil, body, &out)
+	err := c.do(ctx, http.MethodPut, "/channel/"+esc(channelID), nil, body, &out)
+	return oneChannel(&out, err)
 }
 
 // SetChannelRateLimit puts a channel in slow mode, one message per
-// member per window milliseconds, or turns it off (0) (PUT
-// /channel/{channelId}/rateLimit, ext). A post that comes too early fails
-// with code 400311; the *Error's RetryAfter says how long to wait.
-func (c *Client) SetChannelRateLimit(ctx context.Context, channelID string, window int64) (*chat.ChannelList, error) {
+// member per window (sent in whole milliseconds, rounded up), or turns it
+// off with chat.RateLimitOff (PUT /channel/{channelId}/rateLimit, ext). A
+// post that comes too early fails with code 400311; the *Error's
+// RetryAfter, and its chat.RetryAfter detail, say how long to wait.
+func (c *Client) SetChannelRateLimit(ctx context.Context, channelID string, window time.Duration) (*Channel, error) {
 	var out chat.ChannelList
-	in := map[string]int64{"rateLimitWindow": window}
-	return &out, c.do(ctx, http.MethodPut, "/channel/"+esc(channelID)+"/rateLimit", nil, in, &out)
+	ms := window.Milliseconds()
+	if window > 0 {
+		ms = int64((window + time.Millisecond - 1) / time.Millisecond)
+	} else if window < 0 {
+		ms = min(ms, -1)
+	}
+	in := map[string]int64{"rateLimitWindow": ms}
+	err := c.do(ctx, http.MethodPut, "/channel/"+esc(channelID)+"/rateLimit", nil, in, &out)
+	return oneChannel(&out, err)
 }
 
-// MuteUsers mutes members for mutePeriod milliseconds, or unmutes them (0)
-// (PUT /channel/{channelId}/users/mute).
-func (c *Client) MuteUsers(ctx context.Context, channelID string, ids []string, mutePeriod int64) error {
+// MuteUsers mutes members for d, or until unmuted with chat.MuteForever,
+// or unmutes them with chat.Unmute (PUT /channel/{channelId}/users/mute).
+func (c *Client) MuteUsers(ctx context.Context, channelID string, ids []string, d time.Duration) error {
 	in := struct {
 		UserIDs    []string `json:"userIds"`
 		MutePeriod int64    `json:"mutePeriod"`
-	}{ids, mutePeriod}
+	}{ids, mutePeriod(d)}
 	return c.action(ctx, http.MethodPut, "/channel/"+esc(channelID)+"/users/mute", in)
 }
 

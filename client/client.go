@@ -2,19 +2,44 @@
 // package httpapi.
 //
 // Every method takes a context first and a typed request, sends JSON (or
-// multipart/form-data for uploads) and returns the result types of package
-// chat. Failures are *Error values that carry the HTTP status, the wire
-// code, the message and the request id; errors.Is works against the chat
-// sentinels:
+// multipart/form-data for uploads) and returns the types of package chat.
+// A call that makes or reads one thing returns that thing: CreateChannel
+// a *Channel, CreateMessage a *Message, GetUser a *chat.User. Channel and
+// Message embed the chat value, so its fields and methods are theirs,
+// and keep what the API side-loads with it in their other fields: the
+// channelUsers and users of a channel, the author of a message.
+// Listings return the chat list types (chat.ChannelList, ...) and page
+// with opaque tokens; the iterators Channels, Messages, Users, Reactors
+// and Deliveries follow paging.next until the end.
+//
+// Failures are *Error values that carry the HTTP status, the wire code,
+// the message, the typed detail and the request id; errors.Is works
+// against the chat sentinels and errors.As reaches the detail values:
 //
 //	c := client.New("http://127.0.0.1:8080/api/v2", token)
-//	_, err := c.CreateChannel(ctx, client.CreateChannelRequest{ChannelID: "general", Type: "standard"})
-//	if errors.Is(err, chat.ErrConflict) {
+//	ch, err := c.CreateChannel(ctx, client.CreateChannelRequest{ChannelID: "general", Type: chat.ChannelTypeStandard})
+//	var field chat.FieldError
+//	switch {
+//	case errors.Is(err, chat.ErrConflict):
 //		// the channel exists
+//	case errors.As(err, &field):
+//		// field.Field names the refused input
+//	case err == nil:
+//		fmt.Println(ch.DisplayName, len(ch.ChannelUsers))
 //	}
 //
-// Listings page with opaque tokens; the iterators Channels, Messages,
-// Users, Reactors and Deliveries follow paging.next until the end.
+// # Timeouts
+//
+// A Client made by New gives each call DefaultTimeout (WithTimeout
+// changes it, 0 removes it). A call that returns JSON must finish within
+// it. A download must have its response headers within it; its body is
+// then read for as long as the caller's context allows, however long
+// that takes. An upload's body is sent for as long as the caller's
+// context allows, and the server's answer must come within the timeout
+// after it (through the Transport's ResponseHeaderTimeout, so only with
+// the Client's own HTTP client). An HTTP client given with
+// WithHTTPClient should not set http.Client.Timeout, which would cut
+// long downloads and uploads.
 package client
 
 import (
@@ -37,15 +62,26 @@ type Client struct {
 	base      string
 	token     string
 	hc        *http.Client
+	timeout   time.Duration
 	userAgent string
 }
+
+// DefaultTimeout is the default time limit of a call (see Timeouts in
+// the package documentation).
+const DefaultTimeout = 30 * time.Second
 
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient makes the Client send its requests with hc (default
-// http.DefaultClient).
+// WithHTTPClient makes the Client send its requests with hc instead of
+// an HTTP client of its own (which uses a copy of http.DefaultTransport
+// whose ResponseHeaderTimeout is the call timeout). hc should not set
+// Timeout (see Timeouts).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithTimeout sets the time limit of a call (default DefaultTimeout; 0
+// means none beyond the caller's context). See Timeouts.
+func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
 
 // WithUserAgent sets the User-Agent header (default "chat-go-client").
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
@@ -53,11 +89,29 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua
 // New returns a Client for the API mounted at baseURL (for example
 // "http://127.0.0.1:8080/api/v2") that authenticates with token.
 func New(baseURL, token string, opts ...Option) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: http.DefaultClient, userAgent: "chat-go-client"}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, timeout: DefaultTimeout, userAgent: "chat-go-client"}
 	for _, o := range opts {
 		o(c)
 	}
+	if c.hc == nil {
+		var rt http.RoundTripper = http.DefaultTransport
+		if t, ok := http.DefaultTransport.(*http.Transport); ok {
+			t = t.Clone()
+			t.ResponseHeaderTimeout = max(c.timeout, 0)
+			rt = t
+		}
+		c.hc = &http.Client{Transport: rt}
+	}
 	return c
+}
+
+// callContext returns the context of a call that must finish within the
+// Client's timeout.
+func (c *Client) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.timeout)
 }
 
 // Error is an error answered by the API (or a response that could not be
@@ -69,8 +123,9 @@ type Error struct {
 	Code chat.Code
 	// Message is the API's explanation.
 	Message string
-	// Detail is the structured detail (data.detail), often naming the field.
-	Detail []any
+	// Detail is the structured detail (data.detail) as the chat types
+	// (chat.FieldError, chat.RuleRef, ...); errors.As reaches each.
+	Detail []chat.Detail
 	// RequestID is the X-Request-Id of the response, for support requests.
 	RequestID string
 	// RetryAfter is how long to wait before trying again, from the
@@ -101,7 +156,8 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// Unwrap returns the error as a *chat.Error, so errors.As can reach one.
+// Unwrap returns the error as a *chat.Error, so errors.As can reach one
+// and, through it, the detail values.
 func (e *Error) Unwrap() error {
 	return &chat.Error{Code: e.Code, Message: e.Message, Detail: e.Detail}
 }
@@ -145,11 +201,19 @@ func responseError(resp *http.Response) error {
 		Code    chat.Code `json:"code"`
 		Message string    `json:"message"`
 		Data    struct {
-			Detail []any `json:"detail"`
+			Detail []json.RawMessage `json:"detail"`
 		} `json:"data"`
 	}
 	if json.Unmarshal(b, &body) == nil && body.Code != 0 {
-		e.Code, e.Message, e.Detail = body.Code, body.Message, body.Data.Detail
+		e.Code, e.Message = body.Code, body.Message
+		if body.Data.Detail != nil {
+			e.Detail = make([]chat.Detail, 0, len(body.Data.Detail))
+		}
+		for _, raw := range body.Data.Detail {
+			if d, err := chat.ParseDetail(raw); err == nil {
+				e.Detail = append(e.Detail, d)
+			}
+		}
 		return e
 	}
 	e.Code = codeOfStatus(resp.StatusCode)
@@ -205,8 +269,10 @@ func (c *Client) send(ctx context.Context, method, u string, body io.Reader, con
 }
 
 // do sends in (as JSON when not nil) and decodes the JSON response into
-// out (when not nil).
+// out (when not nil), within the Client's timeout.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	ctx, cancel := c.callContext(ctx)
+	defer cancel()
 	var body io.Reader
 	ct := ""
 	if in != nil {

@@ -11,6 +11,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+	"time"
 
 	chat "github.com/chatengine/chat"
 )
@@ -76,30 +77,33 @@ func (c *Client) QueryMessagesAll(ctx context.Context, req QueryMessagesRequest,
 }
 
 // GetMessage reads one message, deleted ones too (GET /message/{messageId}).
-func (c *Client) GetMessage(ctx context.Context, messageID string) (*chat.MessageList, error) {
+func (c *Client) GetMessage(ctx context.Context, messageID string) (*Message, error) {
 	var out chat.MessageList
-	return &out, c.do(ctx, http.MethodGet, "/message/"+esc(messageID), nil, nil, &out)
+	err := c.do(ctx, http.MethodGet, "/message/"+esc(messageID), nil, nil, &out)
+	return oneMessage(&out, err)
 }
 
 // CreateMessageRequest posts a text or custom message.
 type CreateMessageRequest struct {
 	ChannelID string `json:"channelId"`
-	// Type is "text" (Data["text"] holds the text) or "custom".
-	Type     string         `json:"type"`
-	Data     map[string]any `json:"data"`
-	Tags     []string       `json:"tags,omitempty"`
-	ParentID string         `json:"parentId,omitempty"`
+	// Type is chat.MessageTypeText (Data holds the text, see
+	// chat.TextData) or chat.MessageTypeCustom (see chat.CustomData).
+	Type     chat.MessageType `json:"type"`
+	Data     map[string]any   `json:"data"`
+	Tags     []string         `json:"tags,omitempty"`
+	ParentID string           `json:"parentId,omitempty"`
 }
 
 // CreateMessage posts a message as the admin's user (POST /message).
-func (c *Client) CreateMessage(ctx context.Context, req CreateMessageRequest) (*chat.MessageList, error) {
+func (c *Client) CreateMessage(ctx context.Context, req CreateMessageRequest) (*Message, error) {
 	var out chat.MessageList
-	return &out, c.do(ctx, http.MethodPost, "/message", nil, req, &out)
+	err := c.do(ctx, http.MethodPost, "/message", nil, req, &out)
+	return oneMessage(&out, err)
 }
 
 // SendText posts a text message.
-func (c *Client) SendText(ctx context.Context, channelID, text string) (*chat.MessageList, error) {
-	return c.CreateMessage(ctx, CreateMessageRequest{ChannelID: channelID, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
+func (c *Client) SendText(ctx context.Context, channelID, text string) (*Message, error) {
+	return c.CreateMessage(ctx, CreateMessageRequest{ChannelID: channelID, Type: chat.MessageTypeText, Data: chat.TextData(text)})
 }
 
 // UpdateMessageRequest edits a message; nil fields stay as they are.
@@ -115,7 +119,7 @@ type UpdateMessageRequest struct {
 // UpdateMessage edits a message as the admin's user (PUT
 // /message/{messageId}, ext): it gets editedAt, and message.didUpdate is
 // emitted.
-func (c *Client) UpdateMessage(ctx context.Context, messageID string, req UpdateMessageRequest) (*chat.MessageList, error) {
+func (c *Client) UpdateMessage(ctx context.Context, messageID string, req UpdateMessageRequest) (*Message, error) {
 	body := map[string]any{}
 	if req.Data != nil {
 		body["data"] = req.Data
@@ -127,7 +131,8 @@ func (c *Client) UpdateMessage(ctx context.Context, messageID string, req Update
 		body["tags"] = req.Tags
 	}
 	var out chat.MessageList
-	return &out, c.do(ctx, http.MethodPut, "/message/"+esc(messageID), nil, body, &out)
+	err := c.do(ctx, http.MethodPut, "/message/"+esc(messageID), nil, body, &out)
+	return oneMessage(&out, err)
 }
 
 // DeleteMessage soft-deletes a message (DELETE /message/{messageId}).
@@ -137,9 +142,10 @@ func (c *Client) DeleteMessage(ctx context.Context, messageID string) error {
 
 // FlagMessage flags a message as the admin's user (POST
 // /message/{messageId}/flags, ext).
-func (c *Client) FlagMessage(ctx context.Context, messageID string) (*chat.MessageList, error) {
+func (c *Client) FlagMessage(ctx context.Context, messageID string) (*Message, error) {
 	var out chat.MessageList
-	return &out, c.do(ctx, http.MethodPost, "/message/"+esc(messageID)+"/flags", nil, struct{}{}, &out)
+	err := c.do(ctx, http.MethodPost, "/message/"+esc(messageID)+"/flags", nil, struct{}{}, &out)
+	return oneMessage(&out, err)
 }
 
 // ClearMessageFlags removes every flag of a message (DELETE
@@ -171,7 +177,7 @@ type FileOptions struct {
 // CreateImageMessage uploads an image read from r and posts it (POST
 // /messages/images). The body is streamed, channelId first, so the server
 // can refuse early.
-func (c *Client) CreateImageMessage(ctx context.Context, channelID, fileName string, r io.Reader, opts *ImageOptions) (*chat.MessageList, error) {
+func (c *Client) CreateImageMessage(ctx context.Context, channelID, fileName string, r io.Reader, opts *ImageOptions) (*Message, error) {
 	if opts == nil {
 		opts = &ImageOptions{}
 	}
@@ -193,7 +199,7 @@ func (c *Client) CreateImageMessage(ctx context.Context, channelID, fileName str
 
 // CreateFileMessage uploads a file read from r and posts it (POST
 // /messages/files).
-func (c *Client) CreateFileMessage(ctx context.Context, channelID, fileName string, r io.Reader, opts *FileOptions) (*chat.MessageList, error) {
+func (c *Client) CreateFileMessage(ctx context.Context, channelID, fileName string, r io.Reader, opts *FileOptions) (*Message, error) {
 	if opts == nil {
 		opts = &FileOptions{}
 	}
@@ -210,7 +216,7 @@ func (c *Client) CreateFileMessage(ctx context.Context, channelID, fileName stri
 var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"", "\r", "", "\n", "")
 
 // upload streams a multipart/form-data body: the fields, then the file.
-func (c *Client) upload(ctx context.Context, path string, fields [][2]string, fileName, contentType string, r io.Reader) (*chat.MessageList, error) {
+func (c *Client) upload(ctx context.Context, path string, fields [][2]string, fileName, contentType string, r io.Reader) (*Message, error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	done := make(chan struct{})
@@ -247,30 +253,44 @@ func (c *Client) upload(ctx context.Context, path string, fields [][2]string, fi
 	}
 	defer resp.Body.Close()
 	var out chat.MessageList
-	if err := decodeJSON(resp, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return oneMessage(&out, decodeJSON(resp, &out))
 }
 
-// Download is a downloaded file or image.
+// Download is a file or image being downloaded: its body, streamed from
+// the connection, and the response headers that describe it. Read it
+// (it is an io.Reader) and Close it when done, also after an early stop.
 type Download struct {
+	// Body is the response body (empty for 304). Read and Close read and
+	// close it.
+	Body io.ReadCloser
 	// Status is 200, 206 (a Range request) or 304 (If-None-Match matched).
 	Status int
-	// Data is the body (empty for 304).
-	Data []byte
-	// ContentType, ETag and FileName come from the response headers.
+	// ContentType is the Content-Type header.
 	ContentType string
-	ETag        string
-	FileName    string
+	// ContentLength is the length of Body in bytes, -1 when unknown.
+	ContentLength int64
+	// ETag is the ETag header, for a later If-None-Match.
+	ETag string
+	// ContentRange is the Content-Range header of a 206, such as
+	// "bytes 10-19/100".
+	ContentRange string
+	// FileName is the filename of the Content-Disposition header.
+	FileName string
 	// Header holds every response header.
 	Header http.Header
 }
 
-// GetImage downloads a rendition of an image message: size is "small",
-// "medium" (the default when empty), "large" or "full" (GET
-// /messages/{messageId}/images). hdr, when not nil, adds request headers
-// such as Range or If-None-Match.
+// Read reads from Body.
+func (d *Download) Read(p []byte) (int, error) { return d.Body.Read(p) }
+
+// Close closes Body, ending the download.
+func (d *Download) Close() error { return d.Body.Close() }
+
+// GetImage downloads a rendition of an image message: size is
+// chat.ImageSmall, chat.ImageMedium (the default when empty),
+// chat.ImageLarge or chat.ImageFull (GET /messages/{messageId}/images).
+// hdr, when not nil, adds request headers such as Range or
+// If-None-Match. The caller must Close the Download.
 func (c *Client) GetImage(ctx context.Context, messageID, size string, hdr http.Header) (*Download, error) {
 	q := url.Values{}
 	if size != "" {
@@ -280,27 +300,52 @@ func (c *Client) GetImage(ctx context.Context, messageID, size string, hdr http.
 }
 
 // GetFile downloads the file of a file message (GET
-// /messages/{messageId}/files). hdr, when not nil, adds request headers.
+// /messages/{messageId}/files). hdr, when not nil, adds request headers
+// such as Range or If-None-Match. The caller must Close the Download.
 func (c *Client) GetFile(ctx context.Context, messageID string, hdr http.Header) (*Download, error) {
 	return c.download(ctx, c.endpoint("/messages/"+esc(messageID)+"/files", nil), hdr)
 }
 
+// download starts a download: the response headers must come within the
+// Client's timeout, the body is then read for as long as ctx allows.
 func (c *Client) download(ctx context.Context, u string, hdr http.Header) (*Download, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	timedOut := func() bool { return false }
+	if c.timeout > 0 {
+		t := time.AfterFunc(c.timeout, cancel)
+		timedOut = func() bool { return !t.Stop() }
+	}
 	resp, err := c.send(ctx, http.MethodGet, u, nil, "", hdr)
+	if timedOut() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		err = fmt.Errorf("chat api: no response headers within %v: %w", c.timeout, context.DeadlineExceeded)
+	}
 	if err != nil {
+		cancel()
 		return nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	d := &Download{Status: resp.StatusCode, Data: b, ContentType: resp.Header.Get("Content-Type"),
-		ETag: resp.Header.Get("ETag"), Header: resp.Header}
+	d := &Download{Body: &cancelBody{resp.Body, cancel}, Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"),
+		ContentLength: resp.ContentLength, ETag: resp.Header.Get("ETag"), ContentRange: resp.Header.Get("Content-Range"), Header: resp.Header}
 	if _, ps, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
 		d.FileName = ps["filename"]
 	}
 	return d, nil
+}
+
+// cancelBody is a response body that ends its request's context when
+// closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+// Close closes the body and ends the request's context.
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // MostReactedRequest selects the messages with the most reactions of one

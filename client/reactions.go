@@ -12,8 +12,8 @@ import (
 // QueryReactorsRequest selects the reactions to one message, newest first.
 type QueryReactorsRequest struct {
 	ReferenceID string
-	// ReferenceType is "message" (the default when empty).
-	ReferenceType string
+	// ReferenceType is chat.ReferenceTypeMessage (the default when empty).
+	ReferenceType chat.ReferenceType
 	// ReactionName keeps reactions of that name.
 	ReactionName string
 	Options      PageOptions
@@ -23,7 +23,7 @@ type QueryReactorsRequest struct {
 func (c *Client) QueryReactors(ctx context.Context, req QueryReactorsRequest) (*chat.ReactorList, error) {
 	q := query{}
 	q.str("referenceId", req.ReferenceID)
-	q.str("referenceType", refType(req.ReferenceType))
+	q.str("referenceType", string(refType(req.ReferenceType)))
 	q.str("options[reactionName]", req.ReactionName)
 	q.int("options[skip]", req.Options.Skip)
 	q.int("options[limit]", req.Options.Limit)
@@ -51,7 +51,7 @@ func (c *Client) Reactors(ctx context.Context, req QueryReactorsRequest) iter.Se
 	})
 }
 
-func refType(t string) string {
+func refType(t chat.ReferenceType) chat.ReferenceType {
 	if t == "" {
 		return chat.ReferenceTypeMessage
 	}
@@ -61,9 +61,9 @@ func refType(t string) string {
 // ReactionRequest names one reaction of the admin's user.
 type ReactionRequest struct {
 	ReferenceID string `json:"referenceId"`
-	// ReferenceType is "message" (the default when empty).
-	ReferenceType string `json:"referenceType"`
-	ReactionName  string `json:"reactionName"`
+	// ReferenceType is chat.ReferenceTypeMessage (the default when empty).
+	ReferenceType chat.ReferenceType `json:"referenceType"`
+	ReactionName  string             `json:"reactionName"`
 }
 
 // AddReaction adds the admin's user's reaction and returns its id (POST

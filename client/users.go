@@ -13,8 +13,8 @@ import (
 type QueryUsersRequest struct {
 	// Search matches a case-insensitive prefix of displayName or userId.
 	Search string
-	// Filter is "all" (default) or "flagged".
-	Filter string
+	// Filter is chat.UsersAll (the default) or chat.UsersFlagged.
+	Filter chat.UserFlagFilter
 	// PageToken continues a query.
 	PageToken string
 	// Limit is the page size (default 10, at most 100).
@@ -25,7 +25,7 @@ type QueryUsersRequest struct {
 func (c *Client) QueryUsers(ctx context.Context, req QueryUsersRequest) (*chat.UserList, error) {
 	q := query{}
 	q.str("search", req.Search)
-	q.str("filter", req.Filter)
+	q.str("filter", string(req.Filter))
 	q.str("pageToken", req.PageToken)
 	q.int("limit", req.Limit)
 	var out chat.UserList
@@ -54,9 +54,10 @@ func (c *Client) QueryUsersAll(ctx context.Context, req QueryUsersRequest, fn fu
 }
 
 // GetUser reads one user (GET /users/{userId}, ext).
-func (c *Client) GetUser(ctx context.Context, userID string) (*chat.UserList, error) {
+func (c *Client) GetUser(ctx context.Context, userID string) (*chat.User, error) {
 	var out chat.UserList
-	return &out, c.do(ctx, http.MethodGet, "/users/"+esc(userID), nil, nil, &out)
+	err := c.do(ctx, http.MethodGet, "/users/"+esc(userID), nil, nil, &out)
+	return oneUser(&out, err)
 }
 
 // UpdateUserRequest is a partial update: nil fields stay as they are;
@@ -69,9 +70,10 @@ type UpdateUserRequest struct {
 }
 
 // UpdateUser creates the user if absent and applies the update (PUT /users).
-func (c *Client) UpdateUser(ctx context.Context, req UpdateUserRequest) (*chat.UserList, error) {
+func (c *Client) UpdateUser(ctx context.Context, req UpdateUserRequest) (*chat.User, error) {
 	var out chat.UserList
-	return &out, c.do(ctx, http.MethodPut, "/users", nil, req, &out)
+	err := c.do(ctx, http.MethodPut, "/users", nil, req, &out)
+	return oneUser(&out, err)
 }
 
 // GlobalBan bans a user everywhere; with deleteMessages the user's
@@ -90,9 +92,10 @@ func (c *Client) GlobalUnban(ctx context.Context, userID string) error {
 }
 
 // FlagUser flags a user as the admin's user (POST /users/{userId}/flags, ext).
-func (c *Client) FlagUser(ctx context.Context, userID string) (*chat.UserList, error) {
+func (c *Client) FlagUser(ctx context.Context, userID string) (*chat.User, error) {
 	var out chat.UserList
-	return &out, c.do(ctx, http.MethodPost, "/users/"+esc(userID)+"/flags", nil, struct{}{}, &out)
+	err := c.do(ctx, http.MethodPost, "/users/"+esc(userID)+"/flags", nil, struct{}{}, &out)
+	return oneUser(&out, err)
 }
 
 // ClearUserFlags removes every flag of a user (DELETE /users/{userId}/flags).
