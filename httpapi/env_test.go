@@ -161,6 +161,14 @@ func requireError(t *testing.T, r *rawResponse, code chat.Code, want string) {
 	require.NotEmpty(t, r.header.Get("X-Request-Id"))
 }
 
+// wireDetail returns data.detail of a raw error response.
+func wireDetail(t *testing.T, r *rawResponse) any {
+	t.Helper()
+	data, ok := r.json["data"].(map[string]any)
+	require.True(t, ok, "data must be an object: %s", r.body)
+	return data["detail"]
+}
+
 // pngImage returns a w×h PNG; transparent makes it have an alpha channel.
 func pngImage(t *testing.T, w, h int, transparent bool) []byte {
 	t.Helper()
@@ -194,3 +202,12 @@ func (f *failingStore) Update(ctx context.Context, fn func(tx chat.Tx) error) er
 }
 
 func ctx(t *testing.T) context.Context { return t.Context() }
+
+// readAll reads a download to its end and closes it.
+func readAll(t *testing.T, d *client.Download) []byte {
+	t.Helper()
+	defer d.Close()
+	b, err := io.ReadAll(d)
+	require.NoError(t, err)
+	return b
+}

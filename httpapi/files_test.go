@@ -135,10 +135,10 @@ func TestUploadRulesAndEvent(t *testing.T) {
 
 	out, err := c.CreateImageMessage(ctx(t), "ch", "p.png", strings.NewReader(string(img)), &client.ImageOptions{Caption: "fine"})
 	require.NoError(t, err)
-	imageID := out.Messages[0].MessageID
+	imageID := out.MessageID
 	out, err = c.CreateFileMessage(ctx(t), "ch", "a.txt", strings.NewReader("abc"), nil)
 	require.NoError(t, err)
-	fileID := out.Messages[0].MessageID
+	fileID := out.MessageID
 
 	// message.didCreate for both, with the message as the API returned it.
 	var ds []*chat.Delivery
@@ -155,7 +155,7 @@ func TestUploadRulesAndEvent(t *testing.T) {
 		require.NoError(t, json.Unmarshal(env.Data, &data))
 		require.Len(t, data.Messages, 1)
 		require.Equal(t, []string{e.admin}, []string{data.Users[0].UserID})
-		types[data.Messages[0].MessageID] = data.Messages[0].Type
+		types[data.Messages[0].MessageID] = string(data.Messages[0].Type)
 	}
 	require.Equal(t, map[string]string{imageID: "image", fileID: "file"}, types)
 

@@ -106,7 +106,7 @@ func testInternalError(t *testing.T, newStore storeFactory) {
 	require.NotContains(t, ce.Message, "pq")
 	require.NotContains(t, ce.Message, "10.1.2.3")
 	require.Equal(t, "internal error; the request id is "+ce.RequestID, ce.Message)
-	require.Equal(t, []any{}, ce.Detail)
+	require.Equal(t, []chat.Detail{}, ce.Detail)
 	require.Contains(t, logs.String(), secret)
 	require.Contains(t, logs.String(), fmt.Sprintf(`"requestId":%q`, ce.RequestID))
 	require.Contains(t, logs.String(), `"status":500`, "the access log has the request")
