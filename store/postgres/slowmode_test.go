@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +37,7 @@ func TestSlowModeConcurrentPosts(t *testing.T) {
 	}
 	_, err = svcs[0].CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "slow", Type: "standard", UserIDs: members})
 	require.NoError(t, err)
-	_, err = svcs[0].SetChannelRateLimit(ctx, a.UserID, "slow", 60_000)
+	_, err = svcs[0].SetChannelRateLimit(ctx, a.UserID, "slow", time.Minute)
 	require.NoError(t, err)
 	// Both stores post once first, so their appends are predicted (the
 	// insert travels with COMMIT) in the rounds below.
