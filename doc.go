@@ -9,6 +9,40 @@
 // webhook.Dispatcher. The root package imports no driver, router or image
 // library.
 //
+// # Vocabulary
+//
+// The Service's methods take a context first and the acting admin's user
+// id (actorID) where the action is someone's. They return the records
+// the API returns: a ChannelList (channels, their channelUsers and the
+// users they reference), a MessageList (messages and their authors), a
+// UserList, and so on, with Paging tokens on listings.
+//
+// Kinds of things are named string types with constants: ChannelType
+// (ChannelTypeStandard), MessageType (MessageTypeText, MessageTypeCustom,
+// MessageTypeImage, MessageTypeFile), Membership (MembershipMember,
+// MembershipBanned), ReferenceType (ReferenceTypeMessage), and the query
+// filters ChannelMembershipFilter (ChannelsAll, ChannelsMember,
+// ChannelsNotMember) and UserFlagFilter (UsersAll, UsersFlagged). A value
+// that is none of the constants, as it may come from a request, is
+// refused with CodeBadRequest naming the field.
+//
+// Lengths of time are time.Durations: MuteChannel and MuteUsers take the
+// mute period (MuteForever mutes until unmuted, Unmute lifts a mute), and
+// SetChannelRateLimit the slow-mode window (RateLimitOff turns it off).
+// The API keeps them in milliseconds; package httpapi converts.
+//
+// A message's Data is the JSON object the API sends. Text, Image (an
+// ImageData with its ImageSize renditions), File (a FileData) and
+// DecodeData read it into Go values; TextData and CustomData make the
+// Data of a post.
+//
+// Errors are *Error values: Code is the API's error code (errors.Is works
+// with the sentinels such as ErrNotFound) and Detail holds typed values,
+// which errors.As reaches: FieldError (the refused input), UserRef (a
+// banned user), RuleRef (a blacklist entry that matched, or a pattern
+// that does not compile), RefusedLink (a link the whitelist refused) and
+// RetryAfter (slow mode's wait).
+//
 // # Transactions and events
 //
 // Every operation that changes state runs in one Store transaction. Events
@@ -39,8 +73,9 @@
 //   - A channel's displayName defaults to its channelId; a user's to its
 //     userId.
 //   - isMuted is derived from muteTimeout when read, so mutes expire by time
-//     alone; an expired mute reads as muteTimeout null. mutePeriod -1 mutes
-//     until 9999-12-31T23:59:59.999Z (Forever).
+//     alone; an expired mute reads as muteTimeout null. MuteForever
+//     (mutePeriod -1 on the wire) mutes until 9999-12-31T23:59:59.999Z
+//     (Forever), and so does a period that ends after it.
 //   - User search is a case-insensitive prefix match on displayName or
 //     userId (indexable in every store).
 //   - Blacklist entries without regular-expression syntax are matched
@@ -73,8 +108,8 @@
 //     user is 400400 (a ban does not create users).
 //   - Beyond the spec: channels can be updated (UpdateChannel: displayName,
 //     metadata, tags) and put in slow mode (SetChannelRateLimit: the spec's
-//     isRateLimited and rateLimitWindow, one message per member per window
-//     in milliseconds, admins exempt); messages can be edited
+//     isRateLimited and rateLimitWindow, one message per member per window,
+//     kept in milliseconds, admins exempt); messages can be edited
 //     (UpdateMessage, which sets the spec's editedAt). They emit
 //     channel.didUpdate and message.didUpdate.
 //   - Images: the Service stores the renditions it is given (package media

@@ -5,10 +5,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log"
 	"net/http"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -50,9 +52,24 @@ func main() {
 			log.Fatal(err)
 		}
 		log.Printf("admin token (shown once): %s", token)
-		if _, err := svc.CreateChannel(ctx, "ops", chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard}); err != nil {
+		if _, err := svc.CreateChannel(ctx, "ops", chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}}); err != nil {
 			log.Fatal(err)
 		}
+		// Lengths of time are durations (or chat.MuteForever, chat.Unmute).
+		if err := svc.MuteUsers(ctx, "ops", "lobby", []string{"alice"}, 10*time.Minute); err != nil {
+			log.Fatal(err)
+		}
+	}
+	out, err := svc.CreateMessage(ctx, "ops", chat.CreateMessage{ChannelID: "lobby", Type: chat.MessageTypeText, Data: chat.TextData("server started")})
+	var rule chat.RuleRef
+	switch {
+	case errors.As(err, &rule):
+		log.Printf("the blacklist entry %q refused the message", rule.RuleID)
+	case err != nil:
+		log.Fatal(err)
+	default:
+		text, _ := out.Messages[0].Text()
+		log.Printf("posted %q as message %d of lobby", text, out.Messages[0].ChannelSegment)
 	}
 
 	// ...and over HTTP, mounted wherever the host likes.

@@ -56,7 +56,19 @@ func handle(ev *webhook.Event) error {
 			return err
 		}
 		m := d.Messages[0]
-		log.Printf("%s in %s by %s: %v", ev.Event, m.ChannelID, m.UserID, m.Data)
+		switch m.Type {
+		case chat.MessageTypeText:
+			text, _ := m.Text()
+			log.Printf("%s in %s by %s: %q", ev.Event, m.ChannelID, m.UserID, text)
+		case chat.MessageTypeImage:
+			img, _ := m.Image()
+			log.Printf("%s in %s by %s: image %s, %dx%d, %d renditions", ev.Event, m.ChannelID, m.UserID, img.FileName, img.Width, img.Height, len(img.Sizes))
+		case chat.MessageTypeFile:
+			f, _ := m.File()
+			log.Printf("%s in %s by %s: file %s, %d bytes", ev.Event, m.ChannelID, m.UserID, f.FileName, f.Size)
+		default:
+			log.Printf("%s in %s by %s: %s data %v", ev.Event, m.ChannelID, m.UserID, m.Type, m.Data)
+		}
 	case chat.EventChannelDidCreate, chat.EventChannelDidAddUsers, chat.EventChannelDidJoin:
 		d, err := ev.Channel()
 		if err != nil {
