@@ -64,10 +64,9 @@ func checkRateLimit(ctx context.Context, tx Tx, c *Channel, authorID string, now
 	if !now.Before(next) {
 		return nil
 	}
-	wait := next.Sub(now)
-	waitMs := (wait + time.Millisecond - 1) / time.Millisecond
+	ra := RetryAfter{Wait: next.Sub(now)}
 	return &Error{Code: CodeRateLimited,
 		Message: fmt.Sprintf("channel %s is in slow mode (one message per %d ms): user %s may post again in %d ms",
-			quote(c.ChannelID), c.RateLimitWindow, quote(authorID), waitMs),
-		Detail: []Detail{RetryAfter{Wait: wait}}}
+			quote(c.ChannelID), c.RateLimitWindow, quote(authorID), ra.Milliseconds()),
+		Detail: []Detail{ra}}
 }

@@ -78,6 +78,11 @@ func (d RetryAfter) Seconds() int {
 	return max(int((d.Wait+time.Second-1)/time.Second), 1)
 }
 
+// Milliseconds is the wait in whole milliseconds, rounded up.
+func (d RetryAfter) Milliseconds() int64 {
+	return int64((d.Wait + time.Millisecond - 1) / time.Millisecond)
+}
+
 // retryAfterJSON is the wire form of RetryAfter.
 type retryAfterJSON struct {
 	RetryAfter   int   `json:"retryAfter"`
@@ -86,7 +91,7 @@ type retryAfterJSON struct {
 
 // MarshalJSON implements json.Marshaler.
 func (d RetryAfter) MarshalJSON() ([]byte, error) {
-	return json.Marshal(retryAfterJSON{d.Seconds(), int64((d.Wait + time.Millisecond - 1) / time.Millisecond)})
+	return json.Marshal(retryAfterJSON{d.Seconds(), d.Milliseconds()})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.

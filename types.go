@@ -83,8 +83,9 @@ const (
 // also its last channelSegment; deleting a message does not lower it.
 // IsMuted is derived from MuteTimeout at read time, so a mute expires by
 // time alone. RateLimitWindow > 0 puts the channel in slow mode (each
-// member may post one message per RateLimitWindow milliseconds; see
-// Service.SetChannelRateLimit), and IsRateLimited says so.
+// member may post one message per RateLimitWindow milliseconds, which
+// RateLimit returns as a time.Duration; see Service.SetChannelRateLimit),
+// and IsRateLimited says so.
 type Channel struct {
 	ChannelID       string         `json:"channelId"`
 	Type            ChannelType    `json:"type"`
