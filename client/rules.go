@@ -37,14 +37,22 @@ func (c *Client) DeleteRules(ctx context.Context, list chat.RuleList, ruleIDs []
 	return c.action(ctx, http.MethodDelete, rulesPath(list), map[string]any{"ruleIds": ruleIDs})
 }
 
-// UpdateRule renames the record ruleID to newRuleID and sets
-// isMatchExactWord (blacklist only) (PUT /blacklist/records/{ruleId}, PUT
-// /whitelist/records/{ruleId}).
-func (c *Client) UpdateRule(ctx context.Context, list chat.RuleList, ruleID, newRuleID string, isMatchExactWord bool) (*chat.RuleRecords, error) {
+// UpdateRule renames the record ruleID to newRuleID, sets
+// isMatchExactWord (blacklist only) and returns the record (PUT
+// /blacklist/records/{ruleId}, PUT /whitelist/records/{ruleId}).
+func (c *Client) UpdateRule(ctx context.Context, list chat.RuleList, ruleID, newRuleID string, isMatchExactWord bool) (*chat.Rule, error) {
 	in := map[string]any{"ruleId": newRuleID}
 	if list == chat.Blacklist {
 		in["isMatchExactWord"] = isMatchExactWord
 	}
 	var out chat.RuleRecords
-	return &out, c.do(ctx, http.MethodPut, rulesPath(list)+"/"+esc(ruleID), nil, in, &out)
+	if err := c.do(ctx, http.MethodPut, rulesPath(list)+"/"+esc(ruleID), nil, in, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Records) != 1 {
+		return nil, errCount("rule", len(out.Records))
+	}
+	r := out.Records[0]
+	r.List = list
+	return &r, nil
 }
