@@ -34,7 +34,8 @@ func ExampleNewReceiver() {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("%s wrote %q\n", data.Users[0].DisplayName, data.Messages[0].Data["text"])
+			text, _ := data.Messages[0].Text()
+			fmt.Printf("%s wrote %q\n", data.Users[0].DisplayName, text)
 		case chat.EventChannelDidCreate, chat.EventChannelDidJoin, chat.EventChannelDidAddUsers:
 			data, err := ev.Channel()
 			if err != nil {
