@@ -32,6 +32,11 @@ func TestDurationsInMilliseconds(t *testing.T) {
 	require.NoError(t, e.svc.MuteChannel(e.ctx, e.admin, "c", chat.Unmute))
 
 	var periods []int64
+	var mutes []time.Duration
+	must := func(d time.Duration, ok bool) time.Duration {
+		require.True(t, ok)
+		return d
+	}
 	require.NoError(t, e.store.View(e.ctx, func(tx chat.Tx) error {
 		ds, err := tx.ListDeliveries(e.ctx, hook.WebhookID, "", 100)
 		for i := len(ds) - 1; i >= 0; i-- {
@@ -40,10 +45,14 @@ func TestDurationsInMilliseconds(t *testing.T) {
 			var d chat.ChannelEventData
 			require.NoError(t, json.Unmarshal(env.Data, &d))
 			periods = append(periods, *d.MutePeriod)
+			mutes = append(mutes, must(d.Mute()))
 		}
 		return err
 	}))
 	require.Equal(t, []int64{2, -1, 0}, periods)
+	require.Equal(t, []time.Duration{2 * time.Millisecond, chat.MuteForever, chat.Unmute}, mutes)
+	_, ok := (&chat.ChannelEventData{}).Mute()
+	require.False(t, ok, "no mutePeriod")
 
 	out, err := e.svc.SetChannelRateLimit(e.ctx, e.admin, "c", 1500*time.Microsecond)
 	require.NoError(t, err)

@@ -1,6 +1,10 @@
 package chat
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math"
+	"time"
+)
 
 // Event names. The first four are the spec's; the rest are extensions.
 const (
@@ -63,6 +67,21 @@ type ChannelEventData struct {
 	ActorID    string   `json:"actorId,omitempty"`
 	MutePeriod *int64   `json:"mutePeriod,omitempty"`
 	Users      []User   `json:"users"`
+}
+
+// Mute returns the mute period of a channel.didMute as a duration:
+// MuteForever for mutePeriod -1, Unmute for 0; ok is false on the other
+// events, which have no mutePeriod.
+func (d *ChannelEventData) Mute() (period time.Duration, ok bool) {
+	switch {
+	case d.MutePeriod == nil:
+		return 0, false
+	case *d.MutePeriod == -1:
+		return MuteForever, true
+	case *d.MutePeriod > math.MaxInt64/int64(time.Millisecond):
+		return MuteForever, true
+	}
+	return time.Duration(*d.MutePeriod) * time.Millisecond, true
 }
 
 // UserEventData is the data of user.didUpdate, user.didGlobalBan and
