@@ -15,9 +15,9 @@ type Channel struct {
 	// member and banned user for GetChannel and CreateChannel, the named
 	// users for AddUsers, the admin's own for JoinChannel, none for the
 	// calls that change the channel itself.
-	ChannelUsers []chat.ChannelUser
+	ChannelUsers []chat.ChannelUser `json:"channelUsers"`
 	// Users are the users the ChannelUsers reference.
-	Users []chat.User
+	Users []chat.User `json:"users"`
 }
 
 // Message is one message as a call returned it. The chat.Message is
@@ -26,7 +26,7 @@ type Channel struct {
 type Message struct {
 	chat.Message
 	// Users holds the message's author.
-	Users []chat.User
+	Users []chat.User `json:"users"`
 }
 
 // Author returns the message's author from Users.
