@@ -167,9 +167,6 @@ func decodeBody(contentType string, b []byte) (map[string]any, error) {
 
 // decodeJSON decodes a JSON object, keeping numbers as json.Number.
 func decodeJSON(b []byte) (map[string]any, error) {
-	if m, ok := parseObject(b); ok {
-		return m, nil
-	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
