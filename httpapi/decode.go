@@ -193,7 +193,7 @@ func parseJSON(b []byte, where string) (map[string]any, error) {
 	if !ok {
 		return nil, badRequest(where, "must be a JSON object")
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) != 0 {
 		return nil, badRequest(where, "invalid JSON: unexpected data after the object")
 	}
 	return m, nil
