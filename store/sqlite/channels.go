@@ -142,15 +142,15 @@ func (t *tx) NextSegment(ctx context.Context, channelID string, now time.Time) (
 func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.Channel, error) {
 	var q strings.Builder
 	var args []any
-	// key is the sort key the query walks: with memberOf the copy of the
-	// channel's (created_at, channel_id) in the user's relations, in the
-	// order of channel_users_member_idx, so a page reads about as many
-	// relations as it returns; otherwise channels_created_idx.
-	key := "c"
+	// The sort key the query bounds and orders by: the channel's
+	// (created_at, channel_id) in channels_created_idx or, with memberOf,
+	// their copy in the user's relations in channel_users_member_idx, so
+	// that a page reads about as many relations as it returns.
+	created, id := "c.created_at", "c.channel_id"
 	q.WriteString("SELECT " + channelCols + " FROM ")
 	if f.MemberOf != "" {
 		// CROSS JOIN fixes the join order: relations first.
-		key = "cu"
+		created, id = "cu.channel_created_at", "cu.channel_id"
 		q.WriteString(`channel_users cu CROSS JOIN channels c ON c.channel_id = cu.channel_id
 	WHERE cu.user_id = ? AND cu.membership = 'member'`)
 		args = append(args, f.MemberOf)
@@ -173,11 +173,7 @@ func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.C
 	if !f.IncludeClosed {
 		q.WriteString(" AND c.is_closed = 0")
 	}
-	created := key + ".created_at"
-	if key == "cu" {
-		created = "cu.channel_created_at"
-	}
-	sortKey := "(" + created + ", " + key + ".channel_id)"
+	sortKey := "(" + created + ", " + id + ")"
 	if f.After != nil {
 		q.WriteString(" AND " + sortKey + " < (?, ?)")
 		args = append(args, ms(chat.NewTime(f.After.CreatedAt)), f.After.ChannelID)
@@ -187,9 +183,9 @@ func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.C
 		args = append(args, ms(chat.NewTime(f.Before.CreatedAt)), f.Before.ChannelID)
 	}
 	if f.Before != nil {
-		q.WriteString(" ORDER BY " + created + " ASC, " + key + ".channel_id ASC")
+		q.WriteString(" ORDER BY " + created + " ASC, " + id + " ASC")
 	} else {
-		q.WriteString(" ORDER BY " + created + " DESC, " + key + ".channel_id DESC")
+		q.WriteString(" ORDER BY " + created + " DESC, " + id + " DESC")
 	}
 	q.WriteString(" LIMIT " + limitParam + " OFFSET " + limitParam)
 	args = append(args, limitArg(f.Limit), max(f.Offset, 0))
