@@ -10,8 +10,7 @@ import (
 )
 
 // MemberPageChannels is the number of channels BuildMemberPageFixture
-// creates; MemberPageUsers maps each of its users to the number of
-// channels that user is a member of.
+// creates.
 const MemberPageChannels = 10_000
 
 // MemberPageUsers are the users of BuildMemberPageFixture by membership
