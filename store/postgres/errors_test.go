@@ -40,6 +40,10 @@ func TestErrorTranslation(t *testing.T) {
 		{io.ErrUnexpectedEOF, chat.CodeUnavailable},
 		{opErr, chat.CodeUnavailable},
 		{context.Canceled, chat.CodeUnavailable},
+		{pqe("22021"), chat.CodeBadRequest}, // character_not_in_repertoire: NUL, invalid UTF-8
+		{pqe("22P05"), chat.CodeBadRequest}, // untranslatable_character
+		{pqe("22P02"), chat.CodeBadRequest}, // invalid_text_representation
+		{pqe("22003"), chat.CodeBadRequest}, // numeric_value_out_of_range
 		{pqe("42P01"), chat.CodeInternal},
 		{errors.New("something else"), chat.CodeInternal},
 	}
