@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
@@ -421,7 +422,7 @@ func TestDeadlockRetried(t *testing.T) {
 			require.Equal(t, chat.CodeUnavailable, chat.ErrorCode(failed), "%v", failed)
 			var pe *pq.Error
 			require.True(t, errors.As(failed, &pe), "%v", failed)
-			require.Equal(t, pq.ErrorCode("40P01"), pe.Code)
+			require.Equal(t, pqerror.Code("40P01"), pe.Code)
 			require.EqualValues(t, 2, runs.Load())
 		}
 		want := int64(2)
