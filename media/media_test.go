@@ -145,16 +145,16 @@ func TestFit(t *testing.T) {
 	}
 }
 
-func TestJPEGShift(t *testing.T) {
+func TestShrinkShift(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, uint(1), jpegShift(4000, 3000, 1500))
-	require.Equal(t, uint(1), jpegShift(3000, 4000, 1500))
-	require.Equal(t, uint(0), jpegShift(2998, 2000, 1500))
-	require.Equal(t, uint(1), jpegShift(2999, 2000, 1500)) // Half is 1500 rounded up.
-	require.Equal(t, uint(2), jpegShift(6000, 4000, 1500))
-	require.Equal(t, uint(3), jpegShift(20000, 100, 1500))
-	require.Equal(t, uint(0), jpegShift(20000, 100, 0))
-	require.Equal(t, uint(0), jpegShift(1000, 800, 1500))
+	require.Equal(t, uint(1), shrinkShift(4000, 3000, 1500))
+	require.Equal(t, uint(1), shrinkShift(3000, 4000, 1500))
+	require.Equal(t, uint(0), shrinkShift(2998, 2000, 1500))
+	require.Equal(t, uint(1), shrinkShift(2999, 2000, 1500)) // Half is 1500 rounded up.
+	require.Equal(t, uint(2), shrinkShift(6000, 4000, 1500))
+	require.Equal(t, uint(3), shrinkShift(20000, 100, 1500))
+	require.Equal(t, uint(0), shrinkShift(20000, 100, 0))
+	require.Equal(t, uint(0), shrinkShift(1000, 800, 1500))
 }
 
 // goldenFixtures are the checked-in inputs with golden renditions.
