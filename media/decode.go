@@ -2,6 +2,7 @@ package media
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"image"
 	"image/draw"
@@ -52,6 +53,13 @@ func decode(mime string, b []byte, cfg image.Config) (image.Image, error) {
 		draw.Draw(canvas, m.Bounds(), m, m.Bounds().Min, draw.Src)
 		return canvas, nil
 	case "image/webp":
+		// The decoder stops reading after the image data, so a file cut
+		// inside a later chunk, such as the EXIF chunk that holds the
+		// orientation, would pass unnoticed. The RIFF header gives the
+		// file's length (Sniff saw at least its 12 bytes).
+		if n := binary.LittleEndian.Uint32(b[4:]); uint64(n)+8 > uint64(len(b)) {
+			return nil, errors.New("webp: truncated file")
+		}
 		return webp.Decode(r)
 	}
 	return nil, errors.New("unknown type")
