@@ -142,6 +142,9 @@ func (s *Service) validatePattern(list RuleList, field, p string) error {
 	if hasControl(p) {
 		return invalid(field, "must not contain control characters")
 	}
+	if err := checkText(field, p); err != nil {
+		return err
+	}
 	if list == Blacklist {
 		if _, err := regexp.Compile(p); err != nil {
 			return &Error{Code: CodeInvalidRegex, Message: "invalid regular expression " + quote(p) + ": " + err.Error(), Detail: []Detail{RuleRef{RuleID: p}}}
@@ -173,6 +176,9 @@ func (s *Service) checkPatterns(list RuleList, field string, ps []string) error 
 // those that exist. Errors: none beyond the store's.
 func (s *Service) QueryRules(ctx context.Context, list RuleList, ids []string) (*RuleRecords, error) {
 	if err := checkList(list); err != nil {
+		return nil, err
+	}
+	if err := checkTexts("regexs", ids); err != nil {
 		return nil, err
 	}
 	out := &RuleRecords{Records: []Rule{}}
@@ -244,6 +250,9 @@ func (s *Service) DeleteRules(ctx context.Context, list RuleList, ids []string) 
 	if len(ids) > s.lim.MaxIDsPerRequest {
 		return invalid("ruleIds", "at most %d entries", s.lim.MaxIDsPerRequest)
 	}
+	if err := checkTexts("ruleIds", ids); err != nil {
+		return err
+	}
 	return s.update(ctx, func(tx Tx, _ *events) error {
 		_, err := tx.DeleteRules(ctx, list, ids)
 		return err
@@ -259,6 +268,9 @@ func (s *Service) UpdateRule(ctx context.Context, list RuleList, oldID, newID st
 	}
 	if oldID == "" {
 		return nil, invalid("ruleId", "path ruleId is required")
+	}
+	if err := checkText("ruleId", oldID); err != nil {
+		return nil, err
 	}
 	if err := s.validatePattern(list, "ruleId", newID); err != nil {
 		return nil, err

@@ -28,29 +28,11 @@ func (t Time) MarshalJSON() ([]byte, error) {
 }
 
 // AppendJSON appends t to b as a JSON string in TimeLayout (UTC, three
-// fractional digits, a Z), as MarshalJSON does, without allocating.
+// fractional digits, a Z), as MarshalJSON does.
 func (t Time) AppendJSON(b []byte) []byte {
-	u := t.Time.UTC()
-	year, month, day := u.Date()
-	if year < 0 || year > 9999 {
-		b = append(b, '"')
-		b = u.AppendFormat(b, "2006-01-02T15:04:05.000Z")
-		return append(b, '"')
-	}
-	hour, minute, sec := u.Clock()
-	ms := u.Nanosecond() / 1e6
-	d2 := func(b []byte, v int) []byte { return append(b, byte('0'+v/10), byte('0'+v%10)) }
-	b = append(b, '"', byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-')
-	b = d2(b, int(month))
-	b = append(b, '-')
-	b = d2(b, day)
-	b = append(b, 'T')
-	b = d2(b, hour)
-	b = append(b, ':')
-	b = d2(b, minute)
-	b = append(b, ':')
-	b = d2(b, sec)
-	return append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
+	b = append(b, '"')
+	b = t.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	return append(b, '"')
 }
 
 // UnmarshalJSON implements json.Unmarshaler.

@@ -44,6 +44,9 @@ func (s *Service) QueryUsers(ctx context.Context, q UserQuery) (*UserList, error
 	if len(q.Search) > s.lim.MaxIDBytes {
 		return nil, invalid("search", "must be at most %d bytes", s.lim.MaxIDBytes)
 	}
+	if err := checkText("search", q.Search); err != nil {
+		return nil, err
+	}
 	limit, err := s.pageSize("limit", q.Limit, s.lim.DefaultPage)
 	if err != nil {
 		return nil, err

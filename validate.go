@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -13,6 +14,29 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// checkText refuses text that a store could not keep or compare as sent:
+// invalid UTF-8 or a NUL byte. It guards the strings that reach a store
+// without checkID's rules (search text, filter tags, rule ids).
+func checkText(field, v string) error {
+	if !utf8.ValidString(v) {
+		return invalid(field, "must be valid UTF-8")
+	}
+	if strings.IndexByte(v, 0) >= 0 {
+		return invalid(field, "must not contain a NUL byte")
+	}
+	return nil
+}
+
+// checkTexts applies checkText to each of vs.
+func checkTexts(field string, vs []string) error {
+	for _, v := range vs {
+		if err := checkText(field, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkID validates an id field: 1..MaxIDBytes bytes of UTF-8 without
@@ -104,7 +128,7 @@ func (s *Service) checkFilterTags(field string, tags []string) error {
 			return invalid(field, "each tag must be 1-%d characters", s.lim.MaxTagChars)
 		}
 	}
-	return nil
+	return checkTexts(field, tags)
 }
 
 func (s *Service) checkObject(field string, v map[string]any, max int) error {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	chat "github.com/chatengine/chat"
 )
@@ -35,8 +36,9 @@ import (
 // formValue is a scalar that came from a form body or a query string.
 type formValue string
 
-// maxFormDepth bounds the bracket nesting of form keys (a[b][c]...).
-const maxFormDepth = 32
+// maxDepth bounds how deep a field's value may nest: the brackets of a
+// form key (a[b][c]...) and the objects and arrays of a JSON value alike.
+const maxDepth = 32
 
 // badRequest returns a 400000 error naming field, with the field in the
 // detail as the Service does.
@@ -165,23 +167,34 @@ func decodeBody(contentType string, b []byte) (map[string]any, error) {
 	return nil, chat.Errorf(chat.CodeUnsupportedMedia, "Content-Type %s is not supported: send application/json or application/x-www-form-urlencoded", mt)
 }
 
-// decodeJSON decodes a JSON object, keeping numbers as json.Number.
+// decodeJSON decodes a JSON body object, keeping numbers as json.Number,
+// and checks its content with checkJSON.
 func decodeJSON(b []byte) (map[string]any, error) {
-	if m, ok := parseObject(b); ok {
-		return m, nil
+	m, err := parseJSON(b, "body")
+	if err != nil {
+		return nil, err
 	}
+	if err := checkJSON(b, m, ""); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// parseJSON decodes a JSON object with encoding/json, keeping numbers as
+// json.Number; where names the source in errors.
+func parseJSON(b []byte, where string) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, badRequest("body", "invalid JSON: %s", jsonErrorText(err))
+		return nil, badRequest(where, "invalid JSON: %s", jsonErrorText(err))
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, badRequest("body", "must be a JSON object")
+		return nil, badRequest(where, "must be a JSON object")
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, badRequest("body", "invalid JSON: unexpected data after the object")
+	if len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) != 0 {
+		return nil, badRequest(where, "invalid JSON: unexpected data after the object")
 	}
 	return m, nil
 }
@@ -242,12 +255,14 @@ func decodeForm(raw, where string) (map[string]any, error) {
 	if err != nil {
 		return nil, badRequest(where, "malformed URL encoding")
 	}
-	return decodeValues(vals)
+	return decodeValues(vals, where)
 }
 
 // decodeValues turns form values (of a form body, a query string or the
-// fields of a multipart upload) into a value tree.
-func decodeValues(vals url.Values) (map[string]any, error) {
+// fields of a multipart upload) into a value tree. Names and values must be
+// valid UTF-8 without NUL bytes; where names the source in errors about
+// names.
+func decodeValues(vals url.Values, where string) (map[string]any, error) {
 	root := &formNode{}
 	keys := make([]string, 0, len(vals))
 	for k := range vals {
@@ -255,12 +270,22 @@ func decodeValues(vals url.Values) (map[string]any, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
+		if msg := badText(k); msg != "" {
+			return nil, badRequest(where, "parameter names %s", msg)
+		}
+		for _, v := range vals[k] {
+			if err := checkText(k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, k := range keys {
 		name, path, ok := splitFormKey(k)
 		if !ok {
 			name, path = k, nil
 		}
-		if len(path) > maxFormDepth {
-			return nil, badRequest(name, "nested more than %d levels deep", maxFormDepth)
+		if len(path) > maxDepth {
+			return nil, badRequest(name, "nested more than %d levels deep", maxDepth)
 		}
 		for _, v := range vals[k] {
 			n := root.key(name)
@@ -447,6 +472,10 @@ func (p *params) strs(name string) []string {
 		case s[0] == '[':
 			var arr []any
 			if json.Unmarshal([]byte(s), &arr) == nil {
+				if err := checkValue(arr, p.field(name), p.field(name), 0); err != nil {
+					p.fail(err)
+					return nil
+				}
 				v = arr
 				break
 			}
@@ -586,7 +615,12 @@ func (p *params) objectValue(name string) map[string]any {
 			return nil
 		}
 		if x[0] == '{' {
-			if m, err := decodeJSON([]byte(x)); err == nil {
+			b := []byte(x)
+			if m, err := parseJSON(b, p.field(name)); err == nil {
+				if err := checkJSON(b, m, p.field(name)); err != nil {
+					p.fail(err)
+					return nil
+				}
 				return m
 			}
 		}
@@ -659,4 +693,171 @@ func plain(v any) any {
 		return string(x)
 	}
 	return v
+}
+
+// badText says what is wrong with a string of a request ("" when nothing
+// is): every string must be valid UTF-8 (JSON decoding would otherwise
+// replace invalid bytes with U+FFFD, and stores differ in what they keep)
+// and must not hold a NUL byte (which some stores cannot keep).
+func badText(s string) string {
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8"
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return "must not contain a NUL byte"
+	}
+	return ""
+}
+
+// checkText returns a 400000 naming field when s is not acceptable text
+// (see badText).
+func checkText(field, s string) *chat.Error {
+	if msg := badText(s); msg != "" {
+		return badRequest(field, "%s", msg)
+	}
+	return nil
+}
+
+// checkJSON checks the strings and the nesting of m, decoded from the JSON
+// object b: every string and object key must be valid UTF-8 without NUL
+// bytes, and no value may nest more than maxDepth levels below its field.
+// field names m, "" for a request body (whose members are the fields).
+func checkJSON(b []byte, m map[string]any, field string) *chat.Error {
+	if !utf8.Valid(b) {
+		// encoding/json has replaced the invalid bytes; a second look
+		// at the raw tokens finds where they were.
+		name, key := invalidUTF8Field(b, field)
+		if key {
+			return badRequest(name, "keys must be valid UTF-8")
+		}
+		return badRequest(name, "must be valid UTF-8")
+	}
+	if field == "" {
+		for k, v := range m {
+			if strings.IndexByte(k, 0) >= 0 {
+				return badRequest("body", "keys must not contain a NUL byte")
+			}
+			if err := checkValue(v, k, k, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return checkValue(m, field, field, 0)
+}
+
+// checkValue checks the strings of v, the value of field at depth levels
+// below the field top (named in errors about nesting).
+func checkValue(v any, field, top string, depth int) *chat.Error {
+	switch x := v.(type) {
+	case string:
+		return checkText(field, x)
+	case map[string]any:
+		if len(x) > 0 && depth >= maxDepth {
+			return badRequest(top, "nested more than %d levels deep", maxDepth)
+		}
+		for k, e := range x {
+			if strings.IndexByte(k, 0) >= 0 {
+				return badRequest(field, "keys must not contain a NUL byte")
+			}
+			if err := checkValue(e, field+"."+k, top, depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		if len(x) > 0 && depth >= maxDepth {
+			return badRequest(top, "nested more than %d levels deep", maxDepth)
+		}
+		for i, e := range x {
+			if err := checkValue(e, field+"["+strconv.Itoa(i)+"]", top, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// invalidUTF8Field returns the name of the first string of the JSON
+// document b (valid JSON, an object) whose raw bytes are not valid UTF-8,
+// and whether that string is an object key (then name is the object's
+// field). field names the document, "" for a request body.
+func invalidUTF8Field(b []byte, field string) (name string, key bool) {
+	type level struct {
+		path    string
+		object  bool
+		wantKey bool   // in an object: the next string is a key
+		key     string // in an object: the key of the current member
+		n       int    // in an array: the index of the current element
+	}
+	var stack []*level
+	// valuePath names the value being read in the innermost container.
+	valuePath := func() string {
+		l := stack[len(stack)-1]
+		if !l.object {
+			return l.path + "[" + strconv.Itoa(l.n) + "]"
+		}
+		if l.path == "" {
+			return l.key
+		}
+		return l.path + "." + l.key
+	}
+	// next moves past the value just read.
+	next := func() {
+		if len(stack) == 0 {
+			return
+		}
+		if l := stack[len(stack)-1]; l.object {
+			l.wantKey = true
+		} else {
+			l.n++
+		}
+	}
+	orBody := func(s string) string {
+		if s == "" {
+			return "body"
+		}
+		return s
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var prev int64
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return orBody(field), false
+		}
+		// Between two tokens there are only ASCII separators, so the raw
+		// bytes of this token's stretch are valid exactly when the
+		// token's are.
+		raw := b[prev:dec.InputOffset()]
+		prev = dec.InputOffset()
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				path := field
+				if len(stack) > 0 {
+					path = valuePath()
+				}
+				stack = append(stack, &level{path: path, object: t == '{', wantKey: t == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+				next()
+			}
+		case string:
+			if l := stack[len(stack)-1]; l.object && l.wantKey {
+				if !utf8.Valid(raw) {
+					return orBody(l.path), true
+				}
+				l.key, l.wantKey = t, false
+				continue
+			}
+			if !utf8.Valid(raw) {
+				return valuePath(), false
+			}
+			next()
+		default:
+			next()
+		}
+	}
 }

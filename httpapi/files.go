@@ -131,7 +131,7 @@ func (h *handler) readUpload(w http.ResponseWriter, r *http.Request, check func(
 }
 
 func fieldParams(vals url.Values) (*params, error) {
-	v, err := decodeValues(vals)
+	v, err := decodeValues(vals, "body")
 	if err != nil {
 		return nil, err
 	}

@@ -217,14 +217,17 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request) (*params, error
 // contain '/' or '%' arrive escaped and are decoded here.
 func pathParam(r *http.Request, name string) (string, error) {
 	v := chi.URLParam(r, name)
-	if r.URL.RawPath == "" {
-		return v, nil
+	if r.URL.RawPath != "" {
+		s, err := url.PathUnescape(v)
+		if err != nil {
+			return "", badRequest(name, "malformed URL escape in the path")
+		}
+		v = s
 	}
-	s, err := url.PathUnescape(v)
-	if err != nil {
-		return "", badRequest(name, "malformed URL escape in the path")
+	if err := checkText(name, v); err != nil {
+		return "", err
 	}
-	return s, nil
+	return v, nil
 }
 
 // pathAndParams returns the URL-decoded path parameter name and the

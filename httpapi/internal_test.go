@@ -162,3 +162,33 @@ func TestContentDisposition(t *testing.T) {
 	require.Equal(t, "text/plain; charset=utf-8", fileContentType("application/octet-stream", []byte("hello")))
 	require.Equal(t, "application/pdf", fileContentType("nonsense", []byte("%PDF-1.7")))
 }
+
+// TestDecodeJSONBody checks what a JSON body may hold around its object
+// and which field an invalid UTF-8 byte is reported under.
+func TestDecodeJSONBody(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{` {"a":1} `, "{\"a\":1}\n\t\r", `{"a":"\u00e9","b":"é"}`} {
+		_, err := decodeJSON([]byte(ok))
+		require.NoError(t, err, "%q", ok)
+	}
+	for in, want := range map[string]string{
+		`{"a":1}{}`:  "body: invalid JSON: unexpected data after the object",
+		`{"a":1} x`:  "body: invalid JSON: unexpected data after the object",
+		`{"a":1} []`: "body: invalid JSON: unexpected data after the object",
+		`[1]`:        "body: must be a JSON object",
+		`{"a":1`:     "body: invalid JSON: unexpected end of input",
+	} {
+		_, err := decodeJSON([]byte(in))
+		require.EqualError(t, err, want, "%q", in)
+	}
+	for in, want := range map[string]string{
+		"{\"a\":\"\xff\"}":                                 "a: must be valid UTF-8",
+		"{\"a\":[1,{\"b\":[true,\"x\xfe\"]}]}":             "a[1].b[1]: must be valid UTF-8",
+		"{\"a\":{\"\xff\":1}}":                             "a: keys must be valid UTF-8",
+		"{\"\xff\":1}":                                     "body: keys must be valid UTF-8",
+		"{\"ok\":\"é\",\"b\":{\"c\":null,\"d\":\"\xc3\"}}": "b.d: must be valid UTF-8",
+	} {
+		_, err := decodeJSON([]byte(in))
+		require.EqualError(t, err, want, "%q", in)
+	}
+}
