@@ -55,8 +55,7 @@ func (s *Service) LeaveChannel(ctx context.Context, actorID, channelID string) e
 	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, ev *events) error {
-		c, err := openChannel(ctx, tx, channelID)
-		if err != nil {
+		if _, err := openChannel(ctx, tx, channelID); err != nil {
 			return err
 		}
 		u, err := tx.GetUser(ctx, actorID)
@@ -73,7 +72,8 @@ func (s *Service) LeaveChannel(ctx context.Context, actorID, channelID string) e
 		if err != nil || len(removed) == 0 {
 			return err
 		}
-		if c, err = tx.GetChannel(ctx, channelID); err != nil {
+		c, err := tx.GetChannel(ctx, channelID)
+		if err != nil {
 			return err
 		}
 		c.UpdatedAt = now
