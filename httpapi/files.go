@@ -257,7 +257,7 @@ func (h *handler) getImage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	size := p.str("size")
-	link := signedLink(p)
+	link := signedLink(r, p)
 	if err := p.Err(); err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func (h *handler) getFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	link := signedLink(p)
+	link := signedLink(r, p)
 	if err := p.Err(); err != nil {
 		return err
 	}
@@ -287,10 +287,12 @@ func (h *handler) getFile(w http.ResponseWriter, r *http.Request) error {
 // linkParams are the exp and sig parameters of a signed link.
 type linkParams struct{ exp, sig string }
 
-// signedLink returns the link parameters of a request that has sig, or
-// nil (the request then carries an access token: see linkOrAuth).
-func signedLink(p *params) *linkParams {
-	if !p.has("sig") {
+// signedLink returns the link parameters of a signed link request, or nil
+// for a request that linkOrAuth authenticated with a token. Both decide by
+// isLinkRequest, so a request let through without a token is always
+// verified as a link.
+func signedLink(r *http.Request, p *params) *linkParams {
+	if !isLinkRequest(r) {
 		return nil
 	}
 	return &linkParams{exp: p.str("exp"), sig: p.str("sig")}

@@ -436,13 +436,18 @@ func (h *handler) auth(next http.Handler) http.Handler {
 func (h *handler) linkOrAuth(next http.Handler) http.Handler {
 	authed := h.auth(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Has("sig") {
+		if isLinkRequest(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		authed.ServeHTTP(w, r)
 	})
 }
+
+// isLinkRequest reports whether a request is a signed link: its query
+// string has a sig parameter (even an empty one, which then fails
+// verification).
+func isLinkRequest(r *http.Request) bool { return r.URL.Query().Has("sig") }
 
 // bearer extracts the token of an Authorization: Bearer header (the scheme
 // is case-insensitive).

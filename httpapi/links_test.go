@@ -153,6 +153,12 @@ func testSignedLinks(t *testing.T, open storeFactory) {
 	// Without sig a token is needed: 401.
 	requireError(t, altered(func(q url.Values) string { q.Del("sig"); return "" }), chat.CodeUnauthorized, "missing access token")
 	requireError(t, e.anon("/messages/"+img.MessageID+"/images?size=small"), chat.CodeUnauthorized, "missing access token")
+	// An empty or repeated sig is a link that fails, never a pass.
+	requireError(t, e.anon(u.Path+"?sig="), chat.CodeBadRequest, "exp")
+	requireError(t, e.anon(u.Path+"?sig"), chat.CodeBadRequest, "exp")
+	requireError(t, e.anon(u.Path+"?size=small&exp="+q.Get("exp")+"&sig="), chat.CodeBadRequest, "sig")
+	requireError(t, e.anon(u.Path+"?size=small&exp="+q.Get("exp")+"&sig="+sig+"&sig="+sig), chat.CodeBadRequest, "sig")
+	requireError(t, e.anon("/messages/"+file.MessageID+"/files?sig=&exp="+q.Get("exp")), chat.CodeBadRequest, "sig")
 	// sig opens nothing but the downloads.
 	requireError(t, e.anon("/message/"+img.MessageID+"?"+q.Encode()), chat.CodeUnauthorized, "missing access token")
 
