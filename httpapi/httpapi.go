@@ -77,7 +77,8 @@ type handler struct {
 // by Routes relative to where it is mounted, for example with
 // r.Mount("/api/v2", h) in chi or
 // mux.Handle("/api/v2/", http.StripPrefix("/api/v2", h)) in net/http.
-// Every request needs Authorization: Bearer <token> of an admin account.
+// Every request needs Authorization: Bearer <token> of an admin account,
+// except a signed file link (see the package documentation).
 func New(svc *chat.Service, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
 	h := &handler{svc: svc, cfg: cfg, log: cfg.Logger, mux: chi.NewRouter()}
