@@ -38,8 +38,10 @@ type EphemeralEvent struct {
 
 // TypingEventData is the data of channel.didStartTyping.
 type TypingEventData struct {
+	// ChannelID is the channel where the user types.
 	ChannelID string `json:"channelId"`
-	UserID    string `json:"userId"`
+	// UserID is the user who types.
+	UserID string `json:"userId"`
 }
 
 // ephemeralSubs is the list of ephemeral event subscribers. Publishing
