@@ -57,10 +57,10 @@ func checkRateLimit(ctx context.Context, tx Tx, c *Channel, authorID string, now
 		return nil
 	}
 	wait := next.Sub(now)
-	waitMs := (wait + time.Millisecond - 1) / time.Millisecond
+	waitMs := int64((wait + time.Millisecond - 1) / time.Millisecond)
 	secs := max(int((wait+time.Second-1)/time.Second), 1)
 	return &Error{Code: CodeRateLimited,
 		Message: fmt.Sprintf("channel %s is in slow mode (one message per %d ms): user %s may post again in %d ms",
 			quote(c.ChannelID), c.RateLimitWindow, quote(authorID), waitMs),
-		Detail: []any{map[string]any{"retryAfter": secs, "retryAfterMs": int64(waitMs)}}}
+		Detail: []any{map[string]any{"retryAfter": secs, "retryAfterMs": waitMs}}}
 }

@@ -99,7 +99,6 @@ type Service struct {
 	rules  atomic.Pointer[ruleSet]
 	rulesM sync.Mutex
 	hooks  atomic.Pointer[hookCache]
-	hooksM sync.Mutex
 }
 
 // New returns a Service over store. It reads or creates the paging key
