@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
@@ -22,7 +23,7 @@ import (
 // that turns driver errors into chat errors.
 func TestErrorTranslation(t *testing.T) {
 	t.Parallel()
-	pqe := func(code string) error { return &pq.Error{Code: pq.ErrorCode(code), Message: "x"} }
+	pqe := func(code string) error { return &pq.Error{Code: pqerror.Code(code), Message: "x"} }
 	opErr := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
 	cases := []struct {
 		err  error
