@@ -112,7 +112,6 @@ type Service struct {
 	rules  atomic.Pointer[ruleSet]
 	rulesM sync.Mutex
 	hooks  atomic.Pointer[hookCache]
-	hooksM sync.Mutex
 	links  *linkSigner
 	typing typingThrottle
 	ephem  ephemeralSubs
