@@ -13,7 +13,8 @@ import (
 	"github.com/lib/pq"
 )
 
-const userCols = `user_id, display_name, roles, metadata, flag_count, hashflag, is_global_ban, created_at, updated_at`
+const userCols = `user_id, display_name, roles, metadata, flag_count, hashflag, is_global_ban, created_at, updated_at,
+	tokens_revoked_at`
 
 // userSel is what reads return: the columns and the row version.
 const userSel = userCols + `, version`
@@ -24,9 +25,10 @@ func scanUser(r scanner) (*chat.User, int64, error) {
 		roles            pq.StringArray
 		md, hf           []byte
 		created, updated time.Time
+		revoked          sql.NullTime
 		version          int64
 	)
-	if err := r.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan, &created, &updated, &version); err != nil {
+	if err := r.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan, &created, &updated, &revoked, &version); err != nil {
 		return nil, 0, err
 	}
 	var err error
@@ -38,6 +40,7 @@ func scanUser(r scanner) (*chat.User, int64, error) {
 	}
 	u.Roles = arrayOut(roles)
 	u.CreatedAt, u.UpdatedAt = ct(created), ct(updated)
+	u.TokensRevokedAt = ctp(revoked)
 	return &u, version, nil
 }
 
@@ -89,9 +92,9 @@ func (t *tx) CreateUser(ctx context.Context, u *chat.User) error {
 		return err
 	}
 	n, err := t.exec(ctx, `INSERT INTO {s}users (`+userCols+`, search_name, search_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
 		u.UserID, u.DisplayName, textArray(u.Roles), md, u.FlagCount, hashflagArg(u.Hashflag), u.IsGlobalBan,
-		timeArg(u.CreatedAt), timeArg(u.UpdatedAt), searchKey(u.DisplayName), searchKey(u.UserID))
+		timeArg(u.CreatedAt), timeArg(u.UpdatedAt), timePtrArg(u.TokensRevokedAt), searchKey(u.DisplayName), searchKey(u.UserID))
 	if err != nil {
 		return err
 	}
@@ -168,10 +171,11 @@ func (t *tx) UpdateUser(ctx context.Context, u *chat.User) error {
 	want := t.expected(key)
 	var v []int64
 	err = t.query(ctx, `UPDATE {s}users SET display_name = $2, search_name = $3, roles = $4, metadata = $5,
-		flag_count = $6, hashflag = $7, is_global_ban = $8, updated_at = $9, version = version + 1
+		flag_count = $6, hashflag = $7, is_global_ban = $8, updated_at = $9, tokens_revoked_at = $11,
+		version = version + 1
 		WHERE user_id = $1 AND ($10::bigint IS NULL OR version = $10) RETURNING version`,
 		[]any{u.UserID, u.DisplayName, searchKey(u.DisplayName), textArray(u.Roles), md, u.FlagCount,
-			hashflagArg(u.Hashflag), u.IsGlobalBan, timeArg(u.UpdatedAt), want}, scanVersion(&v))
+			hashflagArg(u.Hashflag), u.IsGlobalBan, timeArg(u.UpdatedAt), want, timePtrArg(u.TokensRevokedAt)}, scanVersion(&v))
 	if err != nil {
 		return err
 	}
