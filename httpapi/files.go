@@ -282,7 +282,7 @@ func (h *handler) getFile(w http.ResponseWriter, r *http.Request) error {
 // headers; http.ServeContent answers Range, If-None-Match and
 // If-Modified-Since.
 func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, messageID, name, disposition string) error {
-	b, m, err := h.svc.GetMessageBlob(r.Context(), messageID, name)
+	b, m, err := h.svc.GetMessageBlob(r.Context(), actor(r), messageID, name)
 	if err != nil {
 		return err
 	}
