@@ -26,3 +26,13 @@ func TestAPISQLite(t *testing.T) {
 	}
 	runSuite(t, sqliteStore)
 }
+
+// TestAuthorizationMatrixSQLite runs the authorization matrix against the
+// SQLite store.
+func TestAuthorizationMatrixSQLite(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the SQLite run is skipped in -short mode")
+	}
+	runMatrix(t, sqliteStore)
+}
