@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +168,26 @@ var matrixRows = []matrixRow{
 // matrixSecret signs the user tokens of the matrix.
 var matrixSecret = []byte("matrix user-token secret of 32 bytes!")
 
+func matrixConfig(_ *httpapi.Config, c *chat.Config) { c.UserTokenSecret = matrixSecret }
+
+// reopen serves the API over st, a copy of the store of m (same admin,
+// tokens and fixture ids), for stores whose fixture is cheaper to copy
+// than to build.
+func (m *matrixEnv) reopen(t *testing.T, st chat.Store) *matrixEnv {
+	t.Helper()
+	cfg := httpapi.Config{Logger: slog.New(slog.DiscardHandler)}
+	scfg := chat.Config{Logger: slog.New(slog.DiscardHandler)}
+	matrixConfig(&cfg, &scfg)
+	svc, err := chat.New(context.Background(), st, scfg)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/api/v2/", http.StripPrefix("/api/v2", httpapi.New(svc, cfg)))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	e := &env{t: t, store: st, svc: svc, srv: srv, base: srv.URL + "/api/v2", token: m.token, admin: m.admin}
+	return &matrixEnv{env: e, ids: m.ids, tokens: m.tokens, selfID: m.selfID}
+}
+
 // matrixEnv is one API server with the matrix fixture.
 type matrixEnv struct {
 	*env
@@ -176,7 +198,7 @@ type matrixEnv struct {
 
 func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	t.Helper()
-	e := newEnv(t, newStore, func(_ *httpapi.Config, c *chat.Config) { c.UserTokenSecret = matrixSecret })
+	e := newEnv(t, newStore, matrixConfig)
 	bg := context.Background()
 	m := &matrixEnv{env: e, ids: map[string]string{}, tokens: map[string]string{asAdmin: e.token},
 		selfID: map[string]string{asAdmin: e.admin}}
@@ -344,10 +366,11 @@ func (m *matrixEnv) snapshot() string {
 // of caller, each on a fresh fixture, and checks the code of CONTRACT
 // section 7; a refused call must leave the store exactly as it was.
 func TestAuthorizationMatrix(t *testing.T) {
-	runMatrix(t, memoryStore)
+	runMatrix(t, func(t *testing.T) *matrixEnv { return newMatrixEnv(t, memoryStore) })
 }
 
-func runMatrix(t *testing.T, newStore storeFactory) {
+// runMatrix runs the matrix on fixtures made by fixture, one per call.
+func runMatrix(t *testing.T, fixture func(t *testing.T) *matrixEnv) {
 	covered := map[httpapi.Route]bool{}
 	for _, row := range matrixRows {
 		covered[httpapi.Route{Method: row.method, Pattern: row.pattern}] = true
@@ -362,7 +385,7 @@ func runMatrix(t *testing.T, newStore storeFactory) {
 		for _, caller := range matrixCallers {
 			name := fmt.Sprintf("%s %s %s/%s", row.method, row.path, strings.ReplaceAll(row.body, "/", "|"), caller)
 			t.Run(name, func(t *testing.T) {
-				m := newMatrixEnv(t, newStore)
+				m := fixture(t)
 				want := row.who.want(caller)
 				before := m.snapshot()
 				r := m.request(row, caller)
