@@ -204,3 +204,39 @@ func TestUserTokenGeneratedSecretShared(t *testing.T) {
 	_, err = other.AuthenticateUser(t.Context(), tok.Token)
 	requireTokenCode(t, err, chat.CodeUnauthorized)
 }
+
+// BenchmarkAuthenticate compares the two kinds of authentication on the
+// memory store, where no disk hides the difference: an admin token (a
+// SHA-256 and a lookup) and a user token (an HS256 JWT parse and the
+// user's lookup for its revocation time and ban).
+func BenchmarkAuthenticate(b *testing.B) {
+	ctx := b.Context()
+	svc, err := chat.New(ctx, memory.New(), chat.Config{UserTokenSecret: testSecret})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, adminToken, err := svc.CreateAdmin(ctx, "root", "admin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ut, err := svc.MintUserToken(ctx, "alice", time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("admin", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := svc.Authenticate(ctx, adminToken); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("user", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := svc.AuthenticateUser(ctx, ut.Token); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
