@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -95,4 +96,57 @@ func TestEndUserRights(t *testing.T) {
 	// The acting user must be named.
 	_, err = e.svc.GetChannel(e.ctx, "", "c")
 	requireTokenCode(t, err, chat.CodePermissionDenied)
+}
+
+// Each Channel/ permission grants its operations and no other: a user
+// holding only one may do what it names and is refused the rest.
+func TestChannelPermissionsOneByOne(t *testing.T) {
+	ops := []struct {
+		perm string
+		do   func(e *env, actor string) error
+	}{
+		{chat.PermManageChannel, func(e *env, a string) error {
+			_, err := e.svc.RenameChannel(e.ctx, a, "c", "Renamed")
+			return err
+		}},
+		{chat.PermManageUsers, func(e *env, a string) error {
+			_, err := e.svc.AddUsers(e.ctx, a, "c", []string{"zed"})
+			return err
+		}},
+		{chat.PermMuteChannel, func(e *env, a string) error { return e.svc.MuteChannel(e.ctx, a, "c", time.Minute) }},
+		{chat.PermMuteUser, func(e *env, a string) error { return e.svc.MuteUsers(e.ctx, a, "c", []string{"bob"}, time.Minute) }},
+		{chat.PermRateLimitChannel, func(e *env, a string) error {
+			_, err := e.svc.SetChannelRateLimit(e.ctx, a, "c", time.Second)
+			return err
+		}},
+		{chat.PermBanUser, func(e *env, a string) error { return e.svc.BanUsers(e.ctx, a, "c", []string{"bob"}) }},
+		{chat.PermCloseChannel, func(e *env, a string) error { return e.svc.CloseChannel(e.ctx, a, "c") }},
+		{chat.PermGlobalAccess, func(e *env, a string) error {
+			_, err := e.svc.QueryMessages(e.ctx, a, chat.MessageQuery{ChannelID: "c"})
+			return err
+		}},
+		{chat.PermManageMessages, func(e *env, a string) error {
+			m := e.mustPost("bob", "c", "to delete")
+			return e.svc.DeleteMessage(e.ctx, a, m.MessageID)
+		}},
+	}
+	for _, held := range ops {
+		t.Run(held.perm, func(t *testing.T) {
+			for _, op := range ops {
+				e := newEnv(t)
+				e.channel("c", "bob")
+				_, err := e.svc.PutRoles(e.ctx, e.admin, []string{"r"}, []string{held.perm})
+				require.NoError(t, err)
+				roles := []string{"r"}
+				_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "holder", Roles: &roles})
+				require.NoError(t, err)
+				err = op.do(e, "holder")
+				if op.perm == held.perm {
+					require.NoError(t, err, "%s grants its operation", held.perm)
+				} else {
+					requireTokenCode(t, err, chat.CodePermissionDenied)
+				}
+			}
+		})
+	}
 }
