@@ -135,14 +135,21 @@ type postContext struct {
 // not muted (unless admin or exempt), slow mode (unless admin or exempt),
 // parent a live message of the same channel, and the blacklist and
 // whitelist on texts.
-func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, parentID string, texts []string) (*postContext, error) {
+//
+// An author not stored yet is created when create is set (a post), and
+// checked as a user without roles otherwise (CheckPost, read-only).
+func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, parentID string, texts []string, create bool) (*postContext, error) {
 	now := s.Now()
 	author, err := tx.GetUser(ctx, actorID)
 	if ErrorCode(err) == CodeNotFound {
-		var us []*User
-		us, err = tx.EnsureUsers(ctx, []string{actorID}, now.Time)
-		if err == nil {
-			author = us[0]
+		if create {
+			var us []*User
+			us, err = tx.EnsureUsers(ctx, []string{actorID}, now.Time)
+			if err == nil {
+				author = us[0]
+			}
+		} else {
+			author, err = &User{UserID: actorID, DisplayName: actorID}, nil
 		}
 	}
 	if err != nil {
@@ -255,7 +262,7 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 	}
 	var out *MessageList
 	err = s.update(ctx, func(tx Tx, ev *events) error {
-		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts)
+		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts, true)
 		if err != nil {
 			return err
 		}
@@ -278,10 +285,7 @@ func (s *Service) CheckPost(ctx context.Context, actorID, channelID, parentID st
 		return err
 	}
 	return s.view(ctx, func(tx Tx) error {
-		_, err := s.checkPost(ctx, tx, actorID, channelID, parentID, nil)
-		if ErrorCode(err) == CodeNotFound && strings.HasPrefix(err.Error(), "user ") {
-			return nil // the author is created on first post
-		}
+		_, err := s.checkPost(ctx, tx, actorID, channelID, parentID, nil, false)
 		return err
 	})
 }
@@ -376,7 +380,7 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 	}
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
-		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts)
+		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts, true)
 		if err != nil {
 			return err
 		}
@@ -407,7 +411,7 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 	data := FileData{FileID: s.newID(), FileName: name, MimeType: mt, Size: int64(len(in.Data))}
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
-		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil)
+		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil, true)
 		if err != nil {
 			return err
 		}

@@ -187,8 +187,9 @@ func IsUserToken(token string) bool {
 	return token != "" && !strings.HasPrefix(token, tokenPrefix)
 }
 
-// AuthenticateUser verifies a user token and returns the user it names,
-// created on first reference. The token must be HS256 with the Service's
+// AuthenticateUser verifies a user token and returns the user it names (a
+// user not stored yet is returned unstored, with displayName = userId; the
+// operations it performs create it, as any first reference does). The token must be HS256 with the Service's
 // secret, unexpired (UserTokenLeeway of skew allowed), and issued after
 // the user's last revocation (a token without iat counts as issued at the
 // epoch). Errors: CodeUnauthorized (bad, expired or revoked token),
@@ -227,14 +228,9 @@ func (s *Service) AuthenticateUser(ctx context.Context, token string) (*User, er
 		return err
 	})
 	if ErrorCode(err) == CodeNotFound {
-		now := s.Now()
-		err = s.update(ctx, func(tx Tx, _ *events) error {
-			us, err := tx.EnsureUsers(ctx, []string{userID}, now.Time)
-			if err == nil {
-				u = us[0]
-			}
-			return err
-		})
+		// Not stored yet: the operations that need the record create it
+		// (a refused call stores nothing).
+		return &User{UserID: userID, DisplayName: userID}, nil
 	}
 	if err != nil {
 		return nil, err

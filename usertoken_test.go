@@ -73,9 +73,14 @@ func TestUserTokenMintAndAuthenticate(t *testing.T) {
 	u, err = e.svc.AuthenticateUser(e.ctx, own)
 	require.NoError(t, err)
 	require.Equal(t, "bob", u.UserID)
+	_, err = e.svc.GetUser(e.ctx, e.admin, "bob")
+	requireTokenCode(t, err, chat.CodeNotFound)
+	name := "Bob"
+	_, err = e.svc.UpdateUser(e.ctx, "bob", chat.UpdateUser{UserID: "bob", DisplayName: &name})
+	require.NoError(t, err, "a user acting first creates itself")
 	got, err := e.svc.GetUser(e.ctx, e.admin, "bob")
 	require.NoError(t, err)
-	require.Equal(t, "bob", got.Users[0].DisplayName, "created on first reference")
+	require.Equal(t, "Bob", got.Users[0].DisplayName)
 }
 
 // sub is accepted instead of user_id; neither is refused.

@@ -30,9 +30,10 @@ const (
 	asExpired   = "expired"   // an expired user token of the member
 	asForged    = "forged"    // the member's claims signed with another secret
 	asRevoked   = "revoked"   // a token of a member, issued before its user's tokens were revoked
+	asNewcomer  = "newcomer"  // a valid token of a user the store does not know yet
 )
 
-var matrixCallers = []string{asAdmin, asMember, asNonMember, asGranted, asBanned, asExpired, asForged, asRevoked}
+var matrixCallers = []string{asAdmin, asMember, asNonMember, asGranted, asBanned, asExpired, asForged, asRevoked, asNewcomer}
 
 // The users of the matrix fixture.
 const (
@@ -62,7 +63,7 @@ func (a access) allowed(caller string) bool {
 		return true
 	case asMember:
 		return a == anyUser || a == members || a == own || a == ownOrManage
-	case asNonMember:
+	case asNonMember, asNewcomer:
 		return a == anyUser
 	case asGranted:
 		return a == anyUser || a == members || a == granted || a == ownOrManage
@@ -256,6 +257,7 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	m.tokens[asForged], m.selfID[asForged] = signToken(t, []byte("another secret, not the server's"), jwtClaims{"user_id": memberID}), memberID
 	m.tokens[asRevoked] = signToken(t, matrixSecret, jwtClaims{"user_id": revokedID, "iat": time.Now().Add(-time.Hour).Unix()})
 	m.selfID[asRevoked] = revokedID
+	m.tokens[asNewcomer], m.selfID[asNewcomer] = signToken(t, matrixSecret, jwtClaims{"sub": "newcomer", "iat": time.Now().Unix()}), "newcomer"
 	require.NoError(t, e.svc.RevokeUserTokens(bg, e.admin, revokedID))
 	return m
 }
