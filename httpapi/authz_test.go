@@ -371,8 +371,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 	runMatrix(t, func(t *testing.T) *matrixEnv { return newMatrixEnv(t, memoryStore) })
 }
 
-// runMatrix runs the matrix on fixtures made by fixture, one per call.
-func runMatrix(t *testing.T, fixture func(t *testing.T) *matrixEnv) {
+// checkMatrixCoverage fails when a route of the router has no row, or a
+// row names a route the router does not serve.
+func checkMatrixCoverage(t *testing.T) {
+	t.Helper()
 	covered := map[httpapi.Route]bool{}
 	for _, row := range matrixRows {
 		covered[httpapi.Route{Method: row.method, Pattern: row.pattern}] = true
@@ -382,11 +384,19 @@ func runMatrix(t *testing.T, fixture func(t *testing.T) *matrixEnv) {
 		delete(covered, rt)
 	}
 	require.Empty(t, covered, "rows for routes the router does not serve")
+}
 
+// matrixRowName names a row in test names.
+func matrixRowName(row matrixRow) string {
+	return fmt.Sprintf("%s %s %s", row.method, row.path, strings.ReplaceAll(row.body, "/", "|"))
+}
+
+// runMatrix runs the matrix on fixtures made by fixture, one per call.
+func runMatrix(t *testing.T, fixture func(t *testing.T) *matrixEnv) {
+	checkMatrixCoverage(t)
 	for _, row := range matrixRows {
 		for _, caller := range matrixCallers {
-			name := fmt.Sprintf("%s %s %s/%s", row.method, row.path, strings.ReplaceAll(row.body, "/", "|"), caller)
-			t.Run(name, func(t *testing.T) {
+			t.Run(matrixRowName(row)+"/"+caller, func(t *testing.T) {
 				m := fixture(t)
 				want := row.who.want(caller)
 				before := m.snapshot()
