@@ -61,7 +61,7 @@ func (m *memberModel) add(e *env, userID string, c *chat.Channel, member bool) {
 	m.member[c.ChannelID] = member
 }
 
-func memberAt(channelID, userID, membership string, t chat.Time) *chat.ChannelUser {
+func memberAt(channelID, userID string, membership chat.Membership, t chat.Time) *chat.ChannelUser {
 	return &chat.ChannelUser{ChannelID: channelID, UserID: userID, Membership: membership, CreatedAt: t, UpdatedAt: t}
 }
 
