@@ -132,6 +132,7 @@ func (h *handler) routes() []route {
 		rt(post, "/channel/{channelId}/users", h.addUsers),
 		rt(del, "/channel/{channelId}/users", h.removeUsers),
 		rt(post, "/channel/{channelId}/join", h.joinChannel),
+		rt(post, "/channel/{channelId}/read", h.markRead),
 		rt(put, "/channel/{channelId}/mute", h.muteChannel),
 		rt(put, "/channel/{channelId}/users/mute", h.muteUsers),
 		rt(put, "/channel/{channelId}/rateLimit", h.setRateLimit),
