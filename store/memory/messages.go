@@ -86,6 +86,10 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 			d.allMsgs = d.allMsgs[:n-1]
 		}
 	})
+	if sm.deleted {
+		d.insertSeg(&cm.deleted, pos)
+		t.onUndo(func() { d.removeSeg(&cm.deleted, pos) })
+	}
 	ca := chanAuthorKey{sm.ch, sm.user}
 	own := d.chanAuthor[ca]
 	if own == nil {

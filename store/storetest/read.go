@@ -216,6 +216,15 @@ func testUnreadDeletes(t *testing.T, e *env) {
 	ms := e.appendMsgs("c", "", "you", "me", "you", "them", "me", "you", "them", "you")
 	requireUnreadModel(t, e, "c", "me", "you")
 
+	// A message stored already deleted is one.
+	e.update(func(tx chat.Tx) error {
+		m := newMessage("born-deleted", "c", "you", 0)
+		m.IsDeleted, m.Data = true, map[string]any{}
+		_, err := chat.AppendMessage(e.ctx, tx, m, base)
+		return err
+	})
+	requireUnreadModel(t, e, "c", "me", "you", "them")
+
 	// UpdateMessage with isDeleted, SoftDeleteMessages of one author,
 	// SoftDeleteUserMessages: each is seen by the counts.
 	gone := *e.message(ms[2].MessageID)
