@@ -115,4 +115,17 @@
 //   - Images: the Service stores the renditions it is given (package media
 //     makes them); files are stored unchanged. Both live in the Store, so
 //     several processes on one Postgres share them.
+//   - Every image or file message the Service returns, in responses and
+//     in webhook events, carries signed links (data.urls of an image, one
+//     per kept size; data.url of a file) that open without a token:
+//     HMAC-SHA256 over the message id, the size and the expiry, keyed with
+//     Config.LinkKey (by default a random key kept in the store, like the
+//     paging key), expiring Config.LinkTTL (24 h) after the response,
+//     rounded up to the hour. They are computed when returned, never
+//     stored; OpenLink verifies one in constant time.
+//   - LeaveChannel (a member leaving) emits channel.didRemoveUsers with
+//     the user as its own actorId. Typing publishes the ephemeral event
+//     channel.didStartTyping to the in-process subscribers of
+//     SubscribeEphemeral, at most once per user and channel every 2 s; it
+//     is never stored and never reaches webhooks.
 package chat

@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -319,13 +318,4 @@ func dedupe(ids []string) []string {
 		out = append(out, id)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

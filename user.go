@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"strings"
-	"unicode/utf8"
 )
 
 // UserList is the response of user reads and updates.
@@ -416,5 +415,3 @@ func (s *Service) permissions(ctx context.Context, tx Tx, u *User) (map[string]b
 	}
 	return perms, admin, nil
 }
-
-func validUTF8(s string) bool { return utf8.ValidString(s) }

@@ -99,7 +99,10 @@ func TestErrors(t *testing.T) {
 // headers are cut at the timeout, a download's body is not.
 func TestTimeouts(t *testing.T) {
 	t.Parallel()
-	const timeout = 50 * time.Millisecond
+	// short cuts the calls a server never answers; long leaves a loaded
+	// machine ample time for the headers of the download that is read
+	// past it.
+	const short, long = 100 * time.Millisecond, time.Second
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -120,13 +123,13 @@ func TestTimeouts(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := client.New(srv.URL+"/api/v2", "tok", client.WithTimeout(timeout))
-
+	c := client.New(srv.URL+"/api/v2", "tok", client.WithTimeout(short))
 	_, err := c.QueryRoles(t.Context(), "")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	_, err = c.GetFile(t.Context(), "slow", nil)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
+	c = client.New(srv.URL+"/api/v2", "tok", client.WithTimeout(long))
 	d, err := c.GetFile(t.Context(), "m", nil)
 	require.NoError(t, err)
 	defer d.Close()
@@ -140,7 +143,7 @@ func TestTimeouts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "first", string(first))
 	// The body is read well after the timeout has passed.
-	time.Sleep(3 * timeout)
+	time.Sleep(long + 200*time.Millisecond)
 	close(release)
 	rest, err := io.ReadAll(d)
 	require.NoError(t, err)
@@ -149,7 +152,7 @@ func TestTimeouts(t *testing.T) {
 
 	// Without a timeout, only the caller's context limits a call.
 	c = client.New(srv.URL+"/api/v2", "tok", client.WithTimeout(0))
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), short)
 	defer cancel()
 	_, err = c.QueryRoles(ctx, "")
 	require.ErrorIs(t, err, context.DeadlineExceeded)

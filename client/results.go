@@ -16,9 +16,9 @@ type Channel struct {
 	// users for AddUsers, the caller's own for JoinChannel and MarkRead,
 	// none for the calls that change the channel itself. Each carries
 	// the user's readToSegment and unreadCount.
-	ChannelUsers []chat.ChannelUser
+	ChannelUsers []chat.ChannelUser `json:"channelUsers"`
 	// Users are the users the ChannelUsers reference.
-	Users []chat.User
+	Users []chat.User `json:"users"`
 }
 
 // Message is one message as a call returned it. The chat.Message is
@@ -27,7 +27,7 @@ type Channel struct {
 type Message struct {
 	chat.Message
 	// Users holds the message's author.
-	Users []chat.User
+	Users []chat.User `json:"users"`
 }
 
 // Author returns the message's author from Users.

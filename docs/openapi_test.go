@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -119,6 +120,9 @@ var stores = []struct {
 	{"memory", func(t *testing.T) chat.Store { return memory.New() }},
 	{"sqlite", func(t *testing.T) chat.Store {
 		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "chat.db"), nil)
+		if errors.Is(err, sqlite.ErrNeedsCgo) {
+			t.Skip(err.Error()) // a build without cgo has no SQLite driver
+		}
 		require.NoError(t, err)
 		return st
 	}},
@@ -318,6 +322,16 @@ func smallPNG(t *testing.T) []byte {
 	return b.Bytes()
 }
 
+// linkQuery checks that a signed link is the API prefix, then path, and
+// returns its query string.
+func linkQuery(t *testing.T, link, path string) string {
+	t.Helper()
+	p, q, ok := strings.Cut(link, "?")
+	require.True(t, ok, "link %s has no query", link)
+	require.Equal(t, "/api/v2"+path, p)
+	return q
+}
+
 func first(m map[string]any, key string) map[string]any {
 	return m[key].([]any)[0].(map[string]any)
 }
@@ -373,6 +387,14 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "DELETE", pattern: "/channel/{channelId}/users", params: ch, json: map[string]any{"userIds": []string{"dave"}}})
 	f.do(call{method: "DELETE", pattern: "/channel/{channelId}/users", params: ch, query: "userIds=carol"})
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/join", params: ch})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/typing", params: ch})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/typing", params: ch, json: map[string]any{}})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/typing", params: map[string]string{"channelId": "nope"}, want: 404})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/leave", params: ch})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/leave", params: ch, form: "channelId=general"})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/leave", params: map[string]string{"channelId": "nope"}, want: 404})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/typing", params: ch, noAuth: true, want: 401})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/join", params: ch})
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/read", params: ch, json: map[string]any{}})
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/read", params: ch, form: "segment=1", want: 400})
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/read", params: map[string]string{"channelId": "random"}, json: map[string]any{}, want: 403})
@@ -426,6 +448,14 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "GET", pattern: "/messages/{messageId}/images", params: map[string]string{"messageId": imgID}, query: "size=small"})
 	f.do(call{method: "GET", pattern: "/messages/{messageId}/images", params: map[string]string{"messageId": imgID}, query: "size=full"})
 	f.do(call{method: "GET", pattern: "/messages/{messageId}/images", params: map[string]string{"messageId": imgID}, query: "size=huge", want: 400})
+	// Signed links open without a token; altered ones are 403.
+	small := linkQuery(t, img["data"].(map[string]any)["urls"].(map[string]any)["small"].(string), "/messages/"+imgID+"/images")
+	f.do(call{method: "GET", pattern: "/messages/{messageId}/images", params: map[string]string{"messageId": imgID}, query: small, noAuth: true})
+	f.do(call{method: "GET", pattern: "/messages/{messageId}/images", params: map[string]string{"messageId": imgID},
+		query: strings.Replace(small, "size=small", "size=large", 1), noAuth: true, want: 403})
+	f.do(call{method: "GET", pattern: "/messages/{messageId}/images", params: map[string]string{"messageId": imgID},
+		query: strings.Replace(small, "exp=", "exp=x", 1), noAuth: true, want: 400})
+	f.do(call{method: "GET", pattern: "/messages/{messageId}/images", params: map[string]string{"messageId": imgID}, query: "size=small", noAuth: true, want: 401})
 	f.do(call{method: "POST", pattern: "/messages/images", multipart: &multipartBody{
 		fields: [][2]string{{"channelId", "general"}}, fileName: "x.txt", fileType: "text/plain", file: []byte("not an image")}, want: 415})
 	file := first(f.do(call{method: "POST", pattern: "/messages/files", multipart: &multipartBody{
@@ -434,6 +464,11 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "GET", pattern: "/messages/{messageId}/files", params: map[string]string{"messageId": fileID}})
 	f.do(call{method: "GET", pattern: "/messages/{messageId}/files", params: map[string]string{"messageId": fileID}, headers: map[string]string{"Range": "bytes=2-5"}, want: 206})
 	f.do(call{method: "GET", pattern: "/messages/{messageId}/files", params: map[string]string{"messageId": m1ID}, want: 404})
+	fileLink := linkQuery(t, file["data"].(map[string]any)["url"].(string), "/messages/"+fileID+"/files")
+	f.do(call{method: "GET", pattern: "/messages/{messageId}/files", params: map[string]string{"messageId": fileID}, query: fileLink, noAuth: true})
+	f.do(call{method: "GET", pattern: "/messages/{messageId}/files", params: map[string]string{"messageId": fileID}, query: fileLink,
+		noAuth: true, headers: map[string]string{"Range": "bytes=0-1"}, want: 206})
+	f.do(call{method: "GET", pattern: "/messages/{messageId}/files", params: map[string]string{"messageId": imgID}, query: fileLink, noAuth: true, want: 403})
 
 	// Reactions.
 	f.do(call{method: "POST", pattern: "/reactions", json: map[string]any{"referenceId": m1ID, "referenceType": "message", "reactionName": "like"}})

@@ -29,6 +29,13 @@
 // Service acts as the admin's user; AdminFrom returns the admin of a
 // request.
 //
+// The one exception is a signed file link: a GET of
+// /messages/{messageId}/images or /messages/{messageId}/files whose query
+// string has a sig parameter is judged by the link alone
+// (chat.Service.OpenLink: signature, then expiry), without a token; an
+// altered or expired link is 403 with code 400300. The links are the
+// data.urls and data.url of the image and file messages the API returns.
+//
 // # Request decoding
 //
 // Every endpoint with parameters accepts a JSON body (application/json,

@@ -2,15 +2,15 @@ package media
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"image"
 	"image/draw"
 	"image/gif"
+	"image/jpeg"
 	"image/png"
 
 	"golang.org/x/image/webp"
-
-	"github.com/chatengine/chat/media/internal/jpeg"
 )
 
 // decodeConfig reads only the header of b (of the sniffed type mime) and
@@ -30,31 +30,14 @@ func decodeConfig(mime string, b []byte) (image.Config, error) {
 	return image.Config{}, errors.New("unknown type")
 }
 
-// jpegShift returns log2 of the largest JPEG decoding reduction (at most 8)
-// that still leaves the longest side of a w×h image at least need pixels
-// long. need 0 means full size.
-func jpegShift(w, h, need int) uint {
-	if need <= 0 {
-		return 0
-	}
-	longest := max(w, h)
-	shift := uint(0)
-	for shift < 3 && (longest+(2<<shift)-1)>>(shift+1) >= need {
-		shift++
-	}
-	return shift
-}
-
-// decode decodes b, whose header gave cfg. For JPEG, the image may be
-// decoded at a reduced size (a power of two) that is still at least need
-// pixels on its longest side. For GIF, the first frame is returned, placed
-// on a transparent canvas of the full logical screen size when it covers
-// only part of it.
-func decode(mime string, b []byte, cfg image.Config, need int) (image.Image, error) {
+// decode decodes b, whose header gave cfg. For GIF, the first frame is
+// returned, placed on a transparent canvas of the full logical screen size
+// when it covers only part of it.
+func decode(mime string, b []byte, cfg image.Config) (image.Image, error) {
 	r := bytes.NewReader(b)
 	switch mime {
 	case "image/jpeg":
-		return jpeg.DecodeScaled(r, jpegShift(cfg.Width, cfg.Height, need))
+		return jpeg.Decode(r)
 	case "image/png":
 		return png.Decode(r)
 	case "image/gif":
@@ -70,6 +53,13 @@ func decode(mime string, b []byte, cfg image.Config, need int) (image.Image, err
 		draw.Draw(canvas, m.Bounds(), m, m.Bounds().Min, draw.Src)
 		return canvas, nil
 	case "image/webp":
+		// The decoder stops reading after the image data, so a file cut
+		// inside a later chunk, such as the EXIF chunk that holds the
+		// orientation, would pass unnoticed. The RIFF header gives the
+		// file's length (Sniff saw at least its 12 bytes).
+		if n := binary.LittleEndian.Uint32(b[4:]); uint64(n)+8 > uint64(len(b)) {
+			return nil, errors.New("webp: truncated file")
+		}
 		return webp.Decode(r)
 	}
 	return nil, errors.New("unknown type")

@@ -43,9 +43,8 @@
 // handlers map them to 413 and 415.
 //
 // Memory use follows from the pixel limit: decoding needs about 1.5 bytes
-// per pixel for JPEG (4 for a PNG, more for 16-bit PNGs), except that a
-// large JPEG is decoded at reduced size (see below). A 12-megapixel photo
-// is processed in about 24 MiB of peak resident memory.
+// per pixel for a 4:2:0 JPEG (4 for a PNG, more for 16-bit PNGs). A
+// 12-megapixel photo is processed in about 41 MiB of peak resident memory.
 //
 // # Resizing and filters
 //
@@ -53,25 +52,25 @@
 // image, medium from large and small from medium, so the costly filtering
 // of the full image happens once.
 //
-// A JPEG much larger than 1500 pixels is decoded at 1/2, 1/4 or 1/8 of its
-// size, the largest reduction that still leaves at least 1500 pixels on the
-// longest side ("shrink on load", as libvips and libjpeg do). The reduction
-// happens in the DCT domain while decoding, with a reduced-size inverse DCT
-// that keeps only the block's low frequencies, so it costs less than a full
-// decode and needs a quarter of the memory or less. This uses a copy of the
-// standard library's JPEG decoder extended for scaled decoding
-// (internal/jpeg). When the full rendition is requested the image is decoded
-// at full size.
+// Every image is decoded at full size, JPEG by the standard library's
+// image/jpeg. A decoded image held as Y'CbCr or Gray planes (JPEG, and
+// lossy WebP without alpha) whose longest side is at least twice 1500
+// pixels is then reduced to 1/2, 1/4 or 1/8 of its size,
+// the largest reduction that still leaves at least 1500 pixels on the
+// longest side, by averaging each 2×2, 4×4 or 8×8 block of every plane (a
+// box filter). That is one cheap pass, and it leaves the costlier filter
+// below a quarter of the pixels or fewer. When the full rendition is
+// requested nothing is reduced.
 //
 // The filters are chosen per size:
 //
 //   - large: Lanczos (3 lobes) from the decoded image. This is the biggest
 //     rendition, most likely to be viewed at 1:1, and Lanczos keeps fine
-//     detail sharp without visible ringing. After shrink on load it usually
-//     scales by less than 2, so it stays cheap. Measured against a Lanczos
-//     resize of the full-size decode, the shrink-on-load path measured
-//     about 46 dB PSNR, a smaller change than encoding the rendition at
-//     quality 85 makes (about 42 dB).
+//     detail sharp without visible ringing. After the box reduction it
+//     usually scales by less than 2, so it stays cheap. Against a Lanczos
+//     resize of the whole decoded image, a 3200×2400 photo's large
+//     rendition made through the box reduction measured 44.2 dB PSNR, a
+//     smaller change than encoding it at quality 85 makes (41.4 dB).
 //   - medium: Catmull-Rom (bicubic) from large. At a factor of 2.5 it
 //     matched Lanczos within 0.1 dB in our measurements, at two thirds of
 //     the cost.
@@ -98,10 +97,12 @@
 // transparency) are resized by github.com/disintegration/imaging in NRGBA
 // with alpha-weighted filtering.
 //
-// On a two-core machine a 4000×3000 photo JPEG yields its three renditions
-// in about 0.19 s with a peak resident set of 23,880 KiB, against 0.34 s
-// and 54,004 KiB for three runs of libvips' vipsthumbnail; docs/benchmarks.md
-// has the measurements and media/bench.sh reproduces them. Progressive JPEGs
+// On a shared two-core machine a 4000×3000 photo JPEG yielded its three
+// renditions with 0.55 s of CPU time (median wall time 2.0 s under a load
+// average of 11 to 19) and a peak resident set of 41,568 KiB, against
+// 0.96 s of CPU (3.7 s wall) and 53,876 KiB for three runs of libvips'
+// vipsthumbnail measured in the same run. media/bench.sh reproduces the
+// comparison and docs/benchmarks.md has the measurements. Progressive JPEGs
 // are several times slower to decode than baseline ones and need memory for
 // all their DCT coefficients (2 bytes per coefficient).
 package media

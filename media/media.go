@@ -120,9 +120,10 @@ var (
 	ErrTooLarge = errors.New("media: image too large")
 )
 
-// shrinkOnLoad enables decoding large JPEGs at reduced size. Benchmarks
-// turn it off to measure what it saves.
-var shrinkOnLoad = true
+// preShrink enables the box-filter reduction of large decoded Y'CbCr and
+// Gray images before resizing. Benchmarks turn it off to measure what it
+// saves.
+var preShrink = true
 
 // inputPool recycles the buffers Process reads its input into.
 var inputPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -175,14 +176,13 @@ func ProcessBytes(b []byte, opt Options) (*Result, error) {
 	}
 	orient := orientation(mime, b)
 
-	// The largest rendition decides how much detail the decoder must keep.
-	need := Sizes[len(Sizes)-1].Max
-	if opt.KeepFull || !shrinkOnLoad {
-		need = 0
-	}
-	img, err := decode(mime, b, cfg, need)
+	img, err := decode(mime, b, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotImage, err)
+	}
+	// The largest rendition decides how much detail must be kept.
+	if !opt.KeepFull && preShrink {
+		img = shrink(img, shrinkShift(cfg.Width, cfg.Height, Sizes[len(Sizes)-1].Max))
 	}
 	return render(img, cfg.Width, cfg.Height, orient, mime, opt)
 }

@@ -12,6 +12,7 @@ import (
 	"image/png"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -145,16 +146,16 @@ func TestFit(t *testing.T) {
 	}
 }
 
-func TestJPEGShift(t *testing.T) {
+func TestShrinkShift(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, uint(1), jpegShift(4000, 3000, 1500))
-	require.Equal(t, uint(1), jpegShift(3000, 4000, 1500))
-	require.Equal(t, uint(0), jpegShift(2998, 2000, 1500))
-	require.Equal(t, uint(1), jpegShift(2999, 2000, 1500)) // Half is 1500 rounded up.
-	require.Equal(t, uint(2), jpegShift(6000, 4000, 1500))
-	require.Equal(t, uint(3), jpegShift(20000, 100, 1500))
-	require.Equal(t, uint(0), jpegShift(20000, 100, 0))
-	require.Equal(t, uint(0), jpegShift(1000, 800, 1500))
+	require.Equal(t, uint(1), shrinkShift(4000, 3000, 1500))
+	require.Equal(t, uint(1), shrinkShift(3000, 4000, 1500))
+	require.Equal(t, uint(0), shrinkShift(2998, 2000, 1500))
+	require.Equal(t, uint(1), shrinkShift(2999, 2000, 1500)) // Half is 1500 rounded up.
+	require.Equal(t, uint(2), shrinkShift(6000, 4000, 1500))
+	require.Equal(t, uint(3), shrinkShift(20000, 100, 1500))
+	require.Equal(t, uint(0), shrinkShift(20000, 100, 0))
+	require.Equal(t, uint(0), shrinkShift(1000, 800, 1500))
 }
 
 // goldenFixtures are the checked-in inputs with golden renditions.
@@ -170,9 +171,9 @@ var goldenFixtures = []struct {
 	{"opaque.png", "image/png", 300, 200, false},
 	{"gray.jpg", "image/jpeg", 500, 300, false},
 	{"anim.gif", "image/gif", 200, 120, false},
-	{"video-001.lossy.webp", "image/webp", 150, 103, false},
-	{"yellow_rose.lossy-with-alpha.webp", "image/webp", 400, 301, true},
-	{"gopher-doc.8bpp.lossless.webp", "image/webp", 75, 100, false},
+	{"photo.lossy.webp", "image/webp", 240, 160, false},
+	{"translucent.lossy-alpha.webp", "image/webp", 400, 300, true},
+	{"quadrants-o6.lossless.webp", "image/webp", 60, 100, false},
 }
 
 // TestGolden compares the renditions of every fixture with the reference
@@ -400,15 +401,35 @@ func TestGIFFirstFrame(t *testing.T) {
 	requireColor(t, testimg.Green, nrgbaAt(m, 15, 15), 0)
 }
 
+// TestWebP covers the three kinds of WebP file: lossy (Y'CbCr), lossy with
+// an alpha channel, and lossless with an EXIF orientation in its EXIF chunk.
 func TestWebP(t *testing.T) {
 	t.Parallel()
-	res, err := ProcessBytes(readFixture(t, "video-001.lossy.webp"), Options{})
+	res, err := ProcessBytes(readFixture(t, "photo.lossy.webp"), Options{})
 	require.NoError(t, err)
 	require.Equal(t, "image/webp", res.SourceMIME)
-	require.Equal(t, "image/jpeg", res.Renditions[0].ContentType)
-	res, err = ProcessBytes(readFixture(t, "yellow_rose.lossy-with-alpha.webp"), Options{})
+	for _, r := range res.Renditions {
+		require.Equal(t, "image/jpeg", r.ContentType)
+	}
+
+	res, err = ProcessBytes(readFixture(t, "translucent.lossy-alpha.webp"), Options{})
 	require.NoError(t, err)
-	require.Equal(t, "image/png", res.Renditions[0].ContentType)
+	for _, r := range res.Renditions {
+		require.Equal(t, "image/png", r.ContentType)
+		m := decodeOutput(t, r)
+		b := m.Bounds()
+		require.Greater(t, nrgbaAt(m, 0, b.Dy()/2).A, uint8(240), r.Name)
+		require.Less(t, nrgbaAt(m, b.Dx()-1, b.Dy()/2).A, uint8(15), r.Name)
+	}
+
+	// Stored 100x60, orientation 6: displayed 60x100, rotated clockwise.
+	res, err = ProcessBytes(readFixture(t, "quadrants-o6.lossless.webp"), Options{KeepFull: true})
+	require.NoError(t, err)
+	require.Equal(t, [2]int{60, 100}, [2]int{res.Width, res.Height})
+	for _, r := range res.Renditions {
+		require.Equal(t, "image/jpeg", r.ContentType)
+		checkQuadrants(t, decodeOutput(t, r), testimg.Blue, testimg.Red, r.Name)
+	}
 }
 
 // jpegSegments lists the markers of a JPEG up to its first scan.
@@ -594,9 +615,12 @@ func TestConcurrent(t *testing.T) {
 // with ErrNotImage, and agree with the standard decoders on its size.
 func TestStandardLibraryImages(t *testing.T) {
 	t.Parallel()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	require.NoError(t, err, "go env GOROOT")
+	goroot := strings.TrimSpace(string(out))
 	var files []string
 	for _, pattern := range []string{"image/testdata/*", "image/png/testdata/pngsuite/*.png"} {
-		m, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), "src", pattern))
+		m, _ := filepath.Glob(filepath.Join(goroot, "src", pattern))
 		files = append(files, m...)
 	}
 	if len(files) == 0 {

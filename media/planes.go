@@ -276,3 +276,69 @@ func grayPlane(m *image.Gray) plane {
 func newGray(p plane) *image.Gray {
 	return &image.Gray{Pix: p.pix, Stride: p.stride, Rect: image.Rect(0, 0, p.w, p.h)}
 }
+
+// shrinkShift returns log2 of the largest power-of-two reduction, at most 8,
+// that still leaves the longest side of a w×h image at least need pixels
+// long. need 0 means no reduction.
+func shrinkShift(w, h, need int) uint {
+	if need <= 0 {
+		return 0
+	}
+	longest := max(w, h)
+	shift := uint(0)
+	for shift < 3 && (longest+(2<<shift)-1)>>(shift+1) >= need {
+		shift++
+	}
+	return shift
+}
+
+// shrinkPlane returns a new plane of ⌈w/2^s⌉×⌈h/2^s⌉ whose every pixel is
+// the rounded mean of one 2^s×2^s block of p (a box filter). Blocks cut off
+// by the right or bottom edge average the pixels they have.
+func shrinkPlane(p plane, s uint) plane {
+	f := 1 << s
+	d := newPlane((p.w+f-1)>>s, (p.h+f-1)>>s)
+	parallelRows(d.h, p.w*p.h, func(lo, hi int) {
+		acc := make([]uint32, d.w)
+		for y := lo; y < hi; y++ {
+			clear(acc)
+			y0, y1 := y<<s, min((y+1)<<s, p.h)
+			for sy := y0; sy < y1; sy++ {
+				for x, v := range p.pix[sy*p.stride : sy*p.stride+p.w] {
+					acc[x>>s] += uint32(v)
+				}
+			}
+			rows := uint32(y1 - y0)
+			out := d.pix[y*d.stride : y*d.stride+d.w]
+			for x, sum := range acc {
+				n := rows * uint32(min(f, p.w-x<<s))
+				out[x] = byte((sum + n/2) / n)
+			}
+		}
+	})
+	return d
+}
+
+// shrink reduces a Y'CbCr or Gray image by 2^s on each side with
+// shrinkPlane, keeping its chroma subsampling; other images, and s 0, are
+// returned as they are. Each chroma plane of the result still has the size
+// the subsampling implies (⌈⌈n/r⌉/2^s⌉ = ⌈⌈n/2^s⌉/r⌉ for a ratio r).
+func shrink(img image.Image, s uint) image.Image {
+	if s == 0 {
+		return img
+	}
+	switch m := img.(type) {
+	case *image.YCbCr:
+		y, cb, cr := ycbcrPlanes(m)
+		ny, ncb, ncr := shrinkPlane(y, s), shrinkPlane(cb, s), shrinkPlane(cr, s)
+		return &image.YCbCr{
+			Y: ny.pix, Cb: ncb.pix, Cr: ncr.pix,
+			YStride: ny.stride, CStride: ncb.stride,
+			SubsampleRatio: m.SubsampleRatio,
+			Rect:           image.Rect(0, 0, ny.w, ny.h),
+		}
+	case *image.Gray:
+		return newGray(shrinkPlane(grayPlane(m), s))
+	}
+	return img
+}

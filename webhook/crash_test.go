@@ -63,31 +63,33 @@ func TestCrashSafety(t *testing.T) {
 	require.Len(t, ids, crashEvents, "the child reports its committed deliveries")
 	// Let the child try (and fail) every event, and retry one (so at least
 	// one attempt is recorded), then kill it, probably mid-flight.
-	require.Eventually(t, func() bool { return rc.hitCount() > crashEvents }, 20*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rc.hitCount() > crashEvents }, patience, time.Millisecond)
 	kill() // SIGKILL: no cleanup, no Stop
 	before := rc.hitCount()
 
 	down.Store(false)
 	s := openSQLite(t, path)
 	start(t, s, testConfig(func(c *Config) { c.PollInterval = 50 * time.Millisecond }))
-	states := waitStates(t, s, ids, 20*time.Second)
+	states := waitStates(t, s, ids)
 	for _, id := range ids {
 		require.Equal(t, chat.DeliveryDelivered, states[id].State)
 		require.Equal(t, 1, rc.deliveredCount(id), "verified and delivered once")
 	}
-	var recorded503 int
+	// Every attempt before the last one failed, and was made by the child
+	// (the receiver was down until it was killed): a 503, or a timeout
+	// when the child's 500 ms request timeout ran out on a loaded machine.
+	var recordedByChild int
 	for _, id := range ids {
 		_, as := getDelivery(t, s, id)
-		for _, a := range as {
+		for _, a := range as[:len(as)-1] {
 			require.Equal(t, id, a.RequestID)
-			if a.StatusCode == http.StatusServiceUnavailable {
-				recorded503++
-			}
+			require.NotEqual(t, http.StatusNoContent, a.StatusCode)
+			recordedByChild++
 		}
 		require.Equal(t, http.StatusNoContent, as[len(as)-1].StatusCode)
 	}
-	require.Positive(t, recorded503, "attempts recorded by the killed process survive")
-	require.LessOrEqual(t, recorded503, before)
+	require.Positive(t, recordedByChild, "attempts recorded by the killed process survive")
+	require.LessOrEqual(t, recordedByChild, before)
 }
 
 // crashChild is the child process: it commits deliveries, reports them,
@@ -163,7 +165,7 @@ func TestCrashBeforeDelivery(t *testing.T) {
 			require.Eventually(t, func() bool {
 				got := sink.byName()
 				return len(got[chat.EventChannelDidCreate]) >= 1 && len(got[chat.EventMessageDidCreate]) >= messages
-			}, 20*time.Second, 10*time.Millisecond)
+			}, patience, 10*time.Millisecond)
 			got := sink.byName()
 			seen := map[string]bool{}
 			for _, ev := range got[chat.EventMessageDidCreate] {

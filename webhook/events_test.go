@@ -205,7 +205,7 @@ func TestEveryEventDelivered(t *testing.T) {
 					return false
 				}
 				return len(some.byName()[chat.EventReactionDidAdd]) > 0 && len(some.byName()[chat.EventChannelDidCreate]) > 0
-			}, 20*time.Second, 10*time.Millisecond, "events received: %v", func() []string {
+			}, patience, 10*time.Millisecond, "events received: %v", func() []string {
 				var names []string
 				for n := range all.byName() {
 					names = append(names, n)
@@ -374,7 +374,7 @@ func TestRotateSecretReenables(t *testing.T) {
 	require.Eventually(t, func() bool {
 		l, err := svc.ListWebhooks(ctx)
 		return err == nil && len(l.Webhooks) == 1 && l.Webhooks[0].IsDisabled
-	}, 10*time.Second, 10*time.Millisecond, "a 410 disables the webhook")
+	}, patience, 10*time.Millisecond, "a 410 disables the webhook")
 
 	gone.Lock()
 	goneOn = false
@@ -391,7 +391,7 @@ func TestRotateSecretReenables(t *testing.T) {
 	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "d", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(sink.byName()[chat.EventChannelDidCreate]) == 1 },
-		10*time.Second, 10*time.Millisecond, "the next event is delivered with the new secret")
+		patience, 10*time.Millisecond, "the next event is delivered with the new secret")
 	cd, err := sink.byName()[chat.EventChannelDidCreate][0].Channel()
 	require.NoError(t, err)
 	require.Equal(t, "d", cd.Channel.ChannelID)

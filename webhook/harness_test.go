@@ -57,12 +57,19 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// testConfig is a Config with a millisecond schedule for tests.
+// patience is how long a test waits for something that must happen (a
+// delivery recorded, an event received). Only a broken mechanism reaches
+// it: it is far beyond the slowest run on a loaded machine, and no test
+// depends on how fast anything happens.
+const patience = 2 * time.Minute
+
+// testConfig is a Config with a millisecond retry schedule for tests. The
+// request Timeout and the Lease keep their defaults (10 s, 1 min), so that
+// a loaded machine never turns a slow answer into a failed attempt; the
+// tests that need a timeout or an expired lease set their own.
 func testConfig(mod ...func(*Config)) Config {
 	c := Config{
 		Schedule:     []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond},
-		Timeout:      time.Second,
-		Lease:        10 * time.Second,
 		PollInterval: 100 * time.Millisecond,
 		Workers:      16,
 		AllowPrivate: true, // receivers are on 127.0.0.1
@@ -80,7 +87,7 @@ func start(t testing.TB, s chat.Store, cfg Config) *Dispatcher {
 	d := New(s, cfg)
 	require.NoError(t, d.Start(context.Background()))
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		require.NoError(t, d.Stop(ctx))
 	})
@@ -241,10 +248,10 @@ func getDelivery(t testing.TB, s chat.Store, id string) (*chat.Delivery, []*chat
 }
 
 // waitStates waits until every delivery has left the pending state and
-// returns them.
-func waitStates(t testing.TB, s chat.Store, ids []string, timeout time.Duration) map[string]*chat.Delivery {
+// returns them. It fails the test after patience.
+func waitStates(t testing.TB, s chat.Store, ids []string) map[string]*chat.Delivery {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(patience)
 	for {
 		out := map[string]*chat.Delivery{}
 		pending := 0
@@ -265,7 +272,7 @@ func waitStates(t testing.TB, s chat.Store, ids []string, timeout time.Duration)
 			return out
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries still pending after %v", pending, len(ids), timeout)
+			t.Fatalf("%d of %d deliveries still pending after %v", pending, len(ids), patience)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -285,7 +285,7 @@ func TestRedirectToInternalNotFollowed(t *testing.T) {
 		hook := createHook(t, s, rc.URL, "k")
 		start(t, s, testConfig(func(c *Config) { c.Schedule = []time.Duration{0, time.Millisecond} }))
 		ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 1))
-		states := waitStates(t, s, ids, 10*time.Second)
+		states := waitStates(t, s, ids)
 		require.Equal(t, chat.DeliveryFailed, states[ids[0]].State)
 		_, as := getDelivery(t, s, ids[0])
 		require.Equal(t, []int{code, code}, codes(as))

@@ -62,7 +62,7 @@ func checkLoopback(base string) (host, path string, err error) {
 		return "", "", err
 	}
 	if u.Scheme != "http" || u.Hostname() != "127.0.0.1" || u.Port() == "" {
-		return "", "", errors.New("-url must be http://127.0.0.1:PORT/...")
+		return "", "", errors.New("-url must be an http://127.0.0.1:PORT URL")
 	}
 	return u.Host, u.Path, nil
 }

@@ -39,6 +39,10 @@ func openStore(ctx context.Context, cfg *config) (chat.Store, string, error) {
 			return nil, "", usagef("-store sqlite:PATH needs a file path")
 		}
 		st, err := sqlite.Open(ctx, path, &sqlite.Options{Synchronous: "FULL"})
+		if errors.Is(err, sqlite.ErrNeedsCgo) {
+			// A server built with CGO_ENABLED=0 still serves the other stores.
+			return nil, "", fmt.Errorf("-store %s: %w (-store memory or -store postgres://...)", s, err)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("opening SQLite store %s: %w", path, err)
 		}

@@ -156,10 +156,21 @@ func TestUsageErrors(t *testing.T) {
 	require.NoError(t, run(ctx, []string{"-h"}, envOf(nil), io.Discard, io.Discard))
 }
 
+// requireSQLite skips t, saying why, when the test binary was built without
+// cgo: the SQLite store cannot open there (TestSQLiteNeedsCgo checks the
+// server's error). With cgo, as in CI, it does nothing.
+func requireSQLite(t *testing.T) {
+	t.Helper()
+	if !cgoEnabled {
+		t.Skip(sqlite.ErrNeedsCgo.Error())
+	}
+}
+
 var tokenRE = regexp.MustCompile(`chat_[A-Za-z0-9_-]{40,}`)
 
 func TestAdminCommands(t *testing.T) {
 	t.Parallel()
+	requireSQLite(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "chat.db")
 	env := envOf(map[string]string{"CHAT_STORE": "sqlite:" + path})
@@ -362,6 +373,7 @@ func TestServeRoundTrip(t *testing.T) {
 
 func TestFirstStartTokenPrintedOnce(t *testing.T) {
 	t.Parallel()
+	requireSQLite(t)
 	path := filepath.Join(t.TempDir(), "chat.db")
 	s := start(t, "-store", "sqlite:"+path)
 	tok := s.token(t)
@@ -384,6 +396,7 @@ func TestFirstStartTokenPrintedOnce(t *testing.T) {
 // being sent: the request must complete, and only then may run return.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
+	requireSQLite(t)
 	path := filepath.Join(t.TempDir(), "chat.db")
 	s := start(t, "-store", "sqlite:"+path)
 	tok := s.token(t)
@@ -524,18 +537,24 @@ func TestReadTimeoutCutsSlowBody(t *testing.T) {
 func TestGCPercent(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	for _, tc := range []struct {
+		name string
 		args []string
 		want int
 	}{
-		{[]string{"-store", "memory"}, 100},
-		{[]string{"-store", "sqlite:" + filepath.Join(t.TempDir(), "gc.db")}, 400},
-		{[]string{"-store", "memory", "-gc-percent", "250"}, 250},
+		{"memory", []string{"-store", "memory"}, 100},
+		{"sqlite", []string{"-store", "sqlite:" + filepath.Join(t.TempDir(), "gc.db")}, 400},
+		{"flag", []string{"-store", "memory", "-gc-percent", "250"}, 250},
 	} {
-		debug.SetGCPercent(100)
-		s := start(t, tc.args...)
-		require.Equal(t, tc.want, debug.SetGCPercent(100), "%v", tc.args)
-		require.Contains(t, s.stderr.String(), fmt.Sprintf("gogc=%d ", tc.want))
-		require.NoError(t, s.stop(t))
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "sqlite" {
+				requireSQLite(t)
+			}
+			debug.SetGCPercent(100)
+			s := start(t, tc.args...)
+			require.Equal(t, tc.want, debug.SetGCPercent(100), "%v", tc.args)
+			require.Contains(t, s.stderr.String(), fmt.Sprintf("gogc=%d ", tc.want))
+			require.NoError(t, s.stop(t))
+		})
 	}
 	debug.SetGCPercent(123)
 	c := &cli{env: envOf(map[string]string{"GOGC": "150"})}

@@ -5,9 +5,12 @@
 //
 //	go run ./testdata/gen.go
 //
-// It is deterministic: running it again rewrites identical files. The WebP
-// fixtures are copied from golang.org/x/image's own test data (BSD licence),
-// because x/image cannot encode WebP.
+// It is deterministic: running it again rewrites identical files. Every
+// image is drawn by internal/testimg. Go has no WebP encoder, so the WebP
+// fixtures are those images encoded by libwebp's cwebp command (Debian
+// package webp; apt-get install -y webp): lossy, lossy with an alpha
+// channel, and lossless carrying an EXIF orientation. Another cwebp
+// version may write different bytes for the same pixels.
 package main
 
 import (
@@ -23,7 +26,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/chatengine/chat/media/internal/testimg"
 )
@@ -54,13 +56,14 @@ func main() {
 	// A two-frame GIF: quadrants, then solid red. Only the first counts.
 	write("anim.gif", animGIF())
 
-	// WebP: lossy (YCbCr), lossy with alpha, lossless.
-	xdir := strings.TrimSpace(run("go", "list", "-m", "-f", "{{.Dir}}", "golang.org/x/image"))
-	for _, name := range []string{"video-001.lossy.webp", "yellow_rose.lossy-with-alpha.webp", "gopher-doc.8bpp.lossless.webp"} {
-		b, err := os.ReadFile(filepath.Join(xdir, "testdata", name))
-		must(err)
-		write(name, b)
-	}
+	// WebP: lossy (decodes to Y'CbCr), lossy with alpha (the alpha
+	// gradient, so the renditions are PNG), and lossless with an EXIF
+	// chunk holding orientation 6 (cwebp copies it from the JPEG's APP1
+	// segment).
+	write("photo.lossy.webp", cwebp(encPNG(testimg.Photo(240, 160, 7)), ".png", "-q", "80"))
+	write("translucent.lossy-alpha.webp", cwebp(encPNG(testimg.Translucent(400, 300)), ".png", "-q", "80", "-alpha_q", "100"))
+	write("quadrants-o6.lossless.webp", cwebp(testimg.WithEXIFOrientation(encJPEG(testimg.Quadrants(100, 60), 95), 6, false),
+		".jpg", "-lossless", "-metadata", "exif"))
 
 	// Fuzz seeds: small valid files of each type and a few broken ones.
 	small := encJPEG(testimg.Photo(24, 16, 4), 80)
@@ -72,7 +75,8 @@ func main() {
 		"png-exif-o5":   testimg.PNGWithEXIF(encPNG(testimg.Quadrants(10, 6)), 5),
 		"png-bomb":      testimg.PNGHeader(100000, 100000),
 		"gif-anim":      animGIFSized(10, 6),
-		"webp-lossless": readFile("testdata/gopher-doc.8bpp.lossless.webp"),
+		"webp-lossy":    cwebp(encPNG(testimg.Photo(20, 12, 8)), ".png", "-q", "50"),
+		"webp-lossless": cwebp(testimg.WithEXIFOrientation(encJPEG(testimg.Quadrants(10, 6), 90), 5, true), ".jpg", "-lossless", "-metadata", "exif"),
 		"text":          []byte("hello, not an image"),
 		"riff-bad":      []byte("RIFF\x04\x00\x00\x00WEBPVP8 "),
 	}
@@ -116,16 +120,23 @@ func write(name string, b []byte) {
 	fmt.Printf("%-45s %7d bytes\n", name, len(b))
 }
 
-func readFile(name string) []byte {
-	b, err := os.ReadFile(name)
+// cwebp encodes the image file in (whose name ends in ext, which tells
+// cwebp its format) with cwebp and the given options, and returns the WebP
+// file.
+func cwebp(in []byte, ext string, args ...string) []byte {
+	dir, err := os.MkdirTemp("", "gen")
+	must(err)
+	defer os.RemoveAll(dir)
+	src, dst := filepath.Join(dir, "in"+ext), filepath.Join(dir, "out.webp")
+	must(os.WriteFile(src, in, 0o644))
+	cmd := exec.Command("cwebp", append(append([]string{"-quiet"}, args...), src, "-o", dst)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		log.Fatalf("cwebp %v: %v (apt-get install -y webp)", args, err)
+	}
+	b, err := os.ReadFile(dst)
 	must(err)
 	return b
-}
-
-func run(name string, args ...string) string {
-	out, err := exec.Command(name, args...).Output()
-	must(err)
-	return string(out)
 }
 
 func must(err error) {

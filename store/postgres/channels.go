@@ -16,44 +16,50 @@ const channelCols = `channel_id, type, display_name, is_distinct, metadata, tags
 	mute_timeout, last_activity, created_at, updated_at, is_rate_limited, rate_limit_window,
 	member_count, message_count, is_closed`
 
-// channelSel is what reads return: the columns and the row version.
-const channelSel = channelCols + `, version`
-
-func scanChannel(r scanner) (*chat.Channel, int64, error) {
+func scanChannel(r scanner) (*chat.Channel, error) {
 	var (
 		c                      chat.Channel
 		md                     []byte
 		tags                   pq.StringArray
 		mute                   sql.NullTime
 		last, created, updated time.Time
-		version                int64
 	)
 	if err := r.Scan(&c.ChannelID, &c.Type, &c.DisplayName, &c.IsDistinct, &md, &tags,
 		&mute, &last, &created, &updated, &c.IsRateLimited, &c.RateLimitWindow,
-		&c.MemberCount, &c.MessageCount, &c.IsClosed, &version); err != nil {
-		return nil, 0, err
+		&c.MemberCount, &c.MessageCount, &c.IsClosed); err != nil {
+		return nil, err
 	}
 	var err error
 	if c.Metadata, err = jsonMap(md); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	c.Tags = tagsOut(tags)
 	c.MuteTimeout = ctp(mute)
 	c.LastActivity, c.CreatedAt, c.UpdatedAt = ct(last), ct(created), ct(updated)
-	return &c, version, nil
+	return &c, nil
 }
 
 func (t *tx) channels(ctx context.Context, tmpl string, args ...any) ([]*chat.Channel, error) {
 	var out []*chat.Channel
 	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
-		c, v, err := scanChannel(r)
+		c, err := scanChannel(r)
 		if err == nil {
 			out = append(out, c)
-			t.seen(channelKey(c.ChannelID), v)
 		}
 		return err
 	})
 	return out, err
+}
+
+// lockedChannel records that the transaction holds the channel's row.
+func (t *tx) lockedChannel(id string) {
+	if !t.write {
+		return
+	}
+	if t.heldChannels == nil {
+		t.heldChannels = make(map[string]bool)
+	}
+	t.heldChannels[id] = true
 }
 
 func (t *tx) CreateChannel(ctx context.Context, c *chat.Channel) error {
@@ -73,84 +79,75 @@ func (t *tx) CreateChannel(ctx context.Context, c *chat.Channel) error {
 	if n == 0 {
 		return chat.Errorf(chat.CodeConflict, "channel %q already exists", c.ChannelID)
 	}
-	t.wrote(channelKey(c.ChannelID), 1)
+	t.lockedChannel(c.ChannelID)
 	return nil
 }
 
+// GetChannel locks the row in an Update.
 func (t *tx) GetChannel(ctx context.Context, channelID string) (*chat.Channel, error) {
-	cs, err := t.channels(ctx, `SELECT `+channelSel+` FROM {s}channels WHERE channel_id = $1`+t.forUpdate(), channelID)
+	cs, err := t.channels(ctx, `SELECT `+channelCols+` FROM {s}channels WHERE channel_id = $1`+t.lockRows(), channelID)
 	if err != nil {
 		return nil, err
 	}
 	if len(cs) == 0 {
 		return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", channelID)
 	}
+	t.lockedChannel(channelID)
 	return cs[0], nil
 }
 
+// GetChannels locks the rows in an Update, in channel id order.
 func (t *tx) GetChannels(ctx context.Context, ids []string) ([]*chat.Channel, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	cs, err := t.channels(ctx, `SELECT `+channelSel+` FROM {s}channels WHERE channel_id = ANY($1::text[])
-		ORDER BY channel_id`+t.forUpdate(), textArray(ids))
+	cs, err := t.channels(ctx, `SELECT `+channelCols+` FROM {s}channels WHERE channel_id = ANY($1::text[])
+		ORDER BY channel_id`+t.lockRows(), textArray(ids))
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range cs {
+		t.lockedChannel(c.ChannelID)
 	}
 	return inIDOrder(ids, cs, func(c *chat.Channel) string { return c.ChannelID }, nil), nil
 }
 
-// UpdateChannel writes only when the channel still has the version this
-// transaction read (when it read it); otherwise the transaction runs again.
+// UpdateChannel writes the mutable fields; the counters are left as they
+// are, so concurrent posts and membership changes are kept.
 func (t *tx) UpdateChannel(ctx context.Context, c *chat.Channel) error {
 	md, err := jsonArg(c.Metadata)
 	if err != nil {
 		return err
 	}
-	key := channelKey(c.ChannelID)
-	want := t.expected(key)
-	var v []int64
-	err = t.query(ctx, `UPDATE {s}channels SET display_name = $2, metadata = $3, tags = $4,
+	n, err := t.exec(ctx, `UPDATE {s}channels SET display_name = $2, metadata = $3, tags = $4,
 		mute_timeout = $5, last_activity = $6, updated_at = $7, is_closed = $8,
-		is_rate_limited = $10, rate_limit_window = $11, version = version + 1
-		WHERE channel_id = $1 AND ($9::bigint IS NULL OR version = $9) RETURNING version`,
-		[]any{c.ChannelID, c.DisplayName, md, tagsArg(c.Tags), timePtrArg(c.MuteTimeout),
-			timeArg(c.LastActivity), timeArg(c.UpdatedAt), c.IsClosed, want, c.IsRateLimited, c.RateLimitWindow}, scanVersion(&v))
+		is_rate_limited = $9, rate_limit_window = $10
+		WHERE channel_id = $1`,
+		c.ChannelID, c.DisplayName, md, tagsArg(c.Tags), timePtrArg(c.MuteTimeout),
+		timeArg(c.LastActivity), timeArg(c.UpdatedAt), c.IsClosed, c.IsRateLimited, c.RateLimitWindow)
 	if err != nil {
 		return err
 	}
-	if len(v) == 0 {
-		if want != nil {
-			found, err := t.exists(ctx, `SELECT 1 FROM {s}channels WHERE channel_id = $1`, c.ChannelID)
-			if err != nil {
-				return err
-			}
-			if found {
-				return t.conflict("channel " + strconv.Quote(c.ChannelID))
-			}
-		}
+	if n == 0 {
 		return chat.Errorf(chat.CodeNotFound, "channel %q not found", c.ChannelID)
 	}
-	t.wrote(key, v[0])
+	t.lockedChannel(c.ChannelID)
 	return nil
 }
 
 // NextSegment relies on the row lock of the UPDATE: concurrent callers on
-// one channel queue behind each other until the holder commits or rolls
-// back, and then (READ COMMITTED) re-read the committed count, so segments
-// are unique and, since a rolled back increment is never seen, gapless.
-// It writes lastActivity and updatedAt, so it bumps the row version.
+// one channel, in any process, queue behind each other until the holder
+// commits or rolls back, and then (READ COMMITTED) increment the committed
+// count, so segments are unique and, since a rolled back increment is
+// never seen, gapless.
 func (t *tx) NextSegment(ctx context.Context, channelID string, now time.Time) (*chat.Channel, error) {
-	var (
-		c   *chat.Channel
-		ver int64
-	)
+	var c *chat.Channel
 	err := t.query(ctx, `UPDATE {s}channels
-		SET message_count = message_count + 1, last_activity = $2, updated_at = $2, version = version + 1
-		WHERE channel_id = $1 RETURNING `+channelSel, []any{channelID, now.UTC().Truncate(time.Millisecond)},
+		SET message_count = message_count + 1, last_activity = $2, updated_at = $2
+		WHERE channel_id = $1 RETURNING `+channelCols, []any{channelID, now.UTC().Truncate(time.Millisecond)},
 		func(r *sql.Rows) error {
 			var err error
-			c, ver, err = scanChannel(r)
+			c, err = scanChannel(r)
 			return err
 		})
 	if err != nil {
@@ -159,7 +156,7 @@ func (t *tx) NextSegment(ctx context.Context, channelID string, now time.Time) (
 	if c == nil {
 		return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", channelID)
 	}
-	t.wrote(channelKey(channelID), ver)
+	t.lockedChannel(channelID)
 	return c, nil
 }
 
@@ -214,7 +211,7 @@ func channelQuery(f chat.ChannelFilter) (string, []any) {
 	if f.Before != nil {
 		where = append(where, key+" > ("+args.add(msTime(f.Before.CreatedAt))+", "+args.add(f.Before.ChannelID)+")")
 	}
-	q := "SELECT " + prefixCols("c.", channelSel) + " FROM " + from
+	q := "SELECT " + prefixCols("c.", channelCols) + " FROM " + from
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -252,8 +249,8 @@ func prefixCols(alias, cols string) string {
 const channelUserCols = `channel_id, user_id, membership, mute_timeout, created_at, updated_at`
 
 // channelUserSel adds to channelUserCols (what PutChannelUser writes) the
-// row version and the read marker, which only MarkRead writes.
-const channelUserSel = channelUserCols + `, version, read_to_segment`
+// read marker, which only MarkRead writes.
+const channelUserSel = channelUserCols + `, read_to_segment`
 
 func (t *tx) channelUsers(ctx context.Context, tmpl string, args ...any) ([]*chat.ChannelUser, error) {
 	var out []*chat.ChannelUser
@@ -262,65 +259,85 @@ func (t *tx) channelUsers(ctx context.Context, tmpl string, args ...any) ([]*cha
 			cu               chat.ChannelUser
 			mute             sql.NullTime
 			created, updated time.Time
-			version          int64
 		)
-		if err := r.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &mute, &created, &updated, &version, &cu.ReadToSegment); err != nil {
+		if err := r.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &mute, &created, &updated, &cu.ReadToSegment); err != nil {
 			return err
 		}
 		cu.MuteTimeout = ctp(mute)
 		cu.CreatedAt, cu.UpdatedAt = ct(created), ct(updated)
-		t.seen(channelUserKey(cu.ChannelID, cu.UserID), version)
 		out = append(out, &cu)
 		return nil
 	})
 	return out, err
 }
 
-// GetChannelUser also records a missing relation (version 0), so that a
-// later PutChannelUser of this transaction does not overwrite a relation
-// that another transaction created meanwhile.
-// LockChannelUser implements chat.ChannelUserLocker: in an Update, a
-// row lock on the channel-user row until the transaction ends.
+// lockChannel takes the row lock of a channel (in an Update) before its
+// relations are read or written, unless the transaction holds it already.
+// Every reader and writer of a channel's relations in an Update holds it,
+// so the statements that follow (each with a fresh READ COMMITTED
+// snapshot) see every committed relation, a relation read as missing stays
+// missing until the transaction ends, and memberCount stays exact. The
+// channel first, then its relations: every transaction takes them in this
+// order.
+func (t *tx) lockChannel(ctx context.Context, channelID string) error {
+	if !t.write || t.heldChannels[channelID] {
+		return nil
+	}
+	if _, err := t.exec(ctx, `SELECT 1 FROM {s}channels WHERE channel_id = $1 FOR NO KEY UPDATE`, channelID); err != nil {
+		return err
+	}
+	t.lockedChannel(channelID)
+	return nil
+}
+
+// LockChannelUser implements chat.ChannelUserLocker: in an Update, a row
+// lock on the channel-user row (after the channel's) until the transaction
+// ends.
 func (t *tx) LockChannelUser(ctx context.Context, channelID, userID string) error {
 	if !t.write {
 		return nil
 	}
-	_, err := t.exists(ctx, `SELECT 1 FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2 FOR UPDATE`, channelID, userID)
+	if err := t.lockChannel(ctx, channelID); err != nil {
+		return err
+	}
+	_, err := t.exists(ctx, `SELECT 1 FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2 FOR NO KEY UPDATE`, channelID, userID)
 	return err
 }
 
+// GetChannelUser locks the channel row and then the relation in an Update.
 func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
+	if err := t.lockChannel(ctx, channelID); err != nil {
+		return nil, err
+	}
 	cus, err := t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
-		WHERE channel_id = $1 AND user_id = $2`+t.forUpdate(), channelID, userID)
+		WHERE channel_id = $1 AND user_id = $2`+t.lockRows(), channelID, userID)
 	if err != nil {
 		return nil, err
 	}
 	if len(cus) == 0 {
-		t.seen(channelUserKey(channelID, userID), 0)
 		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no relation to channel %q", userID, channelID)
 	}
 	return cus[0], nil
 }
 
+// GetChannelUsers locks the channel row and then the relations in an
+// Update.
 func (t *tx) GetChannelUsers(ctx context.Context, channelID string, userIDs []string) ([]*chat.ChannelUser, error) {
-	if userIDs == nil {
-		return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
-			WHERE channel_id = $1 ORDER BY user_id`+t.forUpdate(), channelID)
-	}
-	if len(userIDs) == 0 {
+	if userIDs != nil && len(userIDs) == 0 {
 		return nil, nil
 	}
-	cus, err := t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
-		WHERE channel_id = $1 AND user_id = ANY($2::text[]) ORDER BY user_id`+t.forUpdate(), channelID, textArray(userIDs))
-	if err != nil {
+	if err := t.lockChannel(ctx, channelID); err != nil {
 		return nil, err
 	}
-	for _, id := range userIDs {
-		t.seen(channelUserKey(channelID, id), 0) // no-op for the ones found
+	if userIDs == nil {
+		return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
+			WHERE channel_id = $1 ORDER BY user_id`+t.lockRows(), channelID)
 	}
-	return cus, nil
+	return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
+		WHERE channel_id = $1 AND user_id = ANY($2::text[]) ORDER BY user_id`+t.lockRows(), channelID, textArray(userIDs))
 }
 
+// ListMemberships reads without locks: it spans channels.
 func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []string) ([]*chat.ChannelUser, error) {
 	if channelIDs == nil {
 		return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
@@ -333,11 +350,14 @@ func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []st
 		WHERE user_id = $1 AND channel_id = ANY($2::text[]) ORDER BY channel_id`, userID, textArray(channelIDs))
 }
 
-// MarkRead raises the marker in one statement: GREATEST keeps it from
-// moving back whatever the order of concurrent calls, and the row lock of
-// the UPDATE orders them. The row version is left alone: no other field
-// changes, and PutChannelUser never writes the marker.
+// MarkRead raises the marker in one statement, under the channel's row
+// lock (the channel first, then the relation, as every transaction):
+// GREATEST keeps it from moving back whatever the order of concurrent
+// calls. PutChannelUser never writes the marker.
 func (t *tx) MarkRead(ctx context.Context, channelID, userID string, segment int64) (*chat.ChannelUser, error) {
+	if err := t.lockChannel(ctx, channelID); err != nil {
+		return nil, err
+	}
 	cus, err := t.channelUsers(ctx, `UPDATE {s}channel_users SET read_to_segment = GREATEST(read_to_segment, $3)
 		WHERE channel_id = $1 AND user_id = $2 RETURNING `+channelUserSel, channelID, userID, segment)
 	if err != nil {
@@ -352,7 +372,8 @@ func (t *tx) MarkRead(ctx context.Context, channelID, userID string, segment int
 // UnreadCounts counts, in one statement, each relation's segments above
 // its marker less the user's own messages (messages_author_idx) and the
 // deleted messages of others (messages_deleted_idx) above it: index range
-// counts, never a read of the unread messages themselves.
+// counts, never a read of the unread messages themselves. It takes no
+// locks.
 func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
 	if len(cus) == 0 {
 		return nil, nil
@@ -383,119 +404,52 @@ func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64
 	return out, nil
 }
 
-// lockChannel takes the row lock of a channel before its relations change.
-// Every writer of a channel's relations holds it, so the statements that
-// follow (each with a fresh READ COMMITTED snapshot) see every committed
-// relation and memberCount stays exact under concurrency.
-func (t *tx) lockChannel(ctx context.Context, channelID string) error {
-	t.s.pred.forget(channelID, false) // memberCount is about to change
-	_, err := t.exec(ctx, `SELECT 1 FROM {s}channels WHERE channel_id = $1 FOR NO KEY UPDATE`, channelID)
-	return err
-}
-
-// memberDelta is the CTE that keeps memberCount in step with a write of
-// one relation: old is the relation before, up the written row.
-const memberDelta = `, cnt AS (
-	UPDATE {s}channels SET member_count = member_count + ($3 = 'member')::int
-		- COALESCE((SELECT (membership = 'member')::int FROM old), 0)
-	WHERE channel_id = $1 AND EXISTS (SELECT 1 FROM up)
-)
-SELECT version FROM up`
-
-// PutChannelUser inserts or replaces the relation. When this transaction
-// read the relation, the write happens only if it is unchanged (or, when
-// it was read as missing, still missing); otherwise the transaction runs
-// again.
+// PutChannelUser inserts or replaces the relation and adjusts memberCount
+// in one statement, under the channel's row lock. The parts of one
+// statement share its snapshot, so old is the relation before the write.
 func (t *tx) PutChannelUser(ctx context.Context, cu *chat.ChannelUser) error {
 	if err := t.lockChannel(ctx, cu.ChannelID); err != nil {
 		return err
 	}
-	key := channelUserKey(cu.ChannelID, cu.UserID)
-	want := t.expected(key)
-	args := []any{cu.ChannelID, cu.UserID, cu.Membership, timePtrArg(cu.MuteTimeout), timeArg(cu.CreatedAt), timeArg(cu.UpdatedAt)}
-	var (
-		v   []int64
-		err error
-	)
-	if w, ok := want.(int64); ok && w > 0 {
-		err = t.query(ctx, `WITH old AS (
-				SELECT membership FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2
-			), up AS (
-				UPDATE {s}channel_users SET membership = $3, mute_timeout = $4, created_at = $5, updated_at = $6,
-					version = version + 1
-				WHERE channel_id = $1 AND user_id = $2 AND version = $7 RETURNING version
-			)`+memberDelta, append(args, w), scanVersion(&v))
-	} else {
-		err = t.query(ctx, `WITH old AS (
-				SELECT membership FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2
-			), up AS (
-				INSERT INTO {s}channel_users (`+channelUserCols+`) VALUES ($1, $2, $3, $4, $5, $6)
-				ON CONFLICT (channel_id, user_id) DO UPDATE SET membership = EXCLUDED.membership,
-					mute_timeout = EXCLUDED.mute_timeout, created_at = EXCLUDED.created_at,
-					updated_at = EXCLUDED.updated_at, version = {s}channel_users.version + 1
-				WHERE $7::boolean
-				RETURNING version
-			)`+memberDelta, append(args, want == nil), scanVersion(&v))
-	}
-	if err != nil {
-		return err
-	}
-	if len(v) == 0 {
-		return t.conflict(fmt.Sprintf("the relation of user %q to channel %q", cu.UserID, cu.ChannelID))
-	}
-	t.wrote(key, v[0])
-	return nil
+	_, err := t.exec(ctx, `WITH old AS (
+			SELECT membership FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2
+		), up AS (
+			INSERT INTO {s}channel_users (`+channelUserCols+`) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (channel_id, user_id) DO UPDATE SET membership = EXCLUDED.membership,
+				mute_timeout = EXCLUDED.mute_timeout, created_at = EXCLUDED.created_at,
+				updated_at = EXCLUDED.updated_at
+			RETURNING 1
+		)
+		UPDATE {s}channels SET member_count = member_count + ($3 = 'member')::int
+			- COALESCE((SELECT (membership = 'member')::int FROM old), 0)
+		WHERE channel_id = $1 AND EXISTS (SELECT 1 FROM up)`,
+		cu.ChannelID, cu.UserID, cu.Membership, timePtrArg(cu.MuteTimeout), timeArg(cu.CreatedAt), timeArg(cu.UpdatedAt))
+	return err
 }
 
+// DeleteChannelUser removes the relation (if any) and adjusts memberCount
+// in one statement, under the channel's row lock.
 func (t *tx) DeleteChannelUser(ctx context.Context, channelID, userID string) error {
 	if err := t.lockChannel(ctx, channelID); err != nil {
 		return err
 	}
-	key := channelUserKey(channelID, userID)
-	want := t.expected(key)
-	var n int
-	err := t.queryRow(ctx, `WITH del AS (
-			DELETE FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2
-				AND ($3::bigint IS NULL OR version = $3)
-			RETURNING membership
-		), cnt AS (
-			UPDATE {s}channels SET member_count = member_count - 1
-			WHERE channel_id = $1 AND EXISTS (SELECT 1 FROM del WHERE membership = 'member')
+	_, err := t.exec(ctx, `WITH del AS (
+			DELETE FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2 RETURNING membership
 		)
-		SELECT count(*) FROM del`, []any{channelID, userID, want}, &n)
-	if err != nil {
-		return err
-	}
-	if n == 0 && want != nil {
-		// Read as present: it changed or went away. Read as missing: fine
-		// unless another transaction created it meanwhile.
-		found, err := t.exists(ctx, `SELECT 1 FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2`, channelID, userID)
-		if err != nil {
-			return err
-		}
-		if found || want.(int64) > 0 {
-			return t.conflict(fmt.Sprintf("the relation of user %q to channel %q", userID, channelID))
-		}
-	}
-	t.wrote(key, 0)
-	return nil
+		UPDATE {s}channels SET member_count = member_count - 1
+		WHERE channel_id = $1 AND EXISTS (SELECT 1 FROM del WHERE membership = 'member')`, channelID, userID)
+	return err
 }
 
 func (t *tx) DeleteChannelUsers(ctx context.Context, channelID string) error {
 	if err := t.lockChannel(ctx, channelID); err != nil {
 		return err
 	}
-	return t.query(ctx, `WITH del AS (
-			DELETE FROM {s}channel_users WHERE channel_id = $1 RETURNING user_id
-		), cnt AS (
-			UPDATE {s}channels SET member_count = 0 WHERE channel_id = $1 AND member_count <> 0
+	_, err := t.exec(ctx, `WITH del AS (
+			DELETE FROM {s}channel_users WHERE channel_id = $1
 		)
-		SELECT user_id FROM del`, []any{channelID}, func(r *sql.Rows) error {
-		var id string
-		err := r.Scan(&id)
-		t.wrote(channelUserKey(channelID, id), 0)
-		return err
-	})
+		UPDATE {s}channels SET member_count = 0 WHERE channel_id = $1 AND member_count <> 0`, channelID)
+	return err
 }
 
 var _ chat.ChannelUserLocker = (*tx)(nil)

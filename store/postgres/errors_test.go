@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
@@ -22,7 +23,7 @@ import (
 // that turns driver errors into chat errors.
 func TestErrorTranslation(t *testing.T) {
 	t.Parallel()
-	pqe := func(code string) error { return &pq.Error{Code: pq.ErrorCode(code), Message: "x"} }
+	pqe := func(code string) error { return &pq.Error{Code: pqerror.Code(code), Message: "x"} }
 	opErr := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
 	cases := []struct {
 		err  error
@@ -40,6 +41,10 @@ func TestErrorTranslation(t *testing.T) {
 		{io.ErrUnexpectedEOF, chat.CodeUnavailable},
 		{opErr, chat.CodeUnavailable},
 		{context.Canceled, chat.CodeUnavailable},
+		{pqe("22021"), chat.CodeBadRequest}, // character_not_in_repertoire: NUL, invalid UTF-8
+		{pqe("22P05"), chat.CodeBadRequest}, // untranslatable_character
+		{pqe("22P02"), chat.CodeBadRequest}, // invalid_text_representation
+		{pqe("22003"), chat.CodeBadRequest}, // numeric_value_out_of_range
 		{pqe("42P01"), chat.CodeInternal},
 		{errors.New("something else"), chat.CodeInternal},
 	}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strings"
 	"time"
 
@@ -15,10 +14,7 @@ const messageCols = `message_id, channel_id, user_id, type, data, tags, parent_i
 	is_deleted, created_at, edited_at, updated_at, channel_segment, children_number, flag_count,
 	hashflag, reactions, reactions_count`
 
-// messageSel is what reads return: the columns and the row version.
-const messageSel = messageCols + `, version`
-
-func scanMessage(r scanner) (*chat.Message, int64, error) {
+func scanMessage(r scanner) (*chat.Message, error) {
 	var (
 		m                   chat.Message
 		data, hf, reactions []byte
@@ -26,37 +22,35 @@ func scanMessage(r scanner) (*chat.Message, int64, error) {
 		parent              sql.NullString
 		created, updated    time.Time
 		edited              sql.NullTime
-		version             int64
 	)
 	if err := r.Scan(&m.MessageID, &m.ChannelID, &m.UserID, &m.Type, &data, &tags, &parent,
 		&m.IsDeleted, &created, &edited, &updated, &m.ChannelSegment, &m.ChildrenNumber, &m.FlagCount,
-		&hf, &reactions, &m.ReactionsCount, &version); err != nil {
-		return nil, 0, err
+		&hf, &reactions, &m.ReactionsCount); err != nil {
+		return nil, err
 	}
 	var err error
 	if m.Data, err = jsonMap(data); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if m.Hashflag, err = scanHashflag(hf); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if m.Reactions, err = scanCounts(reactions); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	m.Tags = tagsOut(tags)
 	m.ParentID = parent.String
 	m.CreatedAt, m.UpdatedAt = ct(created), ct(updated)
 	m.EditedAt = ctp(edited)
-	return &m, version, nil
+	return &m, nil
 }
 
 func (t *tx) messages(ctx context.Context, tmpl string, args ...any) ([]*chat.Message, error) {
 	var out []*chat.Message
 	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
-		m, v, err := scanMessage(r)
+		m, err := scanMessage(r)
 		if err == nil {
 			out = append(out, m)
-			t.seen(messageKey(m.MessageID), v)
 		}
 		return err
 	})
@@ -99,7 +93,6 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 		return chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
 			m.MessageID, m.ChannelSegment, m.ChannelID)
 	}
-	t.wrote(messageKey(m.MessageID), 1)
 	return nil
 }
 
@@ -108,8 +101,8 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 // is closed (as CreateMessage), and the parent's childrenNumber.
 const appendSQL = `WITH c AS (
 		UPDATE {s}channels
-		SET message_count = message_count + 1, last_activity = $2, updated_at = $2, version = version + 1
-		WHERE channel_id = $1 RETURNING ` + channelSel + `
+		SET message_count = message_count + 1, last_activity = $2, updated_at = $2
+		WHERE channel_id = $1 RETURNING ` + channelCols + `
 	), ins AS (
 		INSERT INTO {s}messages (` + messageCols + `)
 		SELECT $3::text, c.channel_id, $4::text, $5::text, $6::json, $7::text[], $8::text,
@@ -121,7 +114,7 @@ const appendSQL = `WITH c AS (
 		UPDATE {s}messages p SET children_number = p.children_number + 1
 		FROM ins WHERE ins.parent_id IS NOT NULL AND p.message_id = ins.parent_id
 	)
-	SELECT ` + channelSel + `, (SELECT count(*) FROM ins) FROM c`
+	SELECT ` + channelCols + `, (SELECT count(*) FROM ins) FROM c`
 
 // extraScan scans a row's trailing columns into extra after the ones the
 // wrapped scan asks for.
@@ -133,30 +126,26 @@ type extraScan struct {
 func (e extraScan) Scan(dest ...any) error { return e.r.Scan(append(dest, e.extra...)...) }
 
 // AppendMessage implements chat.MessageAppender in one statement, so a
-// lone message costs one round trip before COMMIT.
+// message costs one round trip between BEGIN and COMMIT. The channel row's
+// UPDATE takes its row lock, which orders posters to one channel in every
+// process (see NextSegment).
 func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) (*chat.Channel, error) {
 	data, err := jsonArg(m.Data)
 	if err != nil {
 		return nil, err
 	}
 	var (
-		c   *chat.Channel
-		ver int64
-		n   int64
+		c *chat.Channel
+		n int64
 	)
-	now = now.UTC().Truncate(time.Millisecond)
-	args := []any{
-		m.ChannelID, now,
+	err = t.query(ctx, appendSQL, []any{
+		m.ChannelID, now.UTC().Truncate(time.Millisecond),
 		m.MessageID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
 		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt),
 		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
-	}
-	if c, ok, err := t.appendPredicted(ctx, m, now, args); ok || err != nil {
-		return c, err
-	}
-	err = t.query(ctx, appendSQL, args, func(r *sql.Rows) error {
+	}, func(r *sql.Rows) error {
 		var err error
-		c, ver, err = scanChannel(extraScan{r, []any{&n}})
+		c, err = scanChannel(extraScan{r, []any{&n}})
 		return err
 	})
 	if err != nil {
@@ -165,11 +154,7 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 	if c == nil {
 		return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", m.ChannelID)
 	}
-	t.wrote(channelKey(m.ChannelID), ver)
-	if t.b != nil {
-		t.s.pred.put(cloneChannel(c), ver)
-		t.predicted = append(t.predicted, m.ChannelID)
-	}
+	t.lockedChannel(m.ChannelID)
 	if c.IsClosed {
 		return c, nil
 	}
@@ -177,15 +162,11 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 		return nil, chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
 			m.MessageID, c.MessageCount, m.ChannelID)
 	}
-	t.wrote(messageKey(m.MessageID), 1)
-	if t.posted == nil {
-		t.posted = &posted{m.MessageID, m.ChannelID, c.MessageCount}
-	}
 	return c, nil
 }
 
 func (t *tx) GetMessage(ctx context.Context, messageID string) (*chat.Message, error) {
-	ms, err := t.messages(ctx, `SELECT `+messageSel+` FROM {s}messages WHERE message_id = $1`+t.forUpdate(), messageID)
+	ms, err := t.messages(ctx, `SELECT `+messageCols+` FROM {s}messages WHERE message_id = $1`+t.lockRows(), messageID)
 	if err != nil {
 		return nil, err
 	}
@@ -199,45 +180,32 @@ func (t *tx) GetMessages(ctx context.Context, ids []string) ([]*chat.Message, er
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	ms, err := t.messages(ctx, `SELECT `+messageSel+` FROM {s}messages WHERE message_id = ANY($1::text[])
-		ORDER BY message_id`+t.forUpdate(), textArray(ids))
+	ms, err := t.messages(ctx, `SELECT `+messageCols+` FROM {s}messages WHERE message_id = ANY($1::text[])
+		ORDER BY message_id`+t.lockRows(), textArray(ids))
 	if err != nil {
 		return nil, err
 	}
 	return inIDOrder(ids, ms, func(m *chat.Message) string { return m.MessageID }, nil), nil
 }
 
-// UpdateMessage writes only when the message still has the version this
-// transaction read (when it read it); otherwise the transaction runs again.
+// UpdateMessage replaces the mutable fields; the counters (children,
+// reactions) are left as they are.
 func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 	data, err := jsonArg(m.Data)
 	if err != nil {
 		return err
 	}
-	key := messageKey(m.MessageID)
-	want := t.expected(key)
-	var v []int64
-	err = t.query(ctx, `UPDATE {s}messages SET data = $2, tags = $3, is_deleted = $4,
-		edited_at = $5, updated_at = $6, flag_count = $7, hashflag = $8, version = version + 1
-		WHERE message_id = $1 AND ($9::bigint IS NULL OR version = $9) RETURNING version`,
-		[]any{m.MessageID, data, tagsArg(m.Tags), m.IsDeleted, timePtrArg(m.EditedAt),
-			timeArg(m.UpdatedAt), m.FlagCount, hashflagArg(m.Hashflag), want}, scanVersion(&v))
+	n, err := t.exec(ctx, `UPDATE {s}messages SET data = $2, tags = $3, is_deleted = $4,
+		edited_at = $5, updated_at = $6, flag_count = $7, hashflag = $8
+		WHERE message_id = $1`,
+		m.MessageID, data, tagsArg(m.Tags), m.IsDeleted, timePtrArg(m.EditedAt),
+		timeArg(m.UpdatedAt), m.FlagCount, hashflagArg(m.Hashflag))
 	if err != nil {
 		return err
 	}
-	if len(v) == 0 {
-		if want != nil {
-			found, err := t.exists(ctx, `SELECT 1 FROM {s}messages WHERE message_id = $1`, m.MessageID)
-			if err != nil {
-				return err
-			}
-			if found {
-				return t.conflict(fmt.Sprintf("message %q", m.MessageID))
-			}
-		}
+	if n == 0 {
 		return chat.Errorf(chat.CodeNotFound, "message %q not found", m.MessageID)
 	}
-	t.wrote(key, v[0])
 	return nil
 }
 
@@ -281,7 +249,7 @@ func messageQuery(f chat.MessageFilter) (string, []any) {
 	if len(f.ExcludeTags) > 0 {
 		where = append(where, "NOT (tags && "+args.add(textArray(f.ExcludeTags))+"::text[])")
 	}
-	q := "SELECT " + messageSel + " FROM {s}messages"
+	q := "SELECT " + messageCols + " FROM {s}messages"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -305,34 +273,30 @@ func messageQuery(f chat.MessageFilter) (string, []any) {
 func (t *tx) SoftDeleteMessages(ctx context.Context, channelID, userID string, now time.Time) ([]string, error) {
 	if userID == "" {
 		return t.softDeleted(ctx, `WITH u AS (
-				UPDATE {s}messages SET is_deleted = true, data = '{}', updated_at = $2, version = version + 1
-				WHERE channel_id = $1 AND NOT is_deleted RETURNING message_id, channel_segment, version
-			) SELECT message_id, version FROM u ORDER BY channel_segment`, channelID, timeArg(chat.NewTime(now)))
+				UPDATE {s}messages SET is_deleted = true, data = '{}', updated_at = $2
+				WHERE channel_id = $1 AND NOT is_deleted RETURNING message_id, channel_segment
+			) SELECT message_id FROM u ORDER BY channel_segment`, channelID, timeArg(chat.NewTime(now)))
 	}
 	return t.softDeleted(ctx, `WITH u AS (
-			UPDATE {s}messages SET is_deleted = true, data = '{}', updated_at = $3, version = version + 1
-			WHERE user_id = $2 AND channel_id = $1 AND NOT is_deleted RETURNING message_id, channel_segment, version
-		) SELECT message_id, version FROM u ORDER BY channel_segment`, channelID, userID, timeArg(chat.NewTime(now)))
+			UPDATE {s}messages SET is_deleted = true, data = '{}', updated_at = $3
+			WHERE user_id = $2 AND channel_id = $1 AND NOT is_deleted RETURNING message_id, channel_segment
+		) SELECT message_id FROM u ORDER BY channel_segment`, channelID, userID, timeArg(chat.NewTime(now)))
 }
 
 func (t *tx) SoftDeleteUserMessages(ctx context.Context, userID string, now time.Time) ([]string, error) {
 	return t.softDeleted(ctx, `WITH u AS (
-			UPDATE {s}messages SET is_deleted = true, data = '{}', updated_at = $2, version = version + 1
-			WHERE user_id = $1 AND NOT is_deleted RETURNING message_id, channel_id, channel_segment, version
-		) SELECT message_id, version FROM u ORDER BY channel_id, channel_segment`, userID, timeArg(chat.NewTime(now)))
+			UPDATE {s}messages SET is_deleted = true, data = '{}', updated_at = $2
+			WHERE user_id = $1 AND NOT is_deleted RETURNING message_id, channel_id, channel_segment
+		) SELECT message_id FROM u ORDER BY channel_id, channel_segment`, userID, timeArg(chat.NewTime(now)))
 }
 
-// softDeleted runs a soft delete returning (message_id, version) rows.
+// softDeleted runs a soft delete returning message ids.
 func (t *tx) softDeleted(ctx context.Context, tmpl string, args ...any) ([]string, error) {
 	var out []string
 	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
-		var (
-			id string
-			v  int64
-		)
-		err := r.Scan(&id, &v)
+		var id string
+		err := r.Scan(&id)
 		out = append(out, id)
-		t.wrote(messageKey(id), v)
 		return err
 	})
 	return out, err

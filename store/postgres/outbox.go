@@ -16,9 +16,6 @@ import (
 
 const webhookCols = `webhook_id, url, events, secret, is_disabled, disabled_reason, created_at, updated_at`
 
-// webhookSel is what reads return: the columns and the row version.
-const webhookSel = webhookCols + `, version`
-
 // bumpHooks is appended to webhook writes: it increments the webhooks
 // version in the writing transaction when the write changed a row.
 const bumpHooks = `, bump AS (UPDATE {s}versions SET value = value + 1 WHERE name = 'webhooks' AND EXISTS (SELECT 1 FROM w))`
@@ -30,12 +27,10 @@ func (t *tx) webhooks(ctx context.Context, tmpl string, args ...any) ([]*chat.We
 			w                chat.Webhook
 			events           pq.StringArray
 			created, updated time.Time
-			version          int64
 		)
-		if err := r.Scan(&w.WebhookID, &w.URL, &events, &w.Secret, &w.IsDisabled, &w.DisabledReason, &created, &updated, &version); err != nil {
+		if err := r.Scan(&w.WebhookID, &w.URL, &events, &w.Secret, &w.IsDisabled, &w.DisabledReason, &created, &updated); err != nil {
 			return err
 		}
-		t.seen(webhookKey(w.WebhookID), version)
 		w.Events = arrayOut(events)
 		w.CreatedAt, w.UpdatedAt = ct(created), ct(updated)
 		out = append(out, &w)
@@ -58,12 +53,12 @@ func (t *tx) CreateWebhook(ctx context.Context, w *chat.Webhook) error {
 	if n == 0 {
 		return chat.Errorf(chat.CodeConflict, "webhook %q already exists", w.WebhookID)
 	}
-	t.wrote(webhookKey(w.WebhookID), 1)
 	return nil
 }
 
+// GetWebhook locks the row in an Update.
 func (t *tx) GetWebhook(ctx context.Context, webhookID string) (*chat.Webhook, error) {
-	ws, err := t.webhooks(ctx, `SELECT `+webhookSel+` FROM {s}webhooks WHERE webhook_id = $1`+t.forUpdate(), webhookID)
+	ws, err := t.webhooks(ctx, `SELECT `+webhookCols+` FROM {s}webhooks WHERE webhook_id = $1`+t.lockRows(), webhookID)
 	if err != nil {
 		return nil, err
 	}
@@ -73,39 +68,28 @@ func (t *tx) GetWebhook(ctx context.Context, webhookID string) (*chat.Webhook, e
 	return ws[0], nil
 }
 
+// ListWebhooks locks the rows in an Update: registering a webhook reads
+// them all to find one with the same URL and replaces it.
 func (t *tx) ListWebhooks(ctx context.Context) ([]*chat.Webhook, error) {
-	return t.webhooks(ctx, `SELECT `+webhookSel+` FROM {s}webhooks ORDER BY created_at, webhook_id`)
+	return t.webhooks(ctx, `SELECT `+webhookCols+` FROM {s}webhooks ORDER BY created_at, webhook_id`+t.lockRows())
 }
 
-// UpdateWebhook writes only when the webhook still has the version this
-// transaction read (when it read it); otherwise the transaction runs again.
+// UpdateWebhook replaces the webhook's fields and bumps the webhooks
+// version in the same statement.
 func (t *tx) UpdateWebhook(ctx context.Context, w *chat.Webhook) error {
-	key := webhookKey(w.WebhookID)
-	want := t.expected(key)
-	var v []int64
-	err := t.query(ctx, `WITH w AS (
+	var n int
+	err := t.queryRow(ctx, `WITH w AS (
 			UPDATE {s}webhooks SET url = $2, events = $3, secret = $4, is_disabled = $5, disabled_reason = $6,
-				updated_at = $7, version = version + 1
-			WHERE webhook_id = $1 AND ($8::bigint IS NULL OR version = $8) RETURNING version
-		)`+bumpHooks+` SELECT version FROM w`,
-		[]any{w.WebhookID, w.URL, textArray(w.Events), w.Secret, w.IsDisabled, w.DisabledReason, timeArg(w.UpdatedAt), want},
-		scanVersion(&v))
+				updated_at = $7
+			WHERE webhook_id = $1 RETURNING 1
+		)`+bumpHooks+` SELECT count(*) FROM w`,
+		[]any{w.WebhookID, w.URL, textArray(w.Events), w.Secret, w.IsDisabled, w.DisabledReason, timeArg(w.UpdatedAt)}, &n)
 	if err != nil {
 		return err
 	}
-	if len(v) == 0 {
-		if want != nil {
-			found, err := t.exists(ctx, `SELECT 1 FROM {s}webhooks WHERE webhook_id = $1`, w.WebhookID)
-			if err != nil {
-				return err
-			}
-			if found {
-				return t.conflict(fmt.Sprintf("webhook %q", w.WebhookID))
-			}
-		}
+	if n == 0 {
 		return chat.Errorf(chat.CodeNotFound, "webhook %q not found", w.WebhookID)
 	}
-	t.wrote(key, v[0])
 	return nil
 }
 

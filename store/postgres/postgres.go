@@ -50,11 +50,9 @@ type Options struct {
 
 	// Retries is how many times Update runs its function again after
 	// Postgres aborted the transaction with a serialization failure
-	// (SQLSTATE 40001) or a deadlock (40P01), or after a row the function
-	// read was changed by another transaction before the function replaced
-	// it (see "Transactions and concurrency" in the package documentation).
-	// When the retries run out, Update returns CodeUnavailable. Default 4;
-	// a negative value disables retries.
+	// (SQLSTATE 40001) or a deadlock (40P01). When the retries run out,
+	// Update returns CodeUnavailable. Default 4; a negative value disables
+	// retries.
 	Retries int
 
 	// NoPrepare runs every statement unprepared. Set it behind a
@@ -84,9 +82,6 @@ type Store struct {
 	sqls  map[string]*statement // by template
 
 	w watchers
-
-	lane lane        // group commit of Update (group.go)
-	pred predictions // channel rows for predicted appends (predict.go)
 
 	bg       context.Context // background prepares; cancelled by Close
 	bgCancel context.CancelFunc
@@ -174,12 +169,6 @@ func New(ctx context.Context, db *sql.DB, opt *Options) (*Store, error) {
 		opt:    o,
 		sqls:   make(map[string]*statement),
 	}
-	// Pipelined batches need lane connections besides those of Views; a
-	// small pool keeps one (no pipelining) so that Views are not starved.
-	s.lane.max, s.lane.after = maxLaneConns, laneIdle
-	if n := db.Stats().MaxOpenConnections; n > 0 && n <= 2*maxLaneConns {
-		s.lane.max = max(1, n/2)
-	}
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.w.init()
 	return s, nil
@@ -199,7 +188,6 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.w.close()
-	s.closeLane()
 	s.bgMu.Lock()
 	s.bgCancel()
 	s.bgMu.Unlock()
@@ -243,89 +231,98 @@ func notifyChannel(schema string) string {
 	return fmt.Sprintf("chat_outbox.%016x", h.Sum64())
 }
 
+// maxReruns bounds how often one Update runs fn again because fn wrote a
+// user it had read without a lock (see Update).
+const maxReruns = 4
+
 // Update runs fn in a READ COMMITTED read-write transaction and commits it
-// when fn returns nil. fn may run more than once: when Postgres aborts the
-// transaction with a serialization failure or a deadlock (SQLSTATE 40001,
-// 40P01), or when a row that fn read was changed by another transaction
-// before fn replaced it (see "Transactions and concurrency" in the package
-// documentation), the transaction is
-// rolled back and fn runs again, up to Options.Retries more times; the same
-// holds when the connection was lost before COMMIT was sent (the server
-// rolled the transaction back), and when a predicted append of the batch
-// found the channel row changed (see "Predicted appends" in the package
-// documentation). A connection lost during COMMIT leaves the outcome
-// unknown: unless a message the transaction posted tells (see "Lost
-// connections"), Update then reports CodeUnavailable and does not run fn
-// again. The
-// first run reads optimistically; the runs after a conflict lock the rows
-// they read by id (SELECT ... FOR NO KEY UPDATE), so they cannot conflict
-// again on those rows. fn must therefore not leak state from a failed
-// attempt.
+// when fn returns nil. Reads by id of channels, channel users, messages and
+// webhooks lock their rows (SELECT ... FOR NO KEY UPDATE) until the
+// transaction ends, so a row fn reads and then writes cannot change in
+// between. Users are read without a lock, since nearly every transaction
+// reads its acting user; when fn writes a user it read without a lock,
+// the transaction is rolled back and fn runs again, this time reading that
+// user with the lock.
+//
+// fn also runs again, up to Options.Retries more times, when Postgres
+// aborted the transaction with a serialization failure (SQLSTATE 40001) or
+// a deadlock (40P01). fn must therefore not leak state from a failed run.
+// Any other failure, including a connection lost during the transaction,
+// is returned without running fn again.
 func (s *Store) Update(ctx context.Context, fn func(chat.Tx) error) error {
-	for attempt := 0; ; attempt++ {
-		err, retry := s.update(ctx, attempt > 0, fn)
-		if !retry || attempt >= s.opt.Retries || ctx.Err() != nil {
-			return err
+	var lockUsers map[string]bool
+	retries, reruns := 0, 0
+	for {
+		t, err := s.run(ctx, true, lockUsers, fn)
+		switch {
+		case t != nil && t.rerun && reruns < maxReruns:
+			reruns++
+			lockUsers = t.lockUsers
+			continue
+		case t != nil && t.retry && !t.rerun && retries < s.opt.Retries && ctx.Err() == nil:
+			retries++
+			d := time.Duration(1+rand.IntN(5*retries)) * time.Millisecond
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(d):
+			}
+			continue
 		}
-		d := time.Duration(1+rand.IntN(5*(attempt+1))) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(d):
-		}
+		return err
 	}
 }
 
 // View runs fn in a REPEATABLE READ READ ONLY transaction: every read of fn
-// sees the same snapshot, so consecutive pages are consistent.
+// sees the same snapshot, so consecutive pages are consistent. Reads take
+// no row locks.
 func (s *Store) View(ctx context.Context, fn func(chat.Tx) error) error {
-	err, _ := s.run(ctx, true, false, fn)
+	_, err := s.run(ctx, false, nil, fn)
 	return err
 }
 
-func (s *Store) run(ctx context.Context, readOnly, lock bool, fn func(chat.Tx) error) (err error, retry bool) {
+// run runs fn once in a transaction and returns the transaction state
+// (nil when it did not begin) and the outcome.
+func (s *Store) run(ctx context.Context, write bool, lockUsers map[string]bool, fn func(chat.Tx) error) (*tx, error) {
 	if s.closed.Load() {
-		return errClosed, false
+		return nil, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, dbErr(err)
 	}
 	opts := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	if readOnly {
+	if !write {
 		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 	}
 	stx, err := s.begin(ctx, opts)
 	if err != nil {
-		return dbErr(err), false
+		return nil, dbErr(err)
 	}
-	t := &tx{s: s, tx: stx, write: !readOnly, lock: lock}
-	done := false
-	defer func() {
-		if !done {
-			_ = stx.Rollback()
-		}
-	}()
-	if err := fn(t); err != nil {
-		return err, t.retry
-	}
-	if t.retry {
-		return t.retryErr, true
-	}
-	done = true
-	if readOnly {
-		// Nothing to commit; ROLLBACK also ends a View whose fn ignored
-		// a failed statement.
-		return dbErr(stx.Rollback()), false
+	// Ends the transaction unless it committed (after Commit, Rollback
+	// does nothing).
+	defer func() { _ = stx.Rollback() }()
+	t := &tx{s: s, tx: stx, write: write, lockUsers: lockUsers}
+	err = fn(t)
+	switch {
+	case t.rerun || t.retry:
+		return t, t.again
+	case err != nil:
+		return t, err
+	case !write:
+		return t, nil
+	case t.failed != nil:
+		// fn went on after a statement failed: the transaction cannot
+		// commit, and the failure is the outcome.
+		return t, dbErr(t.failed)
 	}
 	if err := stx.Commit(); err != nil {
-		if connLost(err) {
-			// The outcome is unknown: the connection failed at COMMIT.
-			return dbErr(err), false
-		}
-		err = t.fail(err)
-		return err, t.retry
+		t.retry = retryable(err)
+		return t, dbErr(err)
 	}
 	if t.notified {
 		s.w.signal()
 	}
-	return nil, false
+	return t, nil
 }
 
 // begin starts a pool transaction. BEGIN on a pooled session that the
@@ -347,12 +344,15 @@ func (s *Store) begin(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
 // dbErr is the one place where driver errors become chat errors:
-// sql.ErrNoRows is CodeNotFound, unique_violation (23505) CodeConflict,
-// lost or refused connections, server shutdown (57P01..57P03), too many
-// connections (53300), serialization failures and deadlocks that outlived
-// their retries (40001, 40P01) and cancelled contexts CodeUnavailable; any
-// other error is CodeInternal wrapping the driver's error. *chat.Error
-// values pass through unchanged.
+// sql.ErrNoRows is CodeNotFound, unique_violation (23505) CodeConflict, a
+// value the database refuses as input (class 22, data exception: a NUL
+// byte or invalid UTF-8 in text, a malformed or out-of-range value)
+// CodeBadRequest; lost or refused connections, server shutdown
+// (57P01..57P03), too many connections (53300), serialization failures
+// and deadlocks that outlived their retries (40001, 40P01) and cancelled
+// contexts CodeUnavailable; any other error is CodeInternal. The driver's
+// error stays in the chain for errors.Is; *chat.Error values pass through
+// unchanged.
 func dbErr(err error) error {
 	if err == nil {
 		return nil
@@ -368,6 +368,8 @@ func dbErr(err error) error {
 		switch {
 		case code == "23505":
 			return &chat.Error{Code: chat.CodeConflict, Message: "already exists", Err: err}
+		case strings.HasPrefix(code, "22"):
+			return &chat.Error{Code: chat.CodeBadRequest, Message: "invalid value: " + serverMessage(err), Err: err}
 		case code == "40001", code == "40P01":
 			return &chat.Error{Code: chat.CodeUnavailable, Message: "store busy: concurrent update, try again", Err: err}
 		case code == "57014":
@@ -391,17 +393,18 @@ func dbErr(err error) error {
 	return &chat.Error{Code: chat.CodeInternal, Err: err}
 }
 
-// connFailed reports whether err is a failure of the connection itself
-// (not a server error, not a cancelled context).
-func connFailed(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
+// serverMessage returns the primary message of a server error (for
+// example `invalid byte sequence for encoding "UTF8": 0x00`), naming the
+// column when the server reports one.
+func serverMessage(err error) string {
+	var pe *pq.Error
+	if !errors.As(err, &pe) {
+		return strings.TrimPrefix(err.Error(), "pq: ")
 	}
-	var ne net.Error
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.As(err, &ne)
+	if pe.Column != "" {
+		return pe.Column + ": " + pe.Message
+	}
+	return pe.Message
 }
 
 // connLost reports whether err means the session is gone: a failure of the
@@ -417,7 +420,14 @@ func connLost(err error) bool {
 	case code != "":
 		return false
 	}
-	return connFailed(err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.As(err, &ne)
 }
 
 // sqlState returns the SQLSTATE of a server error of lib/pq or pgx (both
@@ -431,7 +441,7 @@ func sqlState(err error) string {
 }
 
 // retryable reports whether err aborted the transaction in a way that
-// running it again may fix.
+// running it again may fix: a serialization failure or a deadlock.
 func retryable(err error) bool {
 	switch sqlState(err) {
 	case "40001", "40P01":
@@ -501,114 +511,49 @@ func (s *Store) prepared(st *statement) *sql.Stmt {
 
 // tx implements chat.Tx over one *sql.Tx.
 type tx struct {
-	s        *Store
-	tx       *sql.Tx          // View (and UpdateLocking): a pool transaction
-	b        *batch           // Update: the write lane's transaction
-	sent     bool             // a statement of this function reached the server
-	aborted  bool             // a statement failed on the server
-	finished bool             // fn returned
-	write    bool             // an Update transaction
-	lock     bool             // lock rows read by id (a retry after a conflict)
-	versions map[string]int64 // row versions first read (0: read as absent) or last written
-	notified bool             // the transaction sent a NOTIFY for the outbox
-	retry    bool             // run the transaction again
-	retryErr error            // why, translated
+	s     *Store
+	tx    *sql.Tx
+	write bool // an Update transaction
 
-	predicted []string // channels whose rows this call recorded for predicted appends
-	posted    *posted  // a message this call appended (see Store.committed)
+	// heldChannels holds the channels whose rows this transaction has
+	// locked (read by id, written, or locked before their relations).
+	heldChannels map[string]bool
+	// userRows maps the users this transaction read by id or wrote to
+	// whether it holds their rows (read with a lock, written or inserted).
+	userRows map[string]bool
+	// lockUsers are the users to read with a lock: those that an earlier
+	// run of the same Update wrote after reading them without one.
+	lockUsers map[string]bool
+
+	notified bool  // the transaction sent a NOTIFY for the outbox
+	failed   error // the statement error that aborted the transaction
+	retry    bool  // aborted by a serialization failure or a deadlock
+	rerun    bool  // wrote a user it read without a lock
+	again    error // why retry or rerun, translated
 }
 
-// fail translates err and remembers whether the transaction should be run
-// again.
+// fail translates a statement error and remembers what it did to the
+// transaction.
 func (t *tx) fail(err error) error {
 	if err == nil {
 		return nil
 	}
-	if t.b != nil && t.b.broken != nil {
-		// The batch is lost (a lost connection, or a failed pending
-		// statement): every call of it runs again.
-		t.retry = true
-		t.retryErr = t.b.broken
-		return t.retryErr
+	if sqlState(err) != "" && t.failed == nil {
+		t.failed = err
 	}
-	if t.b != nil && connLost(err) {
-		// The connection died before COMMIT was sent: the server rolled
-		// the transaction back, so running it again is safe.
-		t.b.fail(err)
-		t.retry = true
-		t.retryErr = t.b.broken
-		return t.retryErr
+	err = dbErr(err)
+	if retryable(t.failed) && !t.retry {
+		t.retry, t.again = true, err
 	}
-	if sqlState(err) != "" {
-		t.aborted = true
-	}
-	if retryable(err) {
-		t.retry = true
-		t.retryErr = dbErr(err)
-		return t.retryErr
-	}
-	return dbErr(err)
+	return err
 }
 
-// Row version keys.
-func channelKey(id string) string           { return "c\x00" + id }
-func channelUserKey(ch, user string) string { return "cu\x00" + ch + "\x00" + user }
-func messageKey(id string) string           { return "m\x00" + id }
-func userKey(id string) string              { return "u\x00" + id }
-func webhookKey(id string) string           { return "w\x00" + id }
-
-// seen records the version of a row read in an Update transaction, unless
-// the transaction saw or wrote the row before: a later write must find the
-// row as it was first read.
-func (t *tx) seen(key string, version int64) {
-	if !t.write {
-		return
-	}
-	if t.versions == nil {
-		t.versions = make(map[string]int64)
-	}
-	if _, ok := t.versions[key]; !ok {
-		t.versions[key] = version
-	}
-}
-
-// wrote records the version a write of this transaction gave a row.
-func (t *tx) wrote(key string, version int64) {
-	if !t.write {
-		return
-	}
-	if id, ok := strings.CutPrefix(key, "c\x00"); ok {
-		// Whatever wrote the channel row, the store no longer knows it
-		// (AppendMessage records the new row after this).
-		t.s.pred.forget(id, false)
-	}
-	if t.versions == nil {
-		t.versions = make(map[string]int64)
-	}
-	t.versions[key] = version
-}
-
-// expected returns the version a write must find (nil: the transaction
-// did not read the row, so the write is unconditional).
-func (t *tx) expected(key string) any {
-	if v, ok := t.versions[key]; ok {
-		return v
-	}
-	return nil
-}
-
-// conflict marks the transaction to be run again because a row it read
-// changed before it wrote it.
-func (t *tx) conflict(what string) error {
-	t.retry = true
-	t.retryErr = chat.Errorf(chat.CodeUnavailable, "%s was changed by a concurrent transaction, try again", what)
-	return t.retryErr
-}
-
-// forUpdate is appended to reads by id: in a retried Update they lock the
-// rows they return.
-func (t *tx) forUpdate() string {
-	if t.write && t.lock {
+// lockRows is appended to reads by id: in an Update they lock the rows they
+// return until the transaction ends. FOR NO KEY UPDATE conflicts with
+// every write of the row and with other locking reads, but not with the
+// key-share locks that inserts referencing the row take.
+func (t *tx) lockRows() string {
+	if t.write {
 		return " FOR NO KEY UPDATE"
 	}
 	return ""
@@ -627,13 +572,9 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 	return nil, st.sql
 }
 
-// exec runs a statement template and returns the number of rows it
-// affected.
+// exec runs a statement template with bound arguments and returns the
+// number of rows it affected.
 func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) {
-	if t.b != nil {
-		_, n, err := t.b.statement(t, ctx, tmpl, args, false)
-		return n, t.fail(err)
-	}
 	p, q := t.txStmt(ctx, tmpl)
 	var (
 		res sql.Result
@@ -651,15 +592,14 @@ func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) 
 	return n, t.fail(err)
 }
 
-// query runs a query template and calls scan for each row.
+// query runs a query template with bound arguments and calls scan for each
+// row.
 func (t *tx) query(ctx context.Context, tmpl string, args []any, scan func(*sql.Rows) error) error {
 	var (
 		rows *sql.Rows
 		err  error
 	)
-	if t.b != nil {
-		rows, _, err = t.b.statement(t, ctx, tmpl, args, true)
-	} else if p, q := t.txStmt(ctx, tmpl); p != nil {
+	if p, q := t.txStmt(ctx, tmpl); p != nil {
 		rows, err = p.QueryContext(ctx, args...)
 	} else {
 		rows, err = t.tx.QueryContext(ctx, q, args...)
@@ -694,16 +634,6 @@ func (t *tx) queryRow(ctx context.Context, tmpl string, args []any, dest ...any)
 		return dbErr(sql.ErrNoRows)
 	}
 	return nil
-}
-
-// scanVersion returns a row callback that collects a version column.
-func scanVersion(into *[]int64) func(*sql.Rows) error {
-	return func(r *sql.Rows) error {
-		var v int64
-		err := r.Scan(&v)
-		*into = append(*into, v)
-		return err
-	}
 }
 
 // exists reports whether a query returns a row.

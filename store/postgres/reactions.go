@@ -145,7 +145,7 @@ func (t *tx) QueryReactions(ctx context.Context, f chat.ReactionFilter) ([]*chat
 // order and joins the live messages.
 func (t *tx) MostReacted(ctx context.Context, name, channelID string, limit int) ([]*chat.Message, error) {
 	var args argList
-	q := "SELECT " + prefixCols("m.", messageSel) + ` FROM {s}reaction_counts rc
+	q := "SELECT " + prefixCols("m.", messageCols) + ` FROM {s}reaction_counts rc
 		JOIN {s}messages m ON m.message_id = rc.message_id
 		WHERE rc.name = ` + args.add(name) + " AND rc.count > 0 AND NOT m.is_deleted"
 	if channelID != "" {

@@ -39,8 +39,8 @@ func TestSlowModeConcurrentPosts(t *testing.T) {
 	require.NoError(t, err)
 	_, err = svcs[0].SetChannelRateLimit(ctx, a.UserID, "slow", time.Minute)
 	require.NoError(t, err)
-	// Both stores post once first, so their appends are predicted (the
-	// insert travels with COMMIT) in the rounds below.
+	// Both stores post once first, so that the rounds below run on
+	// warm connections and prepared statements.
 	for _, svc := range svcs {
 		_, err := svc.CreateMessage(ctx, a.UserID, chat.CreateMessage{ChannelID: "slow", Type: "text", Data: map[string]any{"text": "warm-up"}})
 		require.NoError(t, err)

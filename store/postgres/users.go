@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -15,43 +14,82 @@ import (
 
 const userCols = `user_id, display_name, roles, metadata, flag_count, hashflag, is_global_ban, created_at, updated_at`
 
-// userSel is what reads return: the columns and the row version.
-const userSel = userCols + `, version`
-
-func scanUser(r scanner) (*chat.User, int64, error) {
+func scanUser(r scanner) (*chat.User, error) {
 	var (
 		u                chat.User
 		roles            pq.StringArray
 		md, hf           []byte
 		created, updated time.Time
-		version          int64
 	)
-	if err := r.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan, &created, &updated, &version); err != nil {
-		return nil, 0, err
+	if err := r.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan, &created, &updated); err != nil {
+		return nil, err
 	}
 	var err error
 	if u.Metadata, err = jsonMap(md); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if u.Hashflag, err = scanHashflag(hf); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	u.Roles = arrayOut(roles)
 	u.CreatedAt, u.UpdatedAt = ct(created), ct(updated)
-	return &u, version, nil
+	return &u, nil
 }
 
 func (t *tx) users(ctx context.Context, tmpl string, args ...any) ([]*chat.User, error) {
 	var out []*chat.User
 	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
-		u, v, err := scanUser(r)
+		u, err := scanUser(r)
 		if err == nil {
 			out = append(out, u)
-			t.seen(userKey(u.UserID), v)
 		}
 		return err
 	})
 	return out, err
+}
+
+// Users are read without a lock, unless an earlier run of the same Update
+// wrote them (tx.lockUsers): nearly every transaction reads its acting
+// user, and locking that row would queue every write of one user (an
+// admin's, a bot's) behind the others. UpdateUser makes a transaction that
+// writes a user it read without a lock run again (see Store.Update).
+
+// readUsers records the users an Update read by id, and whether it holds
+// their rows.
+func (t *tx) readUsers(us []*chat.User, locked bool) {
+	if !t.write {
+		return
+	}
+	if t.userRows == nil {
+		t.userRows = make(map[string]bool)
+	}
+	for _, u := range us {
+		t.userRows[u.UserID] = t.userRows[u.UserID] || locked
+	}
+}
+
+// heldUser records that the transaction holds the user's row.
+func (t *tx) heldUser(id string) {
+	if !t.write {
+		return
+	}
+	if t.userRows == nil {
+		t.userRows = make(map[string]bool)
+	}
+	t.userRows[id] = true
+}
+
+// lockUsersOf returns the locking clause for a read of ids: the rows are
+// locked when any of them is to be read with a lock.
+func (t *tx) lockUsersOf(ids ...string) string {
+	if t.write {
+		for _, id := range ids {
+			if t.lockUsers[id] {
+				return " FOR NO KEY UPDATE"
+			}
+		}
+	}
+	return ""
 }
 
 // searchKey is the case-insensitive form of a name or id that QueryUsers
@@ -98,12 +136,13 @@ func (t *tx) CreateUser(ctx context.Context, u *chat.User) error {
 	if n == 0 {
 		return chat.Errorf(chat.CodeConflict, "user %q already exists", u.UserID)
 	}
-	t.wrote(userKey(u.UserID), 1)
+	t.heldUser(u.UserID)
 	return nil
 }
 
 // EnsureUsers inserts the missing users in one statement (ON CONFLICT DO
-// NOTHING, so concurrent callers do not fail) and reads them all back.
+// NOTHING, so concurrent callers do not fail) and reads them all back (as
+// GetUsers: without a lock unless they are to be locked).
 func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*chat.User, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -118,7 +157,7 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 		func(r *sql.Rows) error {
 			var id string
 			err := r.Scan(&id)
-			t.wrote(userKey(id), 1)
+			t.heldUser(id)
 			return err
 		}); err != nil {
 		return nil, err
@@ -127,13 +166,15 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 }
 
 func (t *tx) GetUser(ctx context.Context, userID string) (*chat.User, error) {
-	us, err := t.users(ctx, `SELECT `+userSel+` FROM {s}users WHERE user_id = $1`+t.forUpdate(), userID)
+	lock := t.lockUsersOf(userID)
+	us, err := t.users(ctx, `SELECT `+userCols+` FROM {s}users WHERE user_id = $1`+lock, userID)
 	if err != nil {
 		return nil, err
 	}
 	if len(us) == 0 {
 		return nil, chat.Errorf(chat.CodeNotFound, "user %q not found", userID)
 	}
+	t.readUsers(us, lock != "")
 	return us[0], nil
 }
 
@@ -143,11 +184,13 @@ func (t *tx) GetUsers(ctx context.Context, ids []string) ([]*chat.User, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	found, err := t.users(ctx, `SELECT `+userSel+` FROM {s}users WHERE user_id = ANY($1::text[])
-		ORDER BY user_id`+t.forUpdate(), textArray(ids))
+	lock := t.lockUsersOf(ids...)
+	found, err := t.users(ctx, `SELECT `+userCols+` FROM {s}users WHERE user_id = ANY($1::text[])
+		ORDER BY user_id`+lock, textArray(ids))
 	if err != nil {
 		return nil, err
 	}
+	t.readUsers(found, lock != "")
 	return inIDOrder(ids, found, func(u *chat.User) string { return u.UserID }, func(u *chat.User) *chat.User {
 		v := *u
 		v.Roles = slices.Clone(u.Roles)
@@ -157,37 +200,39 @@ func (t *tx) GetUsers(ctx context.Context, ids []string) ([]*chat.User, error) {
 	}), nil
 }
 
-// UpdateUser writes only when the user still has the version this
-// transaction read (when it read it); otherwise the transaction runs again.
+// errRerun is what UpdateUser returns when the transaction must run again
+// to read the user with a lock; Update does that before anyone sees it.
+var errRerun = chat.Errorf(chat.CodeUnavailable, "store busy: a user was written after an unlocked read, try again")
+
+// UpdateUser replaces the user's fields. When this transaction read the
+// user without a lock, what fn computed may rest on a row that another
+// transaction has changed since: the transaction is rolled back and run
+// again, reading that user with a lock (FOR NO KEY UPDATE) this time.
 func (t *tx) UpdateUser(ctx context.Context, u *chat.User) error {
+	if held, read := t.userRows[u.UserID]; read && !held {
+		if t.lockUsers == nil {
+			t.lockUsers = make(map[string]bool)
+		}
+		t.lockUsers[u.UserID] = true
+		t.rerun, t.again = true, errRerun
+		return errRerun
+	}
 	md, err := jsonArg(u.Metadata)
 	if err != nil {
 		return err
 	}
-	key := userKey(u.UserID)
-	want := t.expected(key)
-	var v []int64
-	err = t.query(ctx, `UPDATE {s}users SET display_name = $2, search_name = $3, roles = $4, metadata = $5,
-		flag_count = $6, hashflag = $7, is_global_ban = $8, updated_at = $9, version = version + 1
-		WHERE user_id = $1 AND ($10::bigint IS NULL OR version = $10) RETURNING version`,
-		[]any{u.UserID, u.DisplayName, searchKey(u.DisplayName), textArray(u.Roles), md, u.FlagCount,
-			hashflagArg(u.Hashflag), u.IsGlobalBan, timeArg(u.UpdatedAt), want}, scanVersion(&v))
+	n, err := t.exec(ctx, `UPDATE {s}users SET display_name = $2, search_name = $3, roles = $4, metadata = $5,
+		flag_count = $6, hashflag = $7, is_global_ban = $8, updated_at = $9
+		WHERE user_id = $1`,
+		u.UserID, u.DisplayName, searchKey(u.DisplayName), textArray(u.Roles), md, u.FlagCount,
+		hashflagArg(u.Hashflag), u.IsGlobalBan, timeArg(u.UpdatedAt))
 	if err != nil {
 		return err
 	}
-	if len(v) == 0 {
-		if want != nil {
-			found, err := t.exists(ctx, `SELECT 1 FROM {s}users WHERE user_id = $1`, u.UserID)
-			if err != nil {
-				return err
-			}
-			if found {
-				return t.conflict(fmt.Sprintf("user %q", u.UserID))
-			}
-		}
+	if n == 0 {
 		return chat.Errorf(chat.CodeNotFound, "user %q not found", u.UserID)
 	}
-	t.wrote(key, v[0])
+	t.heldUser(u.UserID)
 	return nil
 }
 
@@ -220,7 +265,7 @@ func (t *tx) QueryUsers(ctx context.Context, f chat.UserFilter) ([]*chat.User, e
 	if f.Before != nil {
 		where = append(where, "user_id < "+args.add(f.Before.UserID))
 	}
-	q := "SELECT " + userSel + " FROM {s}users"
+	q := "SELECT " + userCols + " FROM {s}users"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

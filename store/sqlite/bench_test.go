@@ -170,6 +170,7 @@ func BenchmarkVsRaw(b *testing.B) {
 // openRaw opens a database with the store's schema and the store's write
 // settings, for raw driver measurements.
 func openRaw(tb testing.TB, path string) *sql.DB {
+	requireCgo(tb)
 	p := url.Values{}
 	p.Set("_journal_mode", "WAL")
 	p.Set("_synchronous", "FULL")
@@ -205,6 +206,7 @@ var (
 // bigChannel returns the path of a database with channel "big" holding
 // fixtureMessages messages, built with one bulk transaction.
 func bigChannel(tb testing.TB) string {
+	requireCgo(tb)
 	fixtureOnce.Do(func() {
 		fixtureDir, fixtureErr = os.MkdirTemp("", "chat-sqlite-bench-")
 		if fixtureErr != nil {

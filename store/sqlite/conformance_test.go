@@ -14,6 +14,7 @@ import (
 // database file, and the persistence cases through Close and Open of the
 // same file.
 func TestConformance(t *testing.T) {
+	requireCgo(t)
 	storetest.Run(t, storetest.Harness{
 		New: func(t *testing.T) chat.Store { return newStore(t, nil) },
 		Reopen: func(t *testing.T, s chat.Store) chat.Store {

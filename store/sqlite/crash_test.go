@@ -89,6 +89,7 @@ func runCrashChild() {
 
 func TestCrashSafety(t *testing.T) {
 	t.Parallel()
+	requireCgo(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "crash.db")
 	s, err := Open(ctx, path, nil)

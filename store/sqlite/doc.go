@@ -1,6 +1,8 @@
 // Package sqlite is the SQLite adapter of the chat store: a chat.Store (and
 // chat.OutboxWatcher) over one database file, built on
-// github.com/mattn/go-sqlite3 (cgo).
+// github.com/mattn/go-sqlite3 (cgo). A program built without cgo
+// (CGO_ENABLED=0) still compiles with this package, so that it can offer
+// other stores; there Open and Migrate return ErrNeedsCgo.
 //
 //	s, err := sqlite.Open(ctx, "chat.db", nil) // nil: the safe defaults
 //	if err != nil { ... }

@@ -6,8 +6,16 @@ import (
 	"errors"
 
 	chat "github.com/chatengine/chat"
-	sqlite3 "github.com/mattn/go-sqlite3"
 )
+
+// ErrNeedsCgo is returned by Open and Migrate in a program built without
+// cgo: the SQLite driver (github.com/mattn/go-sqlite3) is a cgo package, so
+// the SQLite store works only in a program built with CGO_ENABLED=1 and a C
+// compiler installed. errors.Is(err, ErrNeedsCgo) tells it apart from other
+// chat.CodeUnavailable errors. A program built with cgo never returns it.
+var ErrNeedsCgo = &chat.Error{Code: chat.CodeUnavailable, Message: "sqlite: this program was built without cgo " +
+	"(CGO_ENABLED=0), and the SQLite store needs cgo: build it with CGO_ENABLED=1 and a C compiler (gcc or clang) " +
+	"installed, or use another store"}
 
 // translate is the one place where driver errors become chat errors:
 // unique and primary key violations are CodeConflict, sql.ErrNoRows is
@@ -28,18 +36,8 @@ func translate(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return &chat.Error{Code: chat.CodeNotFound, Message: "not found", Err: err}
 	}
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrConstraint:
-			if se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey {
-				return &chat.Error{Code: chat.CodeConflict, Message: "already exists", Err: err}
-			}
-		case sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrIoErr, sqlite3.ErrFull,
-			sqlite3.ErrCantOpen, sqlite3.ErrProtocol, sqlite3.ErrNoLFS, sqlite3.ErrInterrupt:
-			return &chat.Error{Code: chat.CodeUnavailable, Message: "the database is unavailable; try again", Err: err}
-		}
-		return &chat.Error{Code: chat.CodeInternal, Err: err}
+	if derr, ok := translateDriver(err); ok {
+		return derr
 	}
 	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, sql.ErrTxDone) {
 		return &chat.Error{Code: chat.CodeUnavailable, Message: "the database connection is closed", Err: err}

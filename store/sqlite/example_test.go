@@ -1,3 +1,8 @@
+//go:build cgo
+
+// The example needs the SQLite driver, so it is built only with cgo (an
+// example cannot skip); TestOpenWithoutCgo covers the other build.
+
 package sqlite_test
 
 import (

@@ -64,7 +64,11 @@ func migrations() ([]migration, error) {
 // records it, so a crash leaves the schema at a whole version and several
 // processes may call Migrate at once. A database whose schema is newer than
 // this binary's migrations is refused with an error. Open calls Migrate.
+// In a program built without cgo, Migrate returns ErrNeedsCgo.
 func Migrate(ctx context.Context, db *sql.DB) error {
+	if err := needsCgo(); err != nil {
+		return err
+	}
 	ms, err := migrations()
 	if err != nil {
 		return err

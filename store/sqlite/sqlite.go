@@ -14,7 +14,6 @@ import (
 	"time"
 
 	chat "github.com/chatengine/chat"
-	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 // Compile-time checks that Store implements the chat ports.
@@ -125,7 +124,12 @@ func dsn(path string, params url.Values) string {
 // migrations and starts the writer goroutine. opt may be nil. path must be a
 // file: the store opens it several times (one writer, a read pool), so
 // ":memory:" does not work.
+//
+// In a program built without cgo, Open returns ErrNeedsCgo.
 func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
+	if err := needsCgo(); err != nil {
+		return nil, err
+	}
 	o, err := opt.withDefaults()
 	if err != nil {
 		return nil, err
@@ -341,18 +345,6 @@ func (s *Store) putRead(c *sql.Conn, broken bool) {
 func execConn(c *sql.Conn, q string) error {
 	_, err := c.ExecContext(context.Background(), q)
 	return err
-}
-
-// connInTx reports whether the connection has an open transaction.
-func connInTx(c *sql.Conn) bool {
-	open := true
-	_ = c.Raw(func(dc any) error {
-		if sc, ok := dc.(*sqlite3.SQLiteConn); ok {
-			open = !sc.AutoCommit()
-		}
-		return nil
-	})
-	return open
 }
 
 // request is one Update call waiting for the writer.

@@ -17,9 +17,20 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
+// requireCgo skips the test, saying why, in a program built without cgo,
+// where the SQLite driver does not work (see ErrNeedsCgo). With cgo it does
+// nothing, so every SQLite test runs in CI.
+func requireCgo(tb testing.TB) {
+	tb.Helper()
+	if err := needsCgo(); err != nil {
+		tb.Skip(err.Error())
+	}
+}
+
 // newStore opens a fresh store in a temporary directory.
 func newStore(t testing.TB, opt *Options) *Store {
 	t.Helper()
+	requireCgo(t)
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "chat.db"), opt)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
@@ -49,6 +60,7 @@ func postMessage(ctx context.Context, tx chat.Tx, channelID, id, text string) (*
 
 func TestOpenOptions(t *testing.T) {
 	t.Parallel()
+	requireCgo(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	_, err := Open(ctx, filepath.Join(dir, "a.db"), &Options{Synchronous: "OFF"})
@@ -87,6 +99,7 @@ func TestOpenOptions(t *testing.T) {
 
 func TestMigrate(t *testing.T) {
 	t.Parallel()
+	requireCgo(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "chat.db")
 	s, err := Open(ctx, path, nil)
