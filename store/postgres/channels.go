@@ -369,6 +369,26 @@ func (t *tx) MarkRead(ctx context.Context, channelID, userID string, segment int
 	return cus[0], nil
 }
 
+// unreadQuery is the statement of UnreadCounts; its arguments are
+// unreadArgs. Each relation reads its channel by primary key (a join
+// would let the planner hash the whole channels table for a page).
+const unreadQuery = `SELECT GREATEST(0, COALESCE((SELECT c.message_count FROM {s}channels c WHERE c.channel_id = q.ch), q.r) - q.r
+		- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r)
+		- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.is_deleted AND m.channel_segment > q.r
+			AND m.user_id <> q.u))
+	FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS q(ch, u, r, i)
+	ORDER BY q.i`
+
+// unreadArgs returns the channel ids, user ids and markers of cus as the
+// three arrays of unreadQuery.
+func unreadArgs(cus []*chat.ChannelUser) []any {
+	chs, us, rs := make([]string, len(cus)), make([]string, len(cus)), make([]int64, len(cus))
+	for i, cu := range cus {
+		chs[i], us[i], rs[i] = cu.ChannelID, cu.UserID, cu.ReadToSegment
+	}
+	return []any{textArray(chs), textArray(us), pq.Int64Array(rs)}
+}
+
 // UnreadCounts counts, in one statement, each relation's segments above
 // its marker less the user's own messages (messages_author_idx) and the
 // deleted messages of others (messages_deleted_idx) above it: index range
@@ -378,18 +398,8 @@ func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64
 	if len(cus) == 0 {
 		return nil, nil
 	}
-	chs, us, rs := make([]string, len(cus)), make([]string, len(cus)), make([]int64, len(cus))
-	for i, cu := range cus {
-		chs[i], us[i], rs[i] = cu.ChannelID, cu.UserID, cu.ReadToSegment
-	}
 	out := make([]int64, 0, len(cus))
-	err := t.query(ctx, `SELECT GREATEST(0, COALESCE(c.message_count, q.r) - q.r
-			- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r)
-			- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.is_deleted AND m.channel_segment > q.r
-				AND m.user_id <> q.u))
-		FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS q(ch, u, r, i)
-		LEFT JOIN {s}channels c ON c.channel_id = q.ch
-		ORDER BY q.i`, []any{textArray(chs), textArray(us), pq.Int64Array(rs)}, func(r *sql.Rows) error {
+	err := t.query(ctx, unreadQuery, unreadArgs(cus), func(r *sql.Rows) error {
 		var n int64
 		err := r.Scan(&n)
 		out = append(out, n)
