@@ -146,6 +146,7 @@ func (h *handler) routes() []route {
 		rt(post, "/channel/{channelId}/users", h.addUsers),
 		rt(del, "/channel/{channelId}/users", h.removeUsers),
 		rt(post, "/channel/{channelId}/join", h.joinChannel),
+		rt(post, "/channel/{channelId}/read", h.markRead),
 		rt(post, "/channel/{channelId}/leave", h.leaveChannel),
 		rt(post, "/channel/{channelId}/typing", h.typing),
 		rt(put, "/channel/{channelId}/mute", h.muteChannel),
