@@ -53,6 +53,7 @@ const (
 	actClearMsgFlags    action = "message.clearFlags"
 	actReact            action = "reaction.add"
 	actTyping           action = "channel.typing"
+	actMarkRead         action = "channel.markRead"
 	actQueryUsers       action = "user.query"
 	actUpdateSelf       action = "user.updateSelf"
 	actUpdateUser       action = "user.update"
@@ -74,6 +75,9 @@ type right struct {
 	perm string
 	// member: membership of the channel, or PermGlobalAccess.
 	member bool
+	// ownRelation: the caller's own membership of the channel, admins
+	// included, for calls that act on that relation (mark read).
+	ownRelation bool
 }
 
 // rights is the permission table of CONTRACT section 7. Admins may do
@@ -104,6 +108,7 @@ var rights = map[action]right{
 	actClearMsgFlags:    {adminOnly: true},
 	actReact:            {member: true},
 	actTyping:           {member: true},
+	actMarkRead:         {ownRelation: true},
 	actQueryUsers:       {},
 	actUpdateSelf:       {},
 	actUpdateUser:       {adminOnly: true},
@@ -170,6 +175,20 @@ func (s *Service) authorizeUser(ctx context.Context, tx Tx, actorID string, u *U
 				return nil, err
 			}
 		}
+	}
+	if r.ownRelation {
+		cu, err := tx.GetChannelUser(ctx, channelID, actorID)
+		if err != nil && ErrorCode(err) != CodeNotFound {
+			return nil, err
+		}
+		switch {
+		case cu != nil && cu.Membership == MembershipMember:
+			c.member = cu
+			return c, nil
+		case cu != nil && cu.Membership == MembershipBanned:
+			return nil, &Error{Code: CodeUserBanned, Message: "user " + quote(actorID) + " is banned from channel " + quote(channelID), Detail: []Detail{UserRef{UserID: actorID}}}
+		}
+		return nil, &Error{Code: CodePermissionDenied, Message: "user " + quote(actorID) + " is not a member of channel " + quote(channelID), Detail: []Detail{UserRef{UserID: actorID}}}
 	}
 	if c.admin {
 		return c, nil

@@ -2,27 +2,6 @@ package chat
 
 import "context"
 
-// requireMember returns the actor's relation to the channel when the actor
-// is a member of it: the right to use a channel's member-only calls (mark
-// read). A banned actor is CodeUserBanned, any other non-member
-// CodePermissionDenied, admins included: these calls act on the actor's
-// own relation, which a non-member does not have.
-func requireMember(ctx context.Context, tx Tx, channelID, actorID string) (*ChannelUser, error) {
-	cu, err := tx.GetChannelUser(ctx, channelID, actorID)
-	if err != nil && ErrorCode(err) != CodeNotFound {
-		return nil, err
-	}
-	switch {
-	case cu != nil && cu.Membership == MembershipMember:
-		return cu, nil
-	case cu != nil && cu.Membership == MembershipBanned:
-		return nil, &Error{Code: CodeUserBanned, Message: "user " + quote(actorID) + " is banned from channel " + quote(channelID),
-			Detail: []Detail{UserRef{UserID: actorID}}}
-	}
-	return nil, &Error{Code: CodePermissionDenied, Message: "user " + quote(actorID) + " is not a member of channel " + quote(channelID),
-		Detail: []Detail{UserRef{UserID: actorID}}}
-}
-
 // MarkRead moves the acting user's read marker in a channel forward to
 // segment (a channelSegment of the channel, 1 up to its messageCount), or
 // to the channel's latest segment when segment is 0, and returns the
@@ -45,10 +24,11 @@ func (s *Service) MarkRead(ctx context.Context, actorID, channelID string, segme
 		if err != nil {
 			return err
 		}
-		cu, err := requireMember(ctx, tx, channelID, actorID)
+		who, err := s.authorize(ctx, tx, actorID, actMarkRead, channelID)
 		if err != nil {
 			return err
 		}
+		cu := who.member
 		to := segment
 		if to == 0 {
 			to = c.MessageCount

@@ -54,15 +54,16 @@ const (
 	granted                   // the Channel/ permission of the operation
 	own                       // the author of the message (it is the member's)
 	ownOrManage               // the author, and Channel/ManageMessages
+	ownRelation               // the channel's members only, admins included (mark read)
 )
 
 // allowed reports whether caller passes access.
 func (a access) allowed(caller string) bool {
 	switch caller {
 	case asAdmin:
-		return true
+		return a != ownRelation // the admin is not a member of channel c
 	case asMember:
-		return a == anyUser || a == members || a == own || a == ownOrManage
+		return a == anyUser || a == members || a == own || a == ownOrManage || a == ownRelation
 	case asNonMember, asNewcomer:
 		return a == anyUser
 	case asGranted:
@@ -110,6 +111,7 @@ var matrixRows = []matrixRow{
 	{"POST", "/channel/{channelId}/join", "/channel/c/join", ``, false, anyUser},
 	{"POST", "/channel/{channelId}/leave", "/channel/c/leave", ``, false, anyUser},
 	{"POST", "/channel/{channelId}/typing", "/channel/c/typing", ``, false, members},
+	{"POST", "/channel/{channelId}/read", "/channel/c/read", ``, false, ownRelation},
 	{"PUT", "/channel/{channelId}/mute", "/channel/c/mute", `{"mutePeriod":60000}`, false, granted},
 	{"PUT", "/channel/{channelId}/users/mute", "/channel/c/users/mute", `{"userIds":["rv"],"mutePeriod":60000}`, false, granted},
 	{"PUT", "/channel/{channelId}/rateLimit", "/channel/c/rateLimit", `{"rateLimitWindow":1000}`, false, granted},
