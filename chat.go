@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,18 @@ type Config struct {
 	// kept in the store's meta table, so every process sharing the store
 	// accepts the tokens of the others.
 	PagingKey []byte
+	// LinkKey keys the HMAC-SHA256 signatures of file links (data.urls of
+	// image messages, data.url of file messages). Default: a random key
+	// created once and kept in the store's meta table, as PagingKey, so a
+	// link made by one process opens on every other.
+	LinkKey []byte
+	// LinkTTL is the least lifetime of a file link; the expiry is rounded
+	// up to the next whole hour. Default DefaultLinkTTL (24 h).
+	LinkTTL time.Duration
+	// APIPrefix is where the HTTP API is served, as clients reach it: a
+	// path ("/api/v2") or an absolute URL ("https://chat.example.com/api/v2").
+	// File links begin with it. Default DefaultAPIPrefix ("/api/v2").
+	APIPrefix string
 	// Limits bounds inputs; zero fields take their defaults.
 	Limits Limits
 	// Logger receives warnings. Default slog.Default().
@@ -100,6 +113,9 @@ type Service struct {
 	rulesM sync.Mutex
 	hooks  atomic.Pointer[hookCache]
 	hooksM sync.Mutex
+	links  *linkSigner
+	typing typingThrottle
+	ephem  ephemeralSubs
 }
 
 // New returns a Service over store. It reads or creates the paging key
@@ -122,27 +138,23 @@ func New(ctx context.Context, store Store, cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.pkey = cfg.PagingKey
-	if len(s.pkey) == 0 {
-		var b [32]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return nil, err
-		}
-		var stored string
-		err := store.Update(ctx, func(tx Tx) error {
-			v, err := tx.PutMetaIfAbsent(ctx, "paging_key", hex.EncodeToString(b[:]))
-			stored = v
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		k, err := hex.DecodeString(stored)
-		if err != nil || len(k) == 0 {
-			return nil, errors.New("chat: stored paging key is corrupt")
-		}
-		s.pkey = k
+	var err error
+	if s.pkey, err = sharedKey(ctx, store, "paging_key", cfg.PagingKey); err != nil {
+		return nil, err
 	}
+	lkey, err := sharedKey(ctx, store, "link_key", cfg.LinkKey)
+	if err != nil {
+		return nil, err
+	}
+	prefix := strings.TrimRight(cfg.APIPrefix, "/")
+	if cfg.APIPrefix == "" {
+		prefix = DefaultAPIPrefix
+	}
+	ttl := cfg.LinkTTL
+	if ttl <= 0 {
+		ttl = DefaultLinkTTL
+	}
+	s.links = newLinkSigner(lkey, prefix, ttl)
 	if err := s.ensureBuiltins(ctx); err != nil {
 		return nil, err
 	}
@@ -153,6 +165,33 @@ func New(ctx context.Context, store Store, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// sharedKey returns key when set, else the random key kept in the store's
+// meta table under name, created on first use, so every process sharing
+// the store uses the same key.
+func sharedKey(ctx context.Context, store Store, name string, key []byte) ([]byte, error) {
+	if len(key) > 0 {
+		return key, nil
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	var stored string
+	err := store.Update(ctx, func(tx Tx) error {
+		v, err := tx.PutMetaIfAbsent(ctx, name, hex.EncodeToString(b[:]))
+		stored = v
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	k, err := hex.DecodeString(stored)
+	if err != nil || len(k) == 0 {
+		return nil, errors.New("chat: stored " + strings.ReplaceAll(name, "_", " ") + " is corrupt")
+	}
+	return k, nil
 }
 
 // Store returns the store the Service uses.

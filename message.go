@@ -42,8 +42,8 @@ func presentMessage(m *Message) {
 func (s *Service) messageList(ctx context.Context, tx Tx, ms []*Message) (*MessageList, error) {
 	out := &MessageList{Messages: make([]Message, 0, len(ms))}
 	ids := make([]string, 0, len(ms))
+	s.present(ms...)
 	for _, m := range ms {
-		presentMessage(m)
 		out.Messages = append(out.Messages, *m)
 		ids = append(ids, m.UserID)
 	}
@@ -233,7 +233,7 @@ func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *post
 			return nil, err
 		}
 	}
-	presentMessage(m)
+	s.present(m)
 	presentUser(pc.author)
 	r.u[0] = *pc.author
 	r.list = MessageList{Messages: r.m[:], Users: r.u[:]}

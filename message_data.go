@@ -21,6 +21,10 @@ type ImageData struct {
 	Height int `json:"height"`
 	// Sizes are the renditions kept, smallest first.
 	Sizes []ImageSize `json:"sizes"`
+	// URLs maps each kept size to its signed link (a path under the API
+	// prefix that needs no access token until it expires). The Service
+	// adds it to every image message it returns; it is never stored.
+	URLs map[string]string `json:"urls,omitempty"`
 }
 
 // Names of the image renditions (ImageSize.Size).
@@ -60,6 +64,10 @@ type FileData struct {
 	MimeType string `json:"mimeType"`
 	// Size is the file's length in bytes.
 	Size int64 `json:"size"`
+	// URL is the file's signed link (a path under the API prefix that
+	// needs no access token until it expires). The Service adds it to
+	// every file message it returns; it is never stored.
+	URL string `json:"url,omitempty"`
 }
 
 // Text returns the text of a text message; ok is false for other types

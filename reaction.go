@@ -177,7 +177,7 @@ func (s *Service) AddReaction(ctx context.Context, actorID, referenceID string, 
 			if err != nil {
 				return err
 			}
-			presentMessage(m)
+			s.present(m)
 			ev.add(EventReactionDidAdd, ReactionEventData{Reactions: []Reaction{*r}, Messages: []Message{*m}, Users: userValues(us)})
 		}
 		return nil
@@ -220,7 +220,7 @@ func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID strin
 		if err != nil {
 			return err
 		}
-		presentMessage(m)
+		s.present(m)
 		ev.add(EventReactionDidRemove, ReactionEventData{Reactions: []Reaction{*r}, Messages: []Message{*m}, Users: userValues(us)})
 		return nil
 	})

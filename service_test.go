@@ -985,6 +985,8 @@ func TestFilesAndImages(t *testing.T) {
 	require.EqualValues(t, 4, m.Data["size"])
 	fd, ok := m.File()
 	require.True(t, ok)
+	require.Regexp(t, `^/api/v2/messages/`+m.MessageID+`/files\?exp=\d+&sig=[A-Za-z0-9_-]{43}$`, fd.URL)
+	fd.URL = ""
 	require.Equal(t, chat.FileData{FileID: m.Data["fileId"].(string), FileName: "passwd", MimeType: "text/plain", Size: 4}, fd)
 	_, ok = m.Image()
 	require.False(t, ok, "a file message is not an image")
@@ -1004,6 +1006,9 @@ func TestFilesAndImages(t *testing.T) {
 	require.Equal(t, "look", im.Data["caption"])
 	id, ok := im.Image()
 	require.True(t, ok)
+	require.Len(t, id.URLs, 1)
+	require.Regexp(t, `^/api/v2/messages/`+im.MessageID+`/images\?size=small&exp=\d+&sig=[A-Za-z0-9_-]{43}$`, id.URLs["small"])
+	id.URLs = nil
 	require.Equal(t, chat.ImageData{Caption: "look", FileID: im.Data["fileId"].(string), FileName: "p.png", MimeType: "image/png", Width: 2, Height: 1,
 		Sizes: []chat.ImageSize{{Size: chat.ImageSmall, Width: 2, Height: 1, MimeType: "image/png", FileSize: 1}}}, id)
 	small, ok := id.Rendition(chat.ImageSmall)

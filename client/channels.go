@@ -126,6 +126,21 @@ func (c *Client) JoinChannel(ctx context.Context, channelID string) (*Channel, e
 	return oneChannel(&out, err)
 }
 
+// LeaveChannel removes the caller's own user from a channel (POST
+// /channel/{channelId}/leave, ext). Leaving a channel one is not a member
+// of succeeds and changes nothing.
+func (c *Client) LeaveChannel(ctx context.Context, channelID string) error {
+	return c.action(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/leave", struct{}{})
+}
+
+// Typing tells the channel's other members that the caller is typing
+// (POST /channel/{channelId}/typing, ext). The server publishes at most one
+// channel.didStartTyping per user and channel every 2 s; calls in between
+// succeed too, so a client may call it on every keystroke.
+func (c *Client) Typing(ctx context.Context, channelID string) error {
+	return c.action(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/typing", struct{}{})
+}
+
 // mutePeriod is the wire's mutePeriod for d: milliseconds, rounded up,
 // -1 for chat.MuteForever; a negative d stays negative, for the server to
 // refuse.

@@ -306,6 +306,27 @@ func (c *Client) GetFile(ctx context.Context, messageID string, hdr http.Header)
 	return c.download(ctx, c.endpoint("/messages/"+esc(messageID)+"/files", nil), hdr)
 }
 
+// OpenLink downloads a signed file link as the API returns it in a
+// message's data.urls (images) or data.url (files): a path under the
+// API's prefix, resolved against the Client's base URL, or an absolute
+// URL. It sends no access token: the link is its own permission. An
+// altered or expired link is an *Error with chat.CodeForbidden, the link
+// of a deleted message chat.CodeNotFound. The caller must Close the
+// Download.
+func (c *Client) OpenLink(ctx context.Context, link string, hdr http.Header) (*Download, error) {
+	base, err := url.Parse(c.base)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := url.Parse(link)
+	if err != nil {
+		return nil, fmt.Errorf("chat api: link %q: %w", link, err)
+	}
+	anon := *c
+	anon.token = ""
+	return anon.download(ctx, base.ResolveReference(ref).String(), hdr)
+}
+
 // download starts a download: the response headers must come within the
 // Client's timeout, the body is then read for as long as ctx allows.
 func (c *Client) download(ctx context.Context, u string, hdr http.Header) (*Download, error) {

@@ -257,32 +257,58 @@ func (h *handler) getImage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	size := p.str("size")
+	link := signedLink(p)
 	if err := p.Err(); err != nil {
 		return err
 	}
 	if size == "" {
 		size = "medium"
 	}
-	if !imageSizes[size] {
+	if link == nil && !imageSizes[size] {
+		// A signed link is checked whole first: any altered part is 403.
 		return badRequest("size", "must be small, medium, large or full")
 	}
-	return h.serveBlob(w, r, id, size, "inline")
+	return h.serveBlob(w, r, id, size, "inline", link)
 }
 
 // getFile serves GET /messages/{messageId}/files.
 func (h *handler) getFile(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathParam(r, "messageId")
+	id, p, err := h.pathAndParams(w, r, "messageId")
 	if err != nil {
 		return err
 	}
-	return h.serveBlob(w, r, id, "file", "attachment")
+	link := signedLink(p)
+	if err := p.Err(); err != nil {
+		return err
+	}
+	return h.serveBlob(w, r, id, "file", "attachment", link)
+}
+
+// linkParams are the exp and sig parameters of a signed link.
+type linkParams struct{ exp, sig string }
+
+// signedLink returns the link parameters of a request that has sig, or
+// nil (the request then carries an access token: see linkOrAuth).
+func signedLink(p *params) *linkParams {
+	if !p.has("sig") {
+		return nil
+	}
+	return &linkParams{exp: p.str("exp"), sig: p.str("sig")}
 }
 
 // serveBlob writes a stored file or image rendition with safe download
 // headers; http.ServeContent answers Range, If-None-Match and
-// If-Modified-Since.
-func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, messageID, name, disposition string) error {
-	b, m, err := h.svc.GetMessageBlob(r.Context(), messageID, name)
+// If-Modified-Since. With link set the signed link is verified instead of
+// the caller's rights.
+func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, messageID, name, disposition string, link *linkParams) error {
+	var b *chat.Blob
+	var m *chat.Message
+	var err error
+	if link != nil {
+		b, m, err = h.svc.OpenLink(r.Context(), messageID, name, link.exp, link.sig)
+	} else {
+		b, m, err = h.svc.GetMessageBlob(r.Context(), messageID, name)
+	}
 	if err != nil {
 		return err
 	}

@@ -81,12 +81,16 @@ type handler struct {
 func New(svc *chat.Service, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
 	h := &handler{svc: svc, cfg: cfg, log: cfg.Logger, mux: chi.NewRouter()}
-	h.mux.Use(h.requestID, h.accessLog, h.recoverPanic, h.auth)
+	h.mux.Use(h.requestID, h.accessLog, h.recoverPanic)
 	for _, rt := range h.routes() {
-		h.mux.Method(rt.Method, rt.Pattern, h.wrap(rt.fn))
+		if rt.link {
+			h.mux.Method(rt.Method, rt.Pattern, h.linkOrAuth(h.wrap(rt.fn)))
+		} else {
+			h.mux.Method(rt.Method, rt.Pattern, h.auth(h.wrap(rt.fn)))
+		}
 	}
-	h.mux.NotFound(h.notFound)
-	h.mux.MethodNotAllowed(h.methodNotAllowed)
+	h.mux.NotFound(h.auth(http.HandlerFunc(h.notFound)).ServeHTTP)
+	h.mux.MethodNotAllowed(h.auth(http.HandlerFunc(h.methodNotAllowed)).ServeHTTP)
 	return h.mux
 }
 
@@ -111,12 +115,19 @@ func Routes() []Route {
 type route struct {
 	Route
 	fn func(w http.ResponseWriter, r *http.Request) error
+	// link marks the downloads that also open as signed links (a sig
+	// parameter instead of an access token).
+	link bool
 }
 
 // routes is the route table. h may be nil (Routes only reads the table).
 func (h *handler) routes() []route {
 	rt := func(method, pattern string, fn func(http.ResponseWriter, *http.Request) error) route {
-		return route{Route{method, pattern}, fn}
+		return route{Route: Route{method, pattern}, fn: fn}
+	}
+	linked := func(r route) route {
+		r.link = true
+		return r
 	}
 	const (
 		get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
@@ -132,6 +143,8 @@ func (h *handler) routes() []route {
 		rt(post, "/channel/{channelId}/users", h.addUsers),
 		rt(del, "/channel/{channelId}/users", h.removeUsers),
 		rt(post, "/channel/{channelId}/join", h.joinChannel),
+		rt(post, "/channel/{channelId}/leave", h.leaveChannel),
+		rt(post, "/channel/{channelId}/typing", h.typing),
 		rt(put, "/channel/{channelId}/mute", h.muteChannel),
 		rt(put, "/channel/{channelId}/users/mute", h.muteUsers),
 		rt(put, "/channel/{channelId}/rateLimit", h.setRateLimit),
@@ -148,9 +161,9 @@ func (h *handler) routes() []route {
 		rt(post, "/message/{messageId}/flags", h.flagMessage),
 		rt(del, "/message/{messageId}/flags", h.clearMessageFlags),
 		rt(post, "/messages/images", h.createImageMessage),
-		rt(get, "/messages/{messageId}/images", h.getImage),
+		linked(rt(get, "/messages/{messageId}/images", h.getImage)),
 		rt(post, "/messages/files", h.createFileMessage),
-		rt(get, "/messages/{messageId}/files", h.getFile),
+		linked(rt(get, "/messages/{messageId}/files", h.getFile)),
 		// Users.
 		rt(get, "/users", h.queryUsers),
 		rt(get, "/users/{userId}", h.getUser),
@@ -414,6 +427,20 @@ func (h *handler) auth(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), infoKey, &requestInfo{admin: a})))
+	})
+}
+
+// linkOrAuth lets a signed link (a request with a sig parameter) through
+// without an access token, for the download handler to verify; any other
+// request goes through auth.
+func (h *handler) linkOrAuth(next http.Handler) http.Handler {
+	authed := h.auth(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("sig") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		authed.ServeHTTP(w, r)
 	})
 }
 

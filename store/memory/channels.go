@@ -22,6 +22,12 @@ func (t *tx) CreateChannel(_ context.Context, c *chat.Channel) error {
 	}
 	setKey(t, t.d.channels, sc.ChannelID, sc)
 	sortedInsert(t, &t.d.chanOrder, sc, cmpChannel)
+	// Relations written before the channel existed (usually none).
+	for userID, cu := range t.d.members[sc.ChannelID] {
+		if cu.Membership == chat.MembershipMember {
+			sortedInsert(t, t.memberList(userID), sc, cmpChannel)
+		}
+	}
 	return nil
 }
 
@@ -102,15 +108,9 @@ func (t *tx) QueryChannels(_ context.Context, f chat.ChannelFilter) ([]*chat.Cha
 	list := t.d.chanOrder
 	if f.MemberOf != "" {
 		list = nil
-		for chID, cu := range t.d.userChans[f.MemberOf] {
-			if cu.Membership != chat.MembershipMember {
-				continue
-			}
-			if c, ok := t.d.channels[chID]; ok {
-				list = append(list, c)
-			}
+		if l := t.d.memberOf[f.MemberOf]; l != nil {
+			list = *l
 		}
-		slices.SortFunc(list, cmpChannel)
 	}
 	// Newest first is descending order: After bounds from above (older
 	// rows), Before from below (newer rows, returned ascending).
@@ -215,6 +215,34 @@ func (t *tx) ListMemberships(_ context.Context, userID string, channelIDs []stri
 	return out, nil
 }
 
+// memberList returns the user's entry of memberOf, creating it (with undo)
+// when absent.
+func (t *tx) memberList(userID string) *[]*chat.Channel {
+	l, ok := t.d.memberOf[userID]
+	if !ok {
+		l = new([]*chat.Channel)
+		setKey(t, t.d.memberOf, userID, l)
+	}
+	return l
+}
+
+// memberChange keeps memberOf in step when the user's relation to the
+// channel goes from was to now (nil = no relation).
+func (t *tx) memberChange(channelID, userID string, was, now *chat.ChannelUser) {
+	c, ok := t.d.channels[channelID]
+	if !ok {
+		return // listed from CreateChannel on
+	}
+	switch isMember(now) - isMember(was) {
+	case 1:
+		sortedInsert(t, t.memberList(userID), c, cmpChannel)
+	case -1:
+		if l := t.d.memberOf[userID]; l != nil {
+			sortedRemove(t, l, c, cmpChannel)
+		}
+	}
+}
+
 // addMemberCount adjusts a channel's memberCount (when the channel exists).
 func (t *tx) addMemberCount(channelID string, delta int) {
 	if delta == 0 {
@@ -242,6 +270,7 @@ func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
 	old := t.d.members[v.ChannelID][v.UserID]
 	setKey(t, innerMap(t, t.d.members, v.ChannelID), v.UserID, v)
 	setKey(t, innerMap(t, t.d.userChans, v.UserID), v.ChannelID, v)
+	t.memberChange(v.ChannelID, v.UserID, old, v)
 	t.addMemberCount(v.ChannelID, isMember(v)-isMember(old))
 	return nil
 }
@@ -256,6 +285,7 @@ func (t *tx) DeleteChannelUser(_ context.Context, channelID, userID string) erro
 	}
 	delKey(t, t.d.members[channelID], userID)
 	delKey(t, t.d.userChans[userID], channelID)
+	t.memberChange(channelID, userID, old, nil)
 	t.addMemberCount(channelID, -isMember(old))
 	return nil
 }
@@ -265,8 +295,9 @@ func (t *tx) DeleteChannelUsers(_ context.Context, channelID string) error {
 		return err
 	}
 	if rel, ok := t.d.members[channelID]; ok {
-		for userID := range rel {
+		for userID, cu := range rel {
 			delKey(t, t.d.userChans[userID], channelID)
+			t.memberChange(channelID, userID, cu, nil)
 		}
 		delKey(t, t.d.members, channelID)
 	}

@@ -19,6 +19,10 @@ type data struct {
 	// Relations by channel and by user (the same pointers in both).
 	members   map[string]map[string]*chat.ChannelUser // channelID -> userID
 	userChans map[string]map[string]*chat.ChannelUser // userID -> channelID
+	// Per user, the existing channels whose relation has membership
+	// "member", in chanOrder's order: a page of a user's channels reads
+	// about as many entries as it returns.
+	memberOf map[string]*[]*chat.Channel
 
 	// Messages by id, and in creation order (allMsgs). The other indexes
 	// hold positions in allMsgs rather than pointers, so the garbage
@@ -86,6 +90,7 @@ func newData() *data {
 		channels:    map[string]*chat.Channel{},
 		members:     map[string]map[string]*chat.ChannelUser{},
 		userChans:   map[string]map[string]*chat.ChannelUser{},
+		memberOf:    map[string]*[]*chat.Channel{},
 		msgs:        map[string]*msg{},
 		chanMsgs:    map[string]*chanMsgs{},
 		children:    map[string]*msgList{},

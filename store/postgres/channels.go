@@ -172,20 +172,34 @@ func (a *argList) add(v any) string {
 }
 
 func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.Channel, error) {
+	q, args := channelQuery(f)
+	return t.channels(ctx, q, args...)
+}
+
+// channelQuery builds the statement of QueryChannels. Without MemberOf it
+// walks channels_created_idx. With MemberOf it walks the user's member
+// relations in channel_users_member_idx, whose channel_created_at is the
+// channel's created_at (kept by triggers, migration 0004), so the keyset
+// bounds and the order are on the relation's copy and a page reads about
+// as many relations as it returns, however many channels the user is in.
+func channelQuery(f chat.ChannelFilter) (string, []any) {
 	var (
 		args  argList
 		where []string
 	)
+	from := "{s}channels c"
+	created, id := "c.created_at", "c.channel_id"
+	if f.MemberOf != "" {
+		from = "{s}channel_users cu JOIN {s}channels c ON c.channel_id = cu.channel_id"
+		created, id = "cu.channel_created_at", "cu.channel_id"
+		where = append(where, "cu.user_id = "+args.add(f.MemberOf), "cu.membership = 'member'")
+	}
 	if !f.IncludeClosed {
 		where = append(where, "NOT c.is_closed")
 	}
-	if f.MemberOf != "" {
-		where = append(where, `EXISTS (SELECT 1 FROM {s}channel_users cu WHERE cu.channel_id = c.channel_id
-			AND cu.user_id = `+args.add(f.MemberOf)+` AND cu.membership = 'member')`)
-	}
 	if f.NotMemberOf != "" {
-		where = append(where, `NOT EXISTS (SELECT 1 FROM {s}channel_users cu WHERE cu.channel_id = c.channel_id
-			AND cu.user_id = `+args.add(f.NotMemberOf)+` AND cu.membership = 'member')`)
+		where = append(where, `NOT EXISTS (SELECT 1 FROM {s}channel_users nm WHERE nm.channel_id = c.channel_id
+			AND nm.user_id = `+args.add(f.NotMemberOf)+` AND nm.membership = 'member')`)
 	}
 	if len(f.Tags) > 0 {
 		where = append(where, "c.tags && "+args.add(textArray(f.Tags))+"::text[]")
@@ -193,23 +207,24 @@ func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.C
 	if len(f.ExcludeTags) > 0 {
 		where = append(where, "NOT (c.tags && "+args.add(textArray(f.ExcludeTags))+"::text[])")
 	}
+	key := "(" + created + ", " + id + ")"
 	if f.After != nil {
-		where = append(where, "(c.created_at, c.channel_id) < ("+args.add(msTime(f.After.CreatedAt))+", "+args.add(f.After.ChannelID)+")")
+		where = append(where, key+" < ("+args.add(msTime(f.After.CreatedAt))+", "+args.add(f.After.ChannelID)+")")
 	}
 	if f.Before != nil {
-		where = append(where, "(c.created_at, c.channel_id) > ("+args.add(msTime(f.Before.CreatedAt))+", "+args.add(f.Before.ChannelID)+")")
+		where = append(where, key+" > ("+args.add(msTime(f.Before.CreatedAt))+", "+args.add(f.Before.ChannelID)+")")
 	}
-	q := "SELECT " + prefixCols("c.", channelSel) + " FROM {s}channels c"
+	q := "SELECT " + prefixCols("c.", channelSel) + " FROM " + from
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	if f.Before != nil {
-		q += " ORDER BY c.created_at, c.channel_id"
+		q += " ORDER BY " + created + ", " + id
 	} else {
-		q += " ORDER BY c.created_at DESC, c.channel_id DESC"
+		q += " ORDER BY " + created + " DESC, " + id + " DESC"
 	}
 	q += limitOffset(&args, f.Limit, f.Offset)
-	return t.channels(ctx, q, args...)
+	return q, args
 }
 
 func limitOffset(args *argList, limit, offset int) string {

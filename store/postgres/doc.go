@@ -159,7 +159,11 @@
 // stop at the limit, comments use (parent_id, channel_segment), soft
 // deletes by author (user_id, channel_id); channel lists use (created_at
 // DESC, channel_id DESC) and a GIN index on tags; relations have (channel_id,
-// user_id) and (user_id, channel_id); the user search compares lowercased
+// user_id) and (user_id, channel_id), and a user's channels walk the partial
+// index (user_id, channel_created_at DESC, channel_id DESC) of the member
+// relations, whose channel_created_at is a trigger-kept copy of the
+// channel's created_at (TestExplainMemberChannels checks the plans); the
+// user search compares lowercased
 // copies of displayName and userId (lowercased in Go, Unicode-aware) with
 // prefix bounds (>= p AND < next(p)) on btree indexes, not ILIKE; reactions
 // are unique on (user_id, message_id, name) and listed by (message_id,

@@ -56,6 +56,12 @@ func (t *tx) CreateChannel(ctx context.Context, c *chat.Channel) error {
 	if err != nil {
 		return asConflict(err, "channel", c.ChannelID)
 	}
+	// Relations written before the channel existed get its sort key
+	// (channel_users_member_idx); usually there are none.
+	if _, err := t.exec(ctx, "UPDATE channel_users SET channel_created_at = ? WHERE channel_id = ?",
+		ms(c.CreatedAt), c.ChannelID); err != nil {
+		return err
+	}
 	return t.insertChannelTags(ctx, c.ChannelID, c.Tags)
 }
 
@@ -136,10 +142,15 @@ func (t *tx) NextSegment(ctx context.Context, channelID string, now time.Time) (
 func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.Channel, error) {
 	var q strings.Builder
 	var args []any
+	// The sort key the query bounds and orders by: the channel's
+	// (created_at, channel_id) in channels_created_idx or, with memberOf,
+	// their copy in the user's relations in channel_users_member_idx, so
+	// that a page reads about as many relations as it returns.
+	created, id := "c.created_at", "c.channel_id"
 	q.WriteString("SELECT " + channelCols + " FROM ")
 	if f.MemberOf != "" {
-		// Drive the query from the user's memberships (index
-		// channel_users_user_idx): CROSS JOIN fixes the join order.
+		// CROSS JOIN fixes the join order: relations first.
+		created, id = "cu.channel_created_at", "cu.channel_id"
 		q.WriteString(`channel_users cu CROSS JOIN channels c ON c.channel_id = cu.channel_id
 	WHERE cu.user_id = ? AND cu.membership = 'member'`)
 		args = append(args, f.MemberOf)
@@ -162,18 +173,19 @@ func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.C
 	if !f.IncludeClosed {
 		q.WriteString(" AND c.is_closed = 0")
 	}
+	sortKey := "(" + created + ", " + id + ")"
 	if f.After != nil {
-		q.WriteString(" AND (c.created_at, c.channel_id) < (?, ?)")
+		q.WriteString(" AND " + sortKey + " < (?, ?)")
 		args = append(args, ms(chat.NewTime(f.After.CreatedAt)), f.After.ChannelID)
 	}
 	if f.Before != nil {
-		q.WriteString(" AND (c.created_at, c.channel_id) > (?, ?)")
+		q.WriteString(" AND " + sortKey + " > (?, ?)")
 		args = append(args, ms(chat.NewTime(f.Before.CreatedAt)), f.Before.ChannelID)
 	}
 	if f.Before != nil {
-		q.WriteString(" ORDER BY c.created_at ASC, c.channel_id ASC")
+		q.WriteString(" ORDER BY " + created + " ASC, " + id + " ASC")
 	} else {
-		q.WriteString(" ORDER BY c.created_at DESC, c.channel_id DESC")
+		q.WriteString(" ORDER BY " + created + " DESC, " + id + " DESC")
 	}
 	q.WriteString(" LIMIT " + limitParam + " OFFSET " + limitParam)
 	args = append(args, limitArg(f.Limit), max(f.Offset, 0))
@@ -271,11 +283,15 @@ func (t *tx) PutChannelUser(ctx context.Context, cu *chat.ChannelUser) error {
 	if err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, `INSERT INTO channel_users (`+channelUserCols+`) VALUES (?,?,?,?,?,?,?)
+	// channel_created_at: the channel's sort key, for channel_users_member_idx.
+	if _, err := t.exec(ctx, `INSERT INTO channel_users (`+channelUserCols+`, channel_created_at)
+	VALUES (?,?,?,?,?,?,?, (SELECT created_at FROM channels WHERE channel_id = ?))
 	ON CONFLICT (channel_id, user_id) DO UPDATE SET membership = excluded.membership,
 	is_muted = excluded.is_muted, mute_timeout = excluded.mute_timeout,
-	created_at = excluded.created_at, updated_at = excluded.updated_at`,
-		cu.ChannelID, cu.UserID, cu.Membership, cu.IsMuted, msp(cu.MuteTimeout), ms(cu.CreatedAt), ms(cu.UpdatedAt)); err != nil {
+	created_at = excluded.created_at, updated_at = excluded.updated_at,
+	channel_created_at = excluded.channel_created_at`,
+		cu.ChannelID, cu.UserID, cu.Membership, cu.IsMuted, msp(cu.MuteTimeout), ms(cu.CreatedAt), ms(cu.UpdatedAt),
+		cu.ChannelID); err != nil {
 		return err
 	}
 	return t.addMemberCount(ctx, cu.ChannelID, membershipDelta(old, cu.Membership))

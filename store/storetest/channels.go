@@ -32,6 +32,8 @@ var memberCases = []tcase{
 	{"GetChannelUsers", testGetChannelUsers},
 	{"ListMemberships", testListMemberships},
 	{"Isolation", testMemberIsolation},
+	{"ChannelPaging", testMemberChannelPaging},
+	{"ChannelChanges", testMemberChannelChanges},
 }
 
 func fullChannel() *chat.Channel {
