@@ -148,28 +148,29 @@ func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, pare
 	if err != nil {
 		return nil, err
 	}
-	if author.IsGlobalBan {
-		return nil, Errorf(CodeGlobalBanned, "user %s is globally banned", quote(actorID))
+	cl, err := s.authorizeUser(ctx, tx, actorID, author, actPostMessage, channelID)
+	if err != nil {
+		return nil, err
 	}
 	c, err := openChannel(ctx, tx, channelID)
 	if err != nil {
 		return nil, err
 	}
-	perms, admin, err := s.permissions(ctx, tx, author)
-	if err != nil {
-		return nil, err
-	}
-	cu, err := tx.GetChannelUser(ctx, channelID, actorID)
-	if err != nil && ErrorCode(err) != CodeNotFound {
-		return nil, err
+	admin, perms, cu := cl.admin, cl.perms, cl.member
+	if admin {
+		// Admins post anywhere (broadcast); their exemptions come from
+		// their other roles.
+		if perms, _, err = s.permissions(ctx, tx, author); err != nil {
+			return nil, err
+		}
+		if cu, err = tx.GetChannelUser(ctx, channelID, actorID); err != nil && ErrorCode(err) != CodeNotFound {
+			return nil, err
+		}
 	}
 	if cu != nil && cu.Membership == MembershipBanned {
 		return nil, Errorf(CodeUserBanned, "user %s is banned from channel %s", quote(actorID), quote(channelID))
 	}
 	isMember := cu != nil && cu.Membership == MembershipMember
-	if !admin && !isMember {
-		return nil, Errorf(CodePermissionDenied, "user %s is not a member of channel %s", quote(actorID), quote(channelID))
-	}
 	if !admin && !perms[PermExemptFromMute] {
 		if c.MuteTimeout != nil && c.MuteTimeout.After(now.Time) {
 			return nil, Errorf(CodeChannelMuted, "channel %s is muted", quote(channelID))
@@ -428,7 +429,7 @@ func (s *Service) checkCaption(caption string) error {
 
 // GetMessage reads one message (deleted ones too). Errors: CodeBadRequest,
 // CodeNotFound.
-func (s *Service) GetMessage(ctx context.Context, messageID string) (*MessageList, error) {
+func (s *Service) GetMessage(ctx context.Context, actorID, messageID string) (*MessageList, error) {
 	if err := s.checkID("messageId", messageID); err != nil {
 		return nil, err
 	}
@@ -437,6 +438,9 @@ func (s *Service) GetMessage(ctx context.Context, messageID string) (*MessageLis
 		m, err := tx.GetMessage(ctx, messageID)
 		if err != nil {
 			return notFound(err, "message", messageID)
+		}
+		if _, err := s.authorize(ctx, tx, actorID, actReadMessages, m.ChannelID); err != nil {
+			return err
 		}
 		out, err = s.messageList(ctx, tx, []*Message{m})
 		return err
@@ -448,7 +452,13 @@ func (s *Service) GetMessage(ctx context.Context, messageID string) (*MessageLis
 // an image rendition (small, medium, large, full) with the message. A
 // deleted message, a message of another type or a rendition that was not
 // kept is CodeNotFound. Errors: CodeBadRequest, CodeNotFound.
-func (s *Service) GetMessageBlob(ctx context.Context, messageID, name string) (*Blob, *Message, error) {
+func (s *Service) GetMessageBlob(ctx context.Context, actorID, messageID, name string) (*Blob, *Message, error) {
+	return s.messageBlob(ctx, &actorID, messageID, name)
+}
+
+// messageBlob reads a message's blob; with a nil actorID (a signed link,
+// which is its own permission) no rights are checked.
+func (s *Service) messageBlob(ctx context.Context, actorID *string, messageID, name string) (*Blob, *Message, error) {
 	if err := s.checkID("messageId", messageID); err != nil {
 		return nil, nil, err
 	}
@@ -459,6 +469,11 @@ func (s *Service) GetMessageBlob(ctx context.Context, messageID, name string) (*
 		m, err = tx.GetMessage(ctx, messageID)
 		if err != nil {
 			return notFound(err, "message", messageID)
+		}
+		if actorID != nil {
+			if _, err := s.authorize(ctx, tx, *actorID, actReadMessages, m.ChannelID); err != nil {
+				return err
+			}
 		}
 		want := MessageTypeImage
 		if name == "file" {
@@ -501,7 +516,7 @@ type MessageQuery struct {
 // QueryMessages lists messages, ascending by channelSegment, with paging
 // tokens toward older (previous) and newer (next) messages. Errors:
 // CodeBadRequest (validation, bad token), CodeNotFound (channel).
-func (s *Service) QueryMessages(ctx context.Context, q MessageQuery) (*MessageList, error) {
+func (s *Service) QueryMessages(ctx context.Context, actorID string, q MessageQuery) (*MessageList, error) {
 	if err := s.checkID("channelId", q.ChannelID); err != nil {
 		return nil, err
 	}
@@ -585,8 +600,15 @@ func (s *Service) QueryMessages(ctx context.Context, q MessageQuery) (*MessageLi
 	f.Limit = limit + 1
 	var out *MessageList
 	err := s.view(ctx, func(tx Tx) error {
-		if _, err := tx.GetChannel(ctx, q.ChannelID); err != nil {
-			return notFound(err, "channel", q.ChannelID)
+		cl, err := s.authorize(ctx, tx, actorID, actReadMessages, q.ChannelID)
+		if err != nil {
+			return err
+		}
+		if cl.member == nil {
+			// Admins and global readers: the channel must exist.
+			if _, err := tx.GetChannel(ctx, q.ChannelID); err != nil {
+				return notFound(err, "channel", q.ChannelID)
+			}
 		}
 		ms, err := tx.QueryMessages(ctx, f)
 		if err != nil {
@@ -662,6 +684,13 @@ func (s *Service) DeleteMessage(ctx context.Context, actorID, messageID string) 
 		if err != nil {
 			return notFound(err, "message", messageID)
 		}
+		act := actDeleteMessage
+		if m.UserID == actorID {
+			act = actReadMessages // its own, in a channel it may read
+		}
+		if _, err := s.authorize(ctx, tx, actorID, act, m.ChannelID); err != nil {
+			return err
+		}
 		if m.IsDeleted {
 			return nil
 		}
@@ -697,6 +726,9 @@ func (s *Service) FlagMessage(ctx context.Context, actorID, messageID string) (*
 		if err != nil {
 			return notFound(err, "message", messageID)
 		}
+		if _, err := s.authorize(ctx, tx, actorID, actFlagMessage, m.ChannelID); err != nil {
+			return err
+		}
 		if m.IsDeleted {
 			return Errorf(CodeNotFound, "message %s is deleted", quote(messageID))
 		}
@@ -731,6 +763,9 @@ func (s *Service) ClearMessageFlags(ctx context.Context, actorID, messageID stri
 	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, _ *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actClearMsgFlags, ""); err != nil {
+			return err
+		}
 		m, err := tx.GetMessage(ctx, messageID)
 		if err != nil {
 			return notFound(err, "message", messageID)

@@ -439,7 +439,7 @@ func TestGracefulShutdown(t *testing.T) {
 	defer st.Close()
 	svc, err := chat.New(context.Background(), st, chat.Config{})
 	require.NoError(t, err)
-	ml, err := svc.QueryMessages(context.Background(), chat.MessageQuery{ChannelID: "c"})
+	ml, err := svc.QueryMessages(context.Background(), "admin", chat.MessageQuery{ChannelID: "c"})
 	require.NoError(t, err)
 	require.Len(t, ml.Messages, 1)
 }
