@@ -70,7 +70,8 @@ func userValues(us []*User) []User {
 	return out
 }
 
-// channelList assembles a response from store values.
+// channelList assembles a response from store values, with the unread
+// count of every channelUser.
 func (s *Service) channelList(ctx context.Context, tx Tx, chs []*Channel, cus []*ChannelUser, extraUsers []string) (*ChannelList, error) {
 	now := s.now()
 	out := &ChannelList{Channels: make([]Channel, 0, len(chs)), ChannelUsers: make([]ChannelUser, 0, len(cus))}
@@ -78,8 +79,13 @@ func (s *Service) channelList(ctx context.Context, tx Tx, chs []*Channel, cus []
 		presentChannel(c, now)
 		out.Channels = append(out.Channels, *c)
 	}
+	unread, err := tx.UnreadCounts(ctx, cus)
+	if err != nil {
+		return nil, err
+	}
 	ids := append([]string(nil), extraUsers...)
-	for _, cu := range cus {
+	for i, cu := range cus {
+		cu.UnreadCount = unread[i]
 		presentChannelUser(cu, now)
 		out.ChannelUsers = append(out.ChannelUsers, *cu)
 		ids = append(ids, cu.UserID)

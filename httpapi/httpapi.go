@@ -147,6 +147,7 @@ func (h *handler) routes() []route {
 		rt(post, "/channel/{channelId}/join", h.joinChannel),
 		rt(post, "/channel/{channelId}/leave", h.leaveChannel),
 		rt(post, "/channel/{channelId}/typing", h.typing),
+		rt(post, "/channel/{channelId}/read", h.markRead),
 		rt(put, "/channel/{channelId}/mute", h.muteChannel),
 		rt(put, "/channel/{channelId}/users/mute", h.muteUsers),
 		rt(put, "/channel/{channelId}/rateLimit", h.setRateLimit),

@@ -251,7 +251,9 @@ func prefixCols(alias, cols string) string {
 
 const channelUserCols = `channel_id, user_id, membership, mute_timeout, created_at, updated_at`
 
-const channelUserSel = channelUserCols + `, version`
+// channelUserSel adds to channelUserCols (what PutChannelUser writes) the
+// row version and the read marker, which only MarkRead writes.
+const channelUserSel = channelUserCols + `, version, read_to_segment`
 
 func (t *tx) channelUsers(ctx context.Context, tmpl string, args ...any) ([]*chat.ChannelUser, error) {
 	var out []*chat.ChannelUser
@@ -262,7 +264,7 @@ func (t *tx) channelUsers(ctx context.Context, tmpl string, args ...any) ([]*cha
 			created, updated time.Time
 			version          int64
 		)
-		if err := r.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &mute, &created, &updated, &version); err != nil {
+		if err := r.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &mute, &created, &updated, &version, &cu.ReadToSegment); err != nil {
 			return err
 		}
 		cu.MuteTimeout = ctp(mute)
@@ -329,6 +331,56 @@ func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []st
 	}
 	return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
 		WHERE user_id = $1 AND channel_id = ANY($2::text[]) ORDER BY channel_id`, userID, textArray(channelIDs))
+}
+
+// MarkRead raises the marker in one statement: GREATEST keeps it from
+// moving back whatever the order of concurrent calls, and the row lock of
+// the UPDATE orders them. The row version is left alone: no other field
+// changes, and PutChannelUser never writes the marker.
+func (t *tx) MarkRead(ctx context.Context, channelID, userID string, segment int64) (*chat.ChannelUser, error) {
+	cus, err := t.channelUsers(ctx, `UPDATE {s}channel_users SET read_to_segment = GREATEST(read_to_segment, $3)
+		WHERE channel_id = $1 AND user_id = $2 RETURNING `+channelUserSel, channelID, userID, segment)
+	if err != nil {
+		return nil, err
+	}
+	if len(cus) == 0 {
+		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no relation to channel %q", userID, channelID)
+	}
+	return cus[0], nil
+}
+
+// UnreadCounts counts, in one statement, each relation's segments above
+// its marker less the user's own messages (messages_author_idx) and the
+// deleted messages of others (messages_deleted_idx) above it: index range
+// counts, never a read of the unread messages themselves.
+func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+	if len(cus) == 0 {
+		return nil, nil
+	}
+	chs, us, rs := make([]string, len(cus)), make([]string, len(cus)), make([]int64, len(cus))
+	for i, cu := range cus {
+		chs[i], us[i], rs[i] = cu.ChannelID, cu.UserID, cu.ReadToSegment
+	}
+	out := make([]int64, 0, len(cus))
+	err := t.query(ctx, `SELECT GREATEST(0, COALESCE(c.message_count, q.r) - q.r
+			- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r)
+			- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.is_deleted AND m.channel_segment > q.r
+				AND m.user_id <> q.u))
+		FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS q(ch, u, r, i)
+		LEFT JOIN {s}channels c ON c.channel_id = q.ch
+		ORDER BY q.i`, []any{textArray(chs), textArray(us), pq.Int64Array(rs)}, func(r *sql.Rows) error {
+		var n int64
+		err := r.Scan(&n)
+		out = append(out, n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != len(cus) {
+		return nil, fmt.Errorf("postgres: unread counts: %d rows for %d relations", len(out), len(cus))
+	}
+	return out, nil
 }
 
 // lockChannel takes the row lock of a channel before its relations change.
