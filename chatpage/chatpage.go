@@ -36,11 +36,12 @@ type Config struct {
 	APIPrefix string
 	// DevSignIn, when not nil, turns on the development sign-in: the page
 	// offers a box for a user id, and POST dev-token {"userId":"..."}
-	// answers {"token","userId","expiresAt"} with the token DevSignIn
-	// returns. Anybody who can reach the page can then act as any user:
+	// answers with the token DevSignIn returns, shaped as the API's
+	// POST /users/:userId/token ({"token","userId","expiresAt"}); a
+	// closure over Service.MintUserToken fits. Anybody who can reach the page can then act as any user:
 	// use it only on a machine of your own. Default nil (off: the page
 	// asks for a token pasted by the person).
-	DevSignIn func(ctx context.Context, userID string) (token string, expiresAt *time.Time, err error)
+	DevSignIn func(ctx context.Context, userID string) (*chat.UserToken, error)
 	// PollInterval is how often the page asks the API for new messages
 	// and unread counts. Default 2 s.
 	PollInterval time.Duration
@@ -125,14 +126,6 @@ type devTokenRequest struct {
 	UserID string `json:"userId"`
 }
 
-// devTokenResponse is the answer of POST /dev-token: the same shape as the
-// API's POST /users/:userId/token.
-type devTokenResponse struct {
-	Token     string  `json:"token"`
-	UserID    string  `json:"userId"`
-	ExpiresAt *string `json:"expiresAt"`
-}
-
 // devToken serves the development sign-in. It takes JSON only: a form
 // that another site makes a browser submit cannot reach it.
 func devToken(cfg Config) http.Handler {
@@ -158,19 +151,13 @@ func devToken(cfg Config) http.Handler {
 			fail(chat.InvalidField("userId", "is required"))
 			return
 		}
-		token, exp, err := cfg.DevSignIn(r.Context(), in.UserID)
+		tok, err := cfg.DevSignIn(r.Context(), in.UserID)
 		if err != nil {
 			fail(err)
 			return
 		}
-		var out devTokenResponse
-		out.Token, out.UserID = token, in.UserID
-		if exp != nil {
-			t := exp.UTC().Format(chat.TimeLayout)
-			out.ExpiresAt = &t
-		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		_ = json.NewEncoder(w).Encode(out)
+		_ = json.NewEncoder(w).Encode(tok)
 	})
 }
