@@ -360,4 +360,3 @@ func TestChatPageReportsViolations(t *testing.T) {
 	require.NotEmpty(t, tb.errs)
 	require.Contains(t, strings.Join(tb.errs, "\n"), "script-src", "the violation names the directive")
 }
-
