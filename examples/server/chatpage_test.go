@@ -313,6 +313,17 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 	require.Contains(t, src, "sig=", "through a signed link")
 	require.Equal(t, 64, natural, "the medium rendition of a 64x48 image keeps its size")
 
+	// CHAT_SCREENSHOT_DIR keeps what each of them sees, for the docs.
+	if dir := os.Getenv("CHAT_SCREENSHOT_DIR"); dir != "" {
+		for _, tb := range []*tab{alice, bob} {
+			ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+			shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			cancel()
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "chatpage-"+tb.name+".png"), shot, 0o644))
+		}
+	}
+
 	alice.noErrors(t)
 	bob.noErrors(t)
 }
