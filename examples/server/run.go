@@ -42,6 +42,7 @@ type config struct {
 	postgresSchema  string
 	chatPage        bool
 	unsafeDevSignIn bool
+	userTokenSecret string
 }
 
 // defaults are the values used when neither a flag nor its variable is set.
@@ -95,6 +96,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
 	fs.BoolVar(&c.chatPage, "chat-page", c.chatPage, "serve the end users' chat page at /chat/")
 	fs.BoolVar(&c.unsafeDevSignIn, "unsafe-dev-sign-in", false, "UNSAFE, local development only: the chat page signs anybody in as any user id they type")
+	fs.StringVar(&c.userTokenSecret, "user-token-secret", "", "secret signing end users' tokens (HS256 JWTs); default: a random secret made on first start and kept in the store")
 }
 
 // cli runs one invocation of the server binary.
