@@ -140,3 +140,10 @@ func testReadState(t *testing.T, e *env) {
 	_, err = c.MarkRead(ctx(t), "quiet", 0)
 	requireCode(t, err, chat.CodeForbidden)
 }
+
+// TestReadStatePostgres runs the read-state case of the suite (which runs
+// on memory and SQLite) against the Postgres store.
+func TestReadStatePostgres(t *testing.T) {
+	t.Parallel()
+	testReadState(t, newEnv(t, postgresStore))
+}

@@ -17,6 +17,7 @@ var readCases = []tcase{
 	{"MarkerForwardOnly", testMarkReadForward},
 	{"MarkerKeptByPutChannelUser", testMarkReadKept},
 	{"MarkerRollback", testMarkReadRollback},
+	{"MarkerConcurrent", testMarkReadConcurrent},
 	{"UnreadCountsModel", testUnreadModel},
 	{"UnreadCountsDeletes", testUnreadDeletes},
 	{"UnreadCountsEdges", testUnreadEdges},
@@ -299,4 +300,57 @@ func testUnreadEdges(t *testing.T, e *env) {
 		}
 		return nil
 	})
+}
+
+// Concurrent MarkRead calls never move a marker back, whatever order they
+// commit in, and concurrent read-modify-writes of the relation (a mute)
+// neither lose the marker nor lose their own change.
+func testMarkReadConcurrent(t *testing.T, e *env) {
+	const workers, each = 6, 15
+	e.createChannels(newChannel("c", at(0)))
+	e.putMembers(member("c", "u", chat.MembershipMember))
+	var highest atomic.Int64
+	err := group(workers+1, func(w int) error {
+		if w == workers { // the muter
+			for i := 1; i <= each; i++ {
+				if err := e.s.Update(e.ctx, func(tx chat.Tx) error {
+					cu, err := tx.GetChannelUser(e.ctx, "c", "u")
+					if err != nil {
+						return err
+					}
+					cu.MuteTimeout, cu.UpdatedAt = atp(int64(i)*1000), at(int64(i))
+					return tx.PutChannelUser(e.ctx, cu)
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		var seen int64
+		for i := range each {
+			seg := int64((w*37+i*13)%100 + 1)
+			for {
+				old := highest.Load()
+				if seg <= old || highest.CompareAndSwap(old, seg) {
+					break
+				}
+			}
+			cu, err := writeErr(e, func(tx chat.Tx) (*chat.ChannelUser, error) { return tx.MarkRead(e.ctx, "c", "u", seg) })
+			if err != nil {
+				return err
+			}
+			if cu.ReadToSegment < seg {
+				return fmt.Errorf("MarkRead(%d) returned marker %d, below the segment asked", seg, cu.ReadToSegment)
+			}
+			if cu.ReadToSegment < seen {
+				return fmt.Errorf("worker %d saw the marker move back from %d to %d", w, seen, cu.ReadToSegment)
+			}
+			seen = cu.ReadToSegment
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	got := e.relation("c", "u")
+	require.Equal(t, highest.Load(), got.ReadToSegment, "the highest segment asked")
+	require.True(t, atp(each*1000).Equal(got.MuteTimeout.Time), "the muter's last write is kept: %v", got.MuteTimeout)
 }
