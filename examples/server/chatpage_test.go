@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -370,4 +371,63 @@ func TestChatPageReportsViolations(t *testing.T) {
 	defer tb.mu.Unlock()
 	require.NotEmpty(t, tb.errs)
 	require.Contains(t, strings.Join(tb.errs, "\n"), "script-src", "the violation names the directive")
+}
+
+func TestChatPageFlags(t *testing.T) {
+	t.Parallel()
+	c, err := parseConfig(t, nil, nil)
+	require.NoError(t, err)
+	require.True(t, c.chatPage, "the page is on by default")
+	require.False(t, c.unsafeDevSignIn, "the development sign-in is off by default")
+
+	c, err = parseConfig(t, []string{"-chat-page=false"}, nil)
+	require.NoError(t, err)
+	require.False(t, c.chatPage)
+
+	c, err = parseConfig(t, nil, map[string]string{"CHAT_UNSAFE_DEV_SIGN_IN": "true", "CHAT_CHAT_PAGE": "1"})
+	require.NoError(t, err)
+	require.True(t, c.unsafeDevSignIn)
+	require.True(t, c.chatPage)
+
+	_, err = parseConfig(t, []string{"-unsafe-dev-sign-in", "-chat-page=false"}, nil)
+	var u usageError
+	require.ErrorAs(t, err, &u)
+	require.Contains(t, err.Error(), "-unsafe-dev-sign-in needs the chat page")
+}
+
+func TestChatPageServed(t *testing.T) {
+	t.Parallel()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(c *http.Client, url string) *http.Response {
+		t.Helper()
+		resp, err := c.Get(url)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	devToken := func(base string) int {
+		t.Helper()
+		resp, err := http.Post(base+"/chat/dev-token", "application/json", strings.NewReader(`{"userId":"mallory"}`))
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	on := start(t, "-store", "memory")
+	resp := get(http.DefaultClient, on.base+"/chat/")
+	require.Equal(t, 200, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "script-src 'self'")
+	resp = get(noRedirect, on.base+"/chat")
+	require.Equal(t, http.StatusMovedPermanently, resp.StatusCode)
+	require.Equal(t, "/chat/", resp.Header.Get("Location"))
+	require.Equal(t, 404, devToken(on.base), "no development sign-in without the flag")
+	require.NotContains(t, on.stderr.String(), "UNSAFE")
+
+	dev := start(t, "-store", "memory", "-unsafe-dev-sign-in")
+	require.Equal(t, 200, devToken(dev.base))
+	require.Contains(t, dev.stderr.String(), "UNSAFE", "the development sign-in is announced")
+
+	off := start(t, "-store", "memory", "-chat-page=false")
+	require.Equal(t, 404, get(http.DefaultClient, off.base+"/chat/").StatusCode)
+	require.Equal(t, 200, get(http.DefaultClient, off.base+"/livez").StatusCode)
 }
