@@ -286,10 +286,14 @@
   // ---- data loading -------------------------------------------------------
 
   async function loadChannels() {
+    const token = session.token;
     const [mine, others] = await Promise.all([
       api('POST', '/channels', { filter: 'member', options: { limit: 100 } }),
       api('POST', '/channels', { filter: 'notMember', options: { limit: 50 } }),
     ]);
+    if (session.token !== token) {
+      return; // signed out meanwhile
+    }
     store.mine = mine.channels || [];
     store.others = others.channels || [];
     rememberUsers(mine.users);
@@ -314,8 +318,9 @@
       return;
     }
     const options = replace ? { last: PAGE } : { after: store.lastSegment, first: 100 };
+    const token = session.token;
     const res = await api('POST', '/messages', { channelId: channelId, options: options });
-    if (store.open !== channelId) {
+    if (store.open !== channelId || session.token !== token) {
       return; // another channel opened meanwhile
     }
     rememberUsers(res.users);
@@ -346,42 +351,54 @@
   // ---- updates ------------------------------------------------------------
 
   // pollingSource calls refresh now and then every intervalMs after the
-  // previous call finished. An event stream can take its place: it needs
-  // the same start, stop and refresh methods.
+  // previous call finished. A refresh asked for while one runs runs again
+  // right after it, so news made by an action is never missed. An event
+  // stream can take its place: it needs the same start, stop and refresh
+  // methods.
   function pollingSource(refresh, intervalMs) {
     let timer = 0;
     let running = false;
-    let inFlight = null;
-    async function tick() {
+    let current = null;
+    let again = false;
+    function schedule() {
+      clearTimeout(timer);
+      if (running) {
+        timer = setTimeout(run, intervalMs);
+      }
+    }
+    function run() {
       clearTimeout(timer);
       if (!running) {
-        return;
+        return Promise.resolve();
       }
-      if (!inFlight) {
-        inFlight = refresh().finally(() => { inFlight = null; });
+      if (current) {
+        again = true;
+        return current;
       }
-      try {
-        await inFlight;
-      } finally {
-        if (running) {
-          clearTimeout(timer);
-          timer = setTimeout(tick, intervalMs);
+      current = (async () => {
+        try {
+          do {
+            again = false;
+            await refresh();
+          } while (again && running);
+        } finally {
+          current = null;
+          schedule();
         }
-      }
+      })();
+      return current;
     }
     return {
       start() {
         running = true;
-        return tick();
+        return run();
       },
       stop() {
         running = false;
         clearTimeout(timer);
       },
       // refresh asks for news now, after an action of the person.
-      refresh() {
-        return tick();
-      },
+      refresh: run,
     };
   }
 
