@@ -40,6 +40,8 @@ type config struct {
 	writeTimeout    time.Duration
 	gcPercent       int
 	postgresSchema  string
+	chatPage        bool
+	unsafeDevSignIn bool
 	userTokenSecret string
 }
 
@@ -55,6 +57,7 @@ var defaults = config{
 	shutdownTimeout: 30 * time.Second,
 	readTimeout:     5 * time.Minute,
 	writeTimeout:    10 * time.Minute,
+	chatPage:        true,
 }
 
 // usageError is a mistake on the command line (exit status 2).
@@ -91,6 +94,8 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest time from reading a request's headers to the end of its response")
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
+	fs.BoolVar(&c.chatPage, "chat-page", c.chatPage, "serve the end users' chat page at /chat/")
+	fs.BoolVar(&c.unsafeDevSignIn, "unsafe-dev-sign-in", false, "UNSAFE, local development only: the chat page signs anybody in as any user id they type")
 	fs.StringVar(&c.userTokenSecret, "user-token-secret", "", "secret signing end users' tokens (HS256 JWTs); default: a random secret made on first start and kept in the store")
 }
 
@@ -296,6 +301,8 @@ func (cfg *config) validate() error {
 		return usagef("-webhook-url needs -webhook-secret (or CHAT_WEBHOOK_SECRET)")
 	case cfg.webhookURL == "" && cfg.webhookSecret != "":
 		return usagef("-webhook-secret needs -webhook-url")
+	case cfg.unsafeDevSignIn && !cfg.chatPage:
+		return usagef("-unsafe-dev-sign-in needs the chat page (-chat-page=true)")
 	}
 	if _, err := parseLevel(cfg.logLevel); err != nil {
 		return err

@@ -165,6 +165,9 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	})
 	r.Get("/readyz", readyz(st, &draining, log))
 	r.Mount("/api/v2", api)
+	if cfg.chatPage {
+		mountChatPage(r, svc, cfg, log)
+	}
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {

@@ -1,0 +1,433 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// findChromium returns the path of a Chromium binary. Without one the test
+// is skipped, unless CHAT_REQUIRE_BROWSER is set (as in CI), where it fails.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CHAT_REQUIRE_BROWSER") != "" {
+		t.Fatal("no chromium binary on PATH and CHAT_REQUIRE_BROWSER is set: install Debian's chromium package (apt-get install -y chromium)")
+	}
+	t.Skip("skipping the browser test: no chromium binary on PATH (apt-get install -y chromium; CHAT_REQUIRE_BROWSER=1 makes this a failure)")
+	return ""
+}
+
+// newBrowser starts one headless Chromium with a fresh user data directory
+// and returns its context; every tab made from it with newTab is a
+// separate browser context (its own storage, like a private window).
+func newBrowser(t *testing.T, chromium string) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1200, 900),
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+	})
+	// Start the browser now, so a failure to launch is reported here.
+	require.NoError(t, chromedp.Do(browser), "starting %s", chromium)
+	return browser
+}
+
+// tab is one browser context with one page, recording every JavaScript
+// exception, console error and CSP violation the page causes.
+type tab struct {
+	name string
+	ctx  context.Context
+	mu   sync.Mutex
+	errs []string
+}
+
+// reportViolations turns every CSP violation into a console error, which
+// the tab records (Chromium also logs them; this makes sure).
+const reportViolations = `document.addEventListener('securitypolicyviolation', function (e) {
+  console.error('CSP violation: ' + e.violatedDirective + ' blocked ' + e.blockedURI);
+});`
+
+func newTab(t *testing.T, browser context.Context, name string) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	tb := &tab{name: name, ctx: ctx}
+	// Console subscribes when it returns: nothing the page logs from now
+	// on is missed.
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return // the tab closed
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleException {
+				tb.record(fmt.Sprintf("%s: %s %s", m.Type, m.Text, m.URL))
+			}
+		}
+	}()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: reportViolations})
+		return err
+	})))
+	return tb
+}
+
+func (tb *tab) record(s string) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.errs = append(tb.errs, s)
+}
+
+// run runs actions in the tab within a generous time limit, then fails
+// the test on any error the page reported so far.
+func (tb *tab) run(t *testing.T, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 90*time.Second)
+	defer cancel()
+	err := chromedp.Do(ctx, actions...)
+	tb.noErrors(t)
+	if err != nil {
+		// What the page shows, to tell why.
+		dctx, dcancel := context.WithTimeout(tb.ctx, 10*time.Second)
+		defer dcancel()
+		shown, _ := chromedp.Run(dctx, chromedp.Evaluate[string](`document.body.innerText`))
+		t.Fatalf("%s: %s: %v\nthe page shows:\n%s", tb.name, what, err, shown)
+	}
+}
+
+func (tb *tab) noErrors(t *testing.T) {
+	t.Helper()
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	require.Empty(t, tb.errs, "%s: the page reported errors", tb.name)
+}
+
+// poll waits until the JavaScript expression is true in the page.
+func poll(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))(ctx, t)
+		return err
+	})
+}
+
+// css selects the first element matching a CSS selector.
+func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+
+// evaluate returns the value of a JavaScript expression in the tab.
+func evaluate[T any](t *testing.T, tb *tab, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	require.NoError(t, err, "%s: %s", tb.name, expr)
+	return v
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == '<' || r == '>':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// messageShown is a JavaScript expression true when a message of author
+// with exactly text is in the open channel.
+func messageShown(author, text string) string {
+	return fmt.Sprintf(`Array.from(document.querySelectorAll('#messages li.message')).some(function (li) {
+  var a = li.querySelector('.author'), x = li.querySelector('.text');
+  return a && x && a.textContent === %s && x.textContent === %s;
+})`, jsString(author), jsString(text))
+}
+
+// writePNG writes a small opaque PNG for the upload.
+func writePNG(t *testing.T, path string, w, h int) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			img.Set(x, y, color.RGBA{uint8(x * 255 / w), uint8(y * 255 / h), 160, 255})
+		}
+	}
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, png.Encode(f, img))
+	require.NoError(t, f.Close())
+}
+
+func TestChatPageTwoUsersInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	dir := t.TempDir()
+	s := start(t, "-store", "memory", "-unsafe-dev-sign-in")
+	pageURL := s.base + "/chat/"
+
+	imgPath := filepath.Join(dir, "sunset.png")
+	writePNG(t, imgPath, 64, 48)
+
+	browser := newBrowser(t, chromium)
+	alice := newTab(t, browser, "alice")
+	bob := newTab(t, browser, "bob")
+
+	const (
+		channelID   = "meeting"
+		channelName = "Meeting <b>room</b>"
+		aliceText   = `hello from alice <img src=x onerror="console.error('injected')"> & <script>alert(1)</script>`
+		bobText     = "hi alice, bob here"
+	)
+	chanItem := `#my-channels li[data-channel-id="` + channelID + `"]`
+
+	signIn := func(tb *tab, userID string) {
+		t.Helper()
+		tb.run(t, "sign in",
+			chromedp.Navigate(pageURL),
+			chromedp.WaitVisible(css(`#dev-user`)),
+			chromedp.SendKeys(css(`#dev-user`), userID),
+			chromedp.Click(css(`#dev-signin-form button`)),
+			chromedp.WaitVisible(css(`#app`)),
+			poll(`document.getElementById('me').textContent === `+jsString(userID)),
+		)
+	}
+	// Alice signs in through the development sign-in; bob pastes a token
+	// that the host application minted with the admin API.
+	signIn(alice, "alice")
+	code, minted := s.call(t, s.token(t), "POST", "/api/v2/users/bob/token", map[string]any{"ttl": 3600})
+	require.Equal(t, 200, code, "%v", minted)
+	bobToken, _ := minted["token"].(string)
+	require.NotEmpty(t, bobToken)
+	bob.run(t, "sign in with a token",
+		chromedp.Navigate(pageURL),
+		chromedp.WaitVisible(css(`#token-input`)),
+		chromedp.SetValue(css(`#token-input`), bobToken),
+		chromedp.Click(css(`#token-signin-form button`)),
+		chromedp.WaitVisible(css(`#app`)),
+		poll(`document.getElementById('me').textContent === "bob"`),
+	)
+
+	// Alice creates the channel (it opens) and writes into it.
+	alice.run(t, "create a channel and send",
+		chromedp.SendKeys(css(`#create-id`), channelID),
+		chromedp.SendKeys(css(`#create-name`), channelName),
+		chromedp.Click(css(`#create-form button`)),
+		chromedp.WaitVisible(css(chanItem)),
+		chromedp.WaitVisible(css(`#composer`)),
+		poll(`document.getElementById('channel-title').textContent === `+jsString(channelName)),
+		chromedp.SendKeys(css(`#send-text`), aliceText),
+		chromedp.Click(css(`#send-form button`)),
+		poll(messageShown("alice", aliceText)),
+	)
+
+	// Bob finds it among the public channels and joins; before he opens
+	// it, it shows one unread message.
+	joinButton := `#public-channels li[data-channel-id="` + channelID + `"] button.join`
+	bob.run(t, "join and see the unread count",
+		chromedp.WaitVisible(css(joinButton)),
+		poll(`document.querySelector('#public-channels li[data-channel-id="`+channelID+`"] .name').textContent === `+jsString(channelName)),
+		chromedp.Click(css(joinButton)),
+		chromedp.WaitVisible(css(chanItem+` .unread`)),
+		poll(`document.querySelector('`+chanItem+` .unread').textContent === "1"`),
+	)
+
+	// Opening the channel shows alice's message, as text, and marks it
+	// read: after a reload (the server's state) the count is gone.
+	bob.run(t, "open the channel",
+		chromedp.Click(css(chanItem+` button.name`)),
+		poll(messageShown("alice", aliceText)),
+		poll(`document.querySelectorAll('#messages img, #messages script, #messages b').length === 0`),
+		poll(`document.querySelector('`+chanItem+` .unread') === null`),
+	)
+	bob.run(t, "reload: the channel is read",
+		chromedp.Reload(),
+		chromedp.WaitVisible(css(chanItem)),
+		// The list came from the server after the reload (nothing is open).
+		poll(`document.getElementById('channel-title').textContent === "Pick a channel"`),
+		poll(`document.querySelector('`+chanItem+`') !== null && document.querySelector('`+chanItem+` .unread') === null`),
+	)
+
+	// Bob answers; alice, still in the channel, sees it.
+	bob.run(t, "send",
+		chromedp.Click(css(chanItem+` button.name`)),
+		chromedp.WaitVisible(css(`#composer`)),
+		chromedp.SendKeys(css(`#send-text`), bobText),
+		chromedp.Click(css(`#send-form button`)),
+		poll(messageShown("bob", bobText)),
+	)
+	alice.run(t, "see bob's message", poll(messageShown("bob", bobText)))
+
+	// Alice sends an image; bob sees it, loaded through its signed link.
+	alice.run(t, "upload an image",
+		chromedp.SetUploadFiles(css(`#image-file`), []string{imgPath}),
+		poll(`(function () { var i = document.querySelector('#messages li.mine img'); return !!i && i.complete && i.naturalWidth > 0; })()`),
+	)
+	bob.run(t, "see the image",
+		poll(`(function () { var i = document.querySelector('#messages li.message img'); return !!i && i.complete && i.naturalWidth > 0; })()`),
+	)
+	src := evaluate[string](t, bob, `document.querySelector('#messages li.message img').getAttribute('src')`)
+	natural := evaluate[int](t, bob, `document.querySelector('#messages li.message img').naturalWidth`)
+	require.Contains(t, src, "/api/v2/messages/", "the image is served by the API")
+	require.Contains(t, src, "sig=", "through a signed link")
+	require.Equal(t, 64, natural, "the medium rendition of a 64x48 image keeps its size")
+
+	// CHAT_SCREENSHOT_DIR keeps what each of them sees, for the docs.
+	if dir := os.Getenv("CHAT_SCREENSHOT_DIR"); dir != "" {
+		for _, tb := range []*tab{alice, bob} {
+			ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+			shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			cancel()
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "chatpage-"+tb.name+".png"), shot, 0o644))
+		}
+	}
+
+	alice.noErrors(t)
+	bob.noErrors(t)
+}
+
+// TestChatPageReportsViolations shows that the browser test notices a CSP
+// violation: an inline script injected into the page is refused and
+// reported.
+func TestChatPageReportsViolations(t *testing.T) {
+	chromium := findChromium(t)
+	s := start(t, "-store", "memory")
+	browser := newBrowser(t, chromium)
+	tb := newTab(t, browser, "visitor")
+	tb.run(t, "load the page",
+		chromedp.Navigate(s.base+"/chat/"),
+		chromedp.WaitVisible(css(`#token-signin`)),
+	)
+	// Without -unsafe-dev-sign-in the page offers only the token box.
+	require.True(t, evaluate[bool](t, tb, `document.getElementById('dev-signin').hidden`))
+
+	ctx, cancel := context.WithTimeout(tb.ctx, 60*time.Second)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`(function () { var s = document.createElement('script'); s.textContent = 'window.injected = 1'; document.body.append(s); })()`),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			for {
+				tb.mu.Lock()
+				n := len(tb.errs)
+				tb.mu.Unlock()
+				if n > 0 {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}),
+	))
+	injected, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.injected === 1`))
+	require.NoError(t, err)
+	require.False(t, injected, "the inline script must not run")
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	require.NotEmpty(t, tb.errs)
+	require.Contains(t, strings.Join(tb.errs, "\n"), "script-src", "the violation names the directive")
+}
+
+func TestChatPageFlags(t *testing.T) {
+	t.Parallel()
+	c, err := parseConfig(t, nil, nil)
+	require.NoError(t, err)
+	require.True(t, c.chatPage, "the page is on by default")
+	require.False(t, c.unsafeDevSignIn, "the development sign-in is off by default")
+
+	c, err = parseConfig(t, []string{"-chat-page=false"}, nil)
+	require.NoError(t, err)
+	require.False(t, c.chatPage)
+
+	c, err = parseConfig(t, nil, map[string]string{"CHAT_UNSAFE_DEV_SIGN_IN": "true", "CHAT_CHAT_PAGE": "1"})
+	require.NoError(t, err)
+	require.True(t, c.unsafeDevSignIn)
+	require.True(t, c.chatPage)
+
+	_, err = parseConfig(t, []string{"-unsafe-dev-sign-in", "-chat-page=false"}, nil)
+	var u usageError
+	require.ErrorAs(t, err, &u)
+	require.Contains(t, err.Error(), "-unsafe-dev-sign-in needs the chat page")
+}
+
+func TestChatPageServed(t *testing.T) {
+	t.Parallel()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(c *http.Client, url string) *http.Response {
+		t.Helper()
+		resp, err := c.Get(url)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	devToken := func(base string) int {
+		t.Helper()
+		resp, err := http.Post(base+"/chat/dev-token", "application/json", strings.NewReader(`{"userId":"mallory"}`))
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	on := start(t, "-store", "memory")
+	resp := get(http.DefaultClient, on.base+"/chat/")
+	require.Equal(t, 200, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "script-src 'self'")
+	resp = get(noRedirect, on.base+"/chat")
+	require.Equal(t, http.StatusMovedPermanently, resp.StatusCode)
+	require.Equal(t, "/chat/", resp.Header.Get("Location"))
+	require.Equal(t, 404, devToken(on.base), "no development sign-in without the flag")
+	require.NotContains(t, on.stderr.String(), "UNSAFE")
+
+	dev := start(t, "-store", "memory", "-unsafe-dev-sign-in")
+	require.Equal(t, 200, devToken(dev.base))
+	require.Contains(t, dev.stderr.String(), "UNSAFE", "the development sign-in is announced")
+
+	off := start(t, "-store", "memory", "-chat-page=false")
+	require.Equal(t, 404, get(http.DefaultClient, off.base+"/chat/").StatusCode)
+	require.Equal(t, 200, get(http.DefaultClient, off.base+"/livez").StatusCode)
+}
