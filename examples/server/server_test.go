@@ -585,6 +585,7 @@ func TestUserTokenSecretFlag(t *testing.T) {
 // store: a user token minted by the API still works after a restart.
 func TestUserTokenSecretKeptInStore(t *testing.T) {
 	t.Parallel()
+	requireSQLite(t)
 	path := filepath.Join(t.TempDir(), "chat.db")
 	s := start(t, "-store", "sqlite:"+path)
 	tok := s.token(t)

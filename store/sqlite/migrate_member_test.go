@@ -16,6 +16,7 @@ import (
 // user's channels come in channel order through the new index.
 func TestMigrateMemberIndex(t *testing.T) {
 	t.Parallel()
+	requireCgo(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "chat.db")
 	db, err := sql.Open("sqlite3", dsn(path, nil))
