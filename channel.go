@@ -562,12 +562,8 @@ func (s *Service) RemoveUsers(ctx context.Context, actorID, channelID string, us
 		if len(removed) == 0 {
 			return nil
 		}
-		c, err := tx.GetChannel(ctx, channelID)
+		c, err := touchChannel(ctx, tx, channelID, now)
 		if err != nil {
-			return err
-		}
-		c.UpdatedAt = now
-		if err := tx.UpdateChannel(ctx, c); err != nil {
 			return err
 		}
 		us, err := tx.GetUsers(ctx, removed)
@@ -811,12 +807,8 @@ func (s *Service) BanUsers(ctx context.Context, actorID, channelID string, userI
 				return err
 			}
 		}
-		c, err := tx.GetChannel(ctx, channelID)
+		c, err := touchChannel(ctx, tx, channelID, now)
 		if err != nil {
-			return err
-		}
-		c.UpdatedAt = now
-		if err := tx.UpdateChannel(ctx, c); err != nil {
 			return err
 		}
 		presentChannel(c, now.Time)
@@ -902,4 +894,18 @@ func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) e
 		ev.add(EventChannelDidClose, ChannelEventData{Channel: *c, UserIDs: []string{}, ActorID: actorID, Users: []User{}})
 		return nil
 	})
+}
+
+// touchChannel reads a channel in tx and stores it with updatedAt now: a
+// change to its members or bans changes the channel's updatedAt.
+func touchChannel(ctx context.Context, tx Tx, channelID string, now Time) (*Channel, error) {
+	c, err := tx.GetChannel(ctx, channelID)
+	if err != nil {
+		return nil, err
+	}
+	c.UpdatedAt = now
+	if err := tx.UpdateChannel(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }

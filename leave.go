@@ -32,12 +32,8 @@ func (s *Service) LeaveChannel(ctx context.Context, actorID, channelID string) e
 		if err != nil || len(removed) == 0 {
 			return err
 		}
-		c, err := tx.GetChannel(ctx, channelID)
+		c, err := touchChannel(ctx, tx, channelID, now)
 		if err != nil {
-			return err
-		}
-		c.UpdatedAt = now
-		if err := tx.UpdateChannel(ctx, c); err != nil {
 			return err
 		}
 		presentChannel(c, now.Time)
