@@ -92,7 +92,7 @@ type Config struct {
 	// (for example webhook.CheckURL, which refuses private addresses).
 	WebhookURLCheck func(rawURL string) error
 	// OnCommit, when not nil, is called after every transaction that
-	// enqueued webhook deliveries committed (the webhook dispatcher's Wake
+	// enqueued webhook deliveries or logged events committed (the webhook dispatcher's Wake
 	// fits here when the store cannot signal by itself).
 	OnCommit func()
 }
@@ -234,7 +234,7 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) 
 		}
 		return s.flushEvents(ctx, tx, &ev)
 	})
-	if err == nil && ev.enqueued > 0 && s.cfg.OnCommit != nil {
+	if err == nil && (ev.enqueued > 0 || ev.logged > 0) && s.cfg.OnCommit != nil {
 		s.cfg.OnCommit()
 	}
 	return err
