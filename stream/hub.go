@@ -361,15 +361,17 @@ func (h *Hub) Subscribe(ctx context.Context, f Filter, after *int64) (*Subscript
 		h.mu.Unlock()
 		return nil, chat.Errorf(chat.CodeUnavailable, "the event stream is not running")
 	}
-	if !s.Resumed {
-		// Live from the hub's position on.
-		s.pos = h.last
-		h.live[s] = struct{}{}
-		h.mu.Unlock()
-	} else {
-		h.mu.Unlock()
+	h.mu.Unlock()
+	// Live from the log's last id at subscription time, or replay from
+	// after: either way catchUp joins the live set at the hub's position.
+	// Without a resume the gap is a few events at most, read before
+	// Subscribe returns: the subscription is live when it returns.
+	s.pos = last
+	if s.Resumed {
 		s.pos = *after
 		go s.catchUp(ctx)
+	} else {
+		s.catchUp(ctx)
 	}
 	context.AfterFunc(ctx, func() { s.close(ctx.Err()) })
 	return s, nil
@@ -412,8 +414,10 @@ func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
 	}
 }
 
-// catchUp replays the log from s.pos, waiting for the subscriber as it
-// goes, then joins the live set at exactly the hub's position.
+// catchUp replays the log from s.pos, then joins the live set at exactly
+// the hub's position. A resuming subscriber asked for the backlog, so the
+// replay waits for it to read; otherwise a full queue is too slow, as in
+// the live set.
 func (s *Subscription) catchUp(ctx context.Context) {
 	h := s.h
 	for {
@@ -437,15 +441,21 @@ func (s *Subscription) catchUp(ctx context.Context) {
 			return
 		}
 		for _, e := range es {
-			if ok, end := s.admit(e); ok {
-				select {
-				case s.q <- frameOf(e):
-				case <-s.done:
-					return
+			if ok, _ := s.admit(e); ok {
+				if !s.Resumed {
+					select {
+					case s.q <- frameOf(e):
+					default:
+						s.close(ErrTooSlow)
+						return
+					}
+				} else {
+					select {
+					case s.q <- frameOf(e):
+					case <-s.done:
+						return
+					}
 				}
-			} else if end != nil {
-				s.close(end)
-				return
 			}
 			s.pos = e.ID
 			if end := s.ending(e); end != nil {
