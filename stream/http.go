@@ -133,6 +133,12 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 	// Streams authenticate by header or single-use ticket, never by
 	// cookie, so a page of another origin gains nothing by opening one:
 	// the origin check is not needed.
+	//
+	// A stream outlives the server's read and write timeouts, which also
+	// stay on a hijacked connection: clear them (each write sets its own).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return nil // Accept answered the request
@@ -197,6 +203,9 @@ func (h *Hub) serveWS(ctx context.Context, conn *websocket.Conn, sub *Subscripti
 
 func (h *Hub) serveSSE(ctx context.Context, w http.ResponseWriter, sub *Subscription, hello Frame) {
 	rc := http.NewResponseController(w)
+	// A stream outlives the server's read timeout; each write below sets
+	// its own deadline.
+	_ = rc.SetReadDeadline(time.Time{})
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
