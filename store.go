@@ -232,7 +232,8 @@ type UserStore interface {
 	// GetUsers returns the users that exist among ids, in the order of ids.
 	GetUsers(ctx context.Context, ids []string) ([]*User, error)
 	// UpdateUser replaces displayName, roles, metadata, flagCount,
-	// hashflag, isGlobalBan and updatedAt; CodeNotFound if absent.
+	// hashflag, isGlobalBan, tokensRevokedAt and updatedAt; CodeNotFound
+	// if absent.
 	UpdateUser(ctx context.Context, u *User) error
 	// QueryUsers returns the users matching f.
 	QueryUsers(ctx context.Context, f UserFilter) ([]*User, error)

@@ -165,6 +165,9 @@ type User struct {
 	IsGlobalBan bool           `json:"isGlobalBan"`
 	CreatedAt   Time           `json:"createdAt"`
 	UpdatedAt   Time           `json:"updatedAt"`
+	// TokensRevokedAt, when set, refuses every user token of this user
+	// issued before it (Service.RevokeUserTokens). Never on the wire.
+	TokensRevokedAt *Time `json:"-"`
 }
 
 // Permissions the engine acts on. Other permission strings are stored and

@@ -506,6 +506,17 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/users/unban", form: "userId=carol"})
 	f.do(call{method: "POST", pattern: "/users/ban", json: map[string]any{"userId": "nobody"}, want: 404})
 
+	// User tokens: minted by the admin, used by the user, revoked.
+	ut := f.do(call{method: "POST", pattern: "/users/{userId}/token", params: map[string]string{"userId": "alice"}, json: map[string]any{"ttl": 3600}})
+	f.do(call{method: "POST", pattern: "/users/{userId}/token", params: map[string]string{"userId": "alice"}, form: "ttl=0"})
+	f.do(call{method: "POST", pattern: "/users/{userId}/token", params: map[string]string{"userId": "alice"}, json: map[string]any{"ttl": -1}, want: 400})
+	asAlice := map[string]string{"Authorization": "Bearer " + ut["token"].(string)}
+	f.do(call{method: "GET", pattern: "/users/{userId}", params: map[string]string{"userId": "alice"}, headers: asAlice})
+	f.do(call{method: "GET", pattern: "/roles", headers: asAlice, want: 403})
+	f.do(call{method: "POST", pattern: "/users/{userId}/tokens/revoke", params: map[string]string{"userId": "alice"}, headers: asAlice, want: 403})
+	f.do(call{method: "POST", pattern: "/users/{userId}/tokens/revoke", params: map[string]string{"userId": "alice"}})
+	f.do(call{method: "GET", pattern: "/users/{userId}", params: map[string]string{"userId": "alice"}, headers: asAlice, want: 401})
+
 	// Blacklist.
 	f.do(call{method: "POST", pattern: "/blacklist/records", json: map[string]any{"regexs": []string{"darn", "fr[i1]ck"}, "isMatchExactWord": true}})
 	f.do(call{method: "POST", pattern: "/blacklist/records", json: map[string]any{"regexs": []string{"(unclosed"}}, want: 400})

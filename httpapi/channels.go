@@ -58,7 +58,7 @@ func (h *handler) getChannel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.svc.GetChannel(r.Context(), id)
+	out, err := h.svc.GetChannel(r.Context(), actor(r), id)
 	return h.reply(w, out, err)
 }
 

@@ -40,11 +40,15 @@ func (h *handler) ticketOrAuth(next http.Handler) http.Handler {
 
 var errNoStream = chat.Errorf(chat.CodeNotFound, "the event stream is not enabled on this server")
 
-// streamCaller returns who opens a stream: the ticket's caller, or the
-// authenticated admin.
+// streamCaller returns who opens a stream: the ticket's caller, the
+// authenticated end user, or the authenticated admin (as its user).
 func streamCaller(r *http.Request) stream.Caller {
-	if ri := infoFrom(r.Context()); ri != nil && ri.ticketed != nil {
+	ri := infoFrom(r.Context())
+	switch {
+	case ri != nil && ri.ticketed != nil:
 		return *ri.ticketed
+	case ri != nil && ri.user != nil:
+		return stream.Caller{UserID: ri.user.UserID}
 	}
 	return stream.Caller{UserID: actor(r), Admin: true}
 }

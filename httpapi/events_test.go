@@ -189,3 +189,48 @@ func TestEventsSSE(t *testing.T) {
 }
 
 func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestEventsEndUser: an end user's stream (user token, then a ticket of
+// that user) carries its channels' events, not others'.
+func TestEventsEndUser(t *testing.T) {
+	t.Parallel()
+	f := newStreamFixture(t, stream.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := f.svc.CreateChannel(ctx, f.admin, chat.CreateChannel{ChannelID: "elsewhere", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
+	require.NoError(t, err)
+	ut, err := f.svc.MintUserToken(ctx, "alice", time.Hour)
+	require.NoError(t, err)
+
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/events/ticket", nil)
+	req.Header.Set("Authorization", "Bearer "+ut.Token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	var tk struct{ Ticket string }
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&tk))
+	res.Body.Close()
+
+	url := "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/events"
+	for _, opts := range []struct {
+		query string
+		dial  *websocket.DialOptions
+	}{
+		{"", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + ut.Token}}}},
+		{"?ticket=" + tk.Ticket, nil},
+	} {
+		c, _, err := websocket.Dial(ctx, url+opts.query, opts.dial)
+		require.NoError(t, err)
+		hello := readWS(t, ctx, c)
+		require.JSONEq(t, `{"userId":"alice","resumed":false}`, string(hello.Data))
+		_, err = f.svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: "elsewhere", Type: chat.MessageTypeText, Data: chat.TextData("not for alice")})
+		require.NoError(t, err)
+		f.post(t, "for alice")
+		m := readWS(t, ctx, c)
+		var d chat.MessageEventData
+		require.NoError(t, json.Unmarshal(m.Data, &d))
+		text, _ := d.Messages[0].Text()
+		require.Equal(t, "for alice", text)
+		c.Close(websocket.StatusNormalClosure, "")
+	}
+}

@@ -41,6 +41,7 @@ type config struct {
 	writeTimeout    time.Duration
 	gcPercent       int
 	postgresSchema  string
+	userTokenSecret string
 	eventRetention  time.Duration
 }
 
@@ -94,6 +95,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
 	fs.DurationVar(&c.eventRetention, "event-retention", c.eventRetention, "how long events stay in the log, and so how far back an event stream may resume (a Go duration)")
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
+	fs.StringVar(&c.userTokenSecret, "user-token-secret", "", "secret signing end users' tokens (HS256 JWTs); default: a random secret made on first start and kept in the store")
 }
 
 // cli runs one invocation of the server binary.

@@ -123,9 +123,14 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		SignatureHeader: cfg.webhookHeader,
 		Logger:          log,
 	})
+	var userSecret []byte
+	if cfg.userTokenSecret != "" {
+		userSecret = []byte(cfg.userTokenSecret)
+	}
 	svc, err := chat.New(ctx, st, chat.Config{
-		Logger: log,
-		Limits: chat.Limits{MaxFileBytes: cfg.maxUploadBytes, MaxImagePixels: cfg.maxImagePixels},
+		Logger:          log,
+		UserTokenSecret: userSecret,
+		Limits:          chat.Limits{MaxFileBytes: cfg.maxUploadBytes, MaxImagePixels: cfg.maxImagePixels},
 		WebhookURLCheck: func(u string) error {
 			return webhook.CheckURL(u, allowPrivate)
 		},

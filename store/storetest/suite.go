@@ -399,6 +399,10 @@ func cUser(t *testing.T, u *chat.User) chat.User {
 	v.Hashflag = chash(v.Hashflag)
 	v.CreatedAt = ct(t, v.CreatedAt)
 	v.UpdatedAt = ct(t, v.UpdatedAt)
+	if v.TokensRevokedAt != nil {
+		r := ct(t, *v.TokensRevokedAt)
+		v.TokensRevokedAt = &r
+	}
 	return v
 }
 

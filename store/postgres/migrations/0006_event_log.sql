@@ -1,4 +1,4 @@
--- 0005_event_log: the event log read by event streams.
+-- 0006_event_log: the event log read by event streams.
 --
 -- Ids must increase in commit order, which a sequence does not give (a
 -- transaction that took 5 may commit before the one that took 4, and a
