@@ -52,6 +52,7 @@ const (
 	actFlagMessage      action = "message.flag"
 	actClearMsgFlags    action = "message.clearFlags"
 	actReact            action = "reaction.add"
+	actTyping           action = "channel.typing"
 	actQueryUsers       action = "user.query"
 	actUpdateSelf       action = "user.updateSelf"
 	actUpdateUser       action = "user.update"
@@ -102,6 +103,7 @@ var rights = map[action]right{
 	actFlagMessage:      {member: true},
 	actClearMsgFlags:    {adminOnly: true},
 	actReact:            {member: true},
+	actTyping:           {member: true},
 	actQueryUsers:       {},
 	actUpdateSelf:       {},
 	actUpdateUser:       {adminOnly: true},

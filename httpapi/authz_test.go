@@ -108,6 +108,8 @@ var matrixRows = []matrixRow{
 	{"DELETE", "/channel/{channelId}/users", "/channel/c/users", `{"userIds":["rv"]}`, false, granted},
 	{"DELETE", "/channel/{channelId}/users", "/channel/c/users", `{"userIds":["{self}"]}`, false, anyUser},
 	{"POST", "/channel/{channelId}/join", "/channel/c/join", ``, false, anyUser},
+	{"POST", "/channel/{channelId}/leave", "/channel/c/leave", ``, false, anyUser},
+	{"POST", "/channel/{channelId}/typing", "/channel/c/typing", ``, false, members},
 	{"PUT", "/channel/{channelId}/mute", "/channel/c/mute", `{"mutePeriod":60000}`, false, granted},
 	{"PUT", "/channel/{channelId}/users/mute", "/channel/c/users/mute", `{"userIds":["rv"],"mutePeriod":60000}`, false, granted},
 	{"PUT", "/channel/{channelId}/rateLimit", "/channel/c/rateLimit", `{"rateLimitWindow":1000}`, false, granted},
