@@ -261,7 +261,7 @@ func (s *Subscription) next(ctx context.Context, tick <-chan time.Time) (f Frame
 	}
 	select {
 	case f := <-s.q:
-		return f, false, nil
+		return *f, false, nil
 	case <-s.done:
 		f, err = s.drain()
 		return f, false, err

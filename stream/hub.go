@@ -243,9 +243,10 @@ func (h *Hub) pull(ctx context.Context) {
 		}
 		h.mu.Lock()
 		for _, e := range es {
+			f := frameOf(e) // one frame per event, shared by the subscribers
 			for s := range h.live {
 				if e.ID > s.pos {
-					s.offerLive(e)
+					s.offerLive(e, f)
 				}
 			}
 			h.last = e.ID
@@ -305,7 +306,7 @@ func (h *Hub) deleteOld(ctx context.Context) {
 }
 
 func (h *Hub) ephemeral(ev chat.EphemeralEvent) {
-	f := Frame{Event: ev.Event, Data: ev.Data, CreatedAt: ev.CreatedAt}
+	f := &Frame{Event: ev.Event, Data: ev.Data, CreatedAt: ev.CreatedAt}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.live {
@@ -326,7 +327,7 @@ func (h *Hub) Subscribe(ctx context.Context, f Filter, after *int64) (*Subscript
 	if !f.Admin && f.UserID == "" {
 		return nil, chat.Errorf(chat.CodeBadRequest, "stream: a user subscription needs a userId")
 	}
-	s := &Subscription{h: h, f: f, q: make(chan Frame, h.cfg.QueueSize), done: make(chan struct{})}
+	s := &Subscription{h: h, f: f, q: make(chan *Frame, h.cfg.QueueSize), done: make(chan struct{})}
 	if f.Admin && len(f.ChannelIDs) > 0 {
 		s.chans = map[string]bool{}
 		for _, c := range f.ChannelIDs {
@@ -388,7 +389,7 @@ type Subscription struct {
 	chans   map[string]bool // admin channel filter
 	members map[string]bool // user: channels where it is a member
 	pos     int64           // the last event id offered
-	q       chan Frame
+	q       chan *Frame // frames are shared by every subscriber: read only
 	done    chan struct{}
 	once    sync.Once
 	err     error
@@ -466,15 +467,15 @@ func (s *Subscription) catchUp(ctx context.Context) {
 	}
 }
 
-func frameOf(e *chat.Event) Frame {
-	return Frame{ID: strconv.FormatInt(e.ID, 10), Event: e.Name, Data: e.Data, CreatedAt: e.CreatedAt}
+func frameOf(e *chat.Event) *Frame {
+	return &Frame{ID: strconv.FormatInt(e.ID, 10), Event: e.Name, Data: e.Data, CreatedAt: e.CreatedAt}
 }
 
 // offerLive offers a logged event; called by the follower with h.mu held.
-func (s *Subscription) offerLive(e *chat.Event) {
+func (s *Subscription) offerLive(e *chat.Event, f *Frame) {
 	s.pos = e.ID
 	if ok, _ := s.admit(e); ok {
-		s.push(frameOf(e))
+		s.push(f)
 	}
 	if end := s.ending(e); end != nil {
 		delete(s.h.live, s)
@@ -484,7 +485,7 @@ func (s *Subscription) offerLive(e *chat.Event) {
 
 // push queues a frame without waiting; a full queue ends the
 // subscription. Called with h.mu held.
-func (s *Subscription) push(f Frame) {
+func (s *Subscription) push(f *Frame) {
 	select {
 	case s.q <- f:
 	default:
@@ -577,7 +578,7 @@ func (s *Subscription) Next(ctx context.Context) (Frame, error) {
 	}
 	select {
 	case f := <-s.q:
-		return f, nil
+		return *f, nil
 	case <-s.done:
 		return s.drain()
 	case <-ctx.Done():
@@ -589,7 +590,7 @@ func (s *Subscription) drain() (Frame, error) {
 	if s.err != ErrTooSlow {
 		select {
 		case f := <-s.q:
-			return f, nil
+			return *f, nil
 		default:
 		}
 	}
