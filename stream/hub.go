@@ -389,7 +389,7 @@ type Subscription struct {
 	chans   map[string]bool // admin channel filter
 	members map[string]bool // user: channels where it is a member
 	pos     int64           // the last event id offered
-	q       chan *Frame // frames are shared by every subscriber: read only
+	q       chan *Frame     // frames are shared by every subscriber: read only
 	done    chan struct{}
 	once    sync.Once
 	err     error
@@ -442,7 +442,7 @@ func (s *Subscription) catchUp(ctx context.Context) {
 			return
 		}
 		for _, e := range es {
-			if ok, _ := s.admit(e); ok {
+			if s.admit(e) {
 				if !s.Resumed {
 					select {
 					case s.q <- frameOf(e):
@@ -474,7 +474,7 @@ func frameOf(e *chat.Event) *Frame {
 // offerLive offers a logged event; called by the follower with h.mu held.
 func (s *Subscription) offerLive(e *chat.Event, f *Frame) {
 	s.pos = e.ID
-	if ok, _ := s.admit(e); ok {
+	if s.admit(e) {
 		s.push(f)
 	}
 	if end := s.ending(e); end != nil {
@@ -496,9 +496,9 @@ func (s *Subscription) push(f *Frame) {
 
 // admit reports whether the filter admits e, and keeps a user's set of
 // member channels in step with the events about that user.
-func (s *Subscription) admit(e *chat.Event) (bool, error) {
+func (s *Subscription) admit(e *chat.Event) bool {
 	if s.f.Admin {
-		return s.chans == nil || s.chans[e.ChannelID], nil
+		return s.chans == nil || s.chans[e.ChannelID]
 	}
 	about := slices.Contains(e.UserIDs, s.f.UserID)
 	switch e.Name {
@@ -516,7 +516,7 @@ func (s *Subscription) admit(e *chat.Event) (bool, error) {
 	case chat.EventChannelDidClose:
 		delete(s.members, e.ChannelID)
 	}
-	return ok, nil
+	return ok
 }
 
 // ending returns the error that e brings to this subscription, if any.
