@@ -234,3 +234,24 @@ func TestEventsEndUser(t *testing.T) {
 		c.Close(websocket.StatusNormalClosure, "")
 	}
 }
+
+// TestEventsSSEPing: an idle SSE stream carries ping comments.
+func TestEventsSSEPing(t *testing.T) {
+	t.Parallel()
+	f := newStreamFixture(t, stream.Config{PingInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if sc.Text() == ": ping" {
+			return
+		}
+	}
+	t.Fatalf("no ping before the stream ended: %v", sc.Err())
+}
