@@ -395,8 +395,18 @@ type Subscription struct {
 	err     error
 }
 
-// loadMembership reads the channels where the user is a member.
+// loadMembership reads the channels where the user is a member. A
+// globally banned user gets no stream (CodeGlobalBanned), whatever
+// brought it here (a ticket issued before the ban).
 func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
+	u, err := tx.GetUser(ctx, s.f.UserID)
+	switch {
+	case chat.ErrorCode(err) == chat.CodeNotFound:
+	case err != nil:
+		return err
+	case u.IsGlobalBan:
+		return chat.Errorf(chat.CodeGlobalBanned, "user %q is globally banned", s.f.UserID)
+	}
 	s.members = map[string]bool{}
 	var cur *chat.ChannelCursor
 	for {

@@ -194,6 +194,8 @@ func TestUserVisibility(t *testing.T) {
 	require.Equal(t, chat.EventUserDidGlobalBan, next(t, alice).Event)
 	_, err = alice.Next(e.ctx)
 	require.ErrorIs(t, err, stream.ErrBanned)
+	_, err = e.hub.Subscribe(e.ctx, stream.Filter{UserID: "alice"}, nil)
+	require.Equal(t, chat.CodeGlobalBanned, chat.ErrorCode(err), "a banned user gets no new stream")
 }
 
 // TestAdminChannelFilter: an admin filtered by channel gets those
