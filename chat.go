@@ -102,7 +102,7 @@ type Config struct {
 	// Default DefaultUserTokenTTL (24 h); negative: no expiry.
 	UserTokenTTL time.Duration
 	// OnCommit, when not nil, is called after every transaction that
-	// enqueued webhook deliveries committed (the webhook dispatcher's Wake
+	// enqueued webhook deliveries or logged events committed (the webhook dispatcher's Wake
 	// fits here when the store cannot signal by itself).
 	OnCommit func()
 }
@@ -255,7 +255,7 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) 
 		}
 		return s.flushEvents(ctx, tx, &ev)
 	})
-	if err == nil && ev.enqueued > 0 && s.cfg.OnCommit != nil {
+	if err == nil && (ev.enqueued > 0 || ev.logged > 0) && s.cfg.OnCommit != nil {
 		s.cfg.OnCommit()
 	}
 	return err

@@ -10,6 +10,7 @@ import (
 type events struct {
 	list     []pendingEvent
 	enqueued int
+	logged   int
 	buf      [1]pendingEvent // the list's first element: most transactions emit one event
 }
 
@@ -57,23 +58,23 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 		return nil
 	}
 	hooks, err := s.webhooksTx(ctx, tx)
-	if err != nil || len(hooks) == 0 {
+	if err != nil {
 		return err
 	}
 	now := s.Now()
 	var ds []*Delivery
+	logged := make([]*Event, 0, len(ev.list))
 	for _, pe := range ev.list {
-		var data json.RawMessage
+		v := pe.data
+		if l, ok := v.(*MessageList); ok {
+			v = MessageEventData{Messages: l.Messages, Users: l.Users}
+		}
+		data := json.RawMessage(mustJSON(v))
+		chID, userIDs := eventScope(pe.data)
+		logged = append(logged, &Event{Name: pe.name, ChannelID: chID, UserIDs: userIDs, Data: data, CreatedAt: now})
 		for _, h := range hooks {
 			if !h.Admits(pe.name) {
 				continue
-			}
-			if data == nil {
-				v := pe.data
-				if l, ok := v.(*MessageList); ok {
-					v = MessageEventData{Messages: l.Messages, Users: l.Users}
-				}
-				data = mustJSON(v)
 			}
 			id := s.newID()
 			body := mustJSON(Envelope{RequestID: id, WebhookID: h.WebhookID, Event: pe.name, Data: data})
@@ -83,9 +84,15 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 			})
 		}
 	}
-	if len(ds) == 0 {
-		return nil
+	// The log is appended last: on Postgres it takes the log's counter row
+	// lock, held until commit, so the shorter the rest of the transaction
+	// after it, the less it serializes other writers.
+	if len(ds) > 0 {
+		ev.enqueued = len(ds)
+		if err := tx.EnqueueDeliveries(ctx, ds); err != nil {
+			return err
+		}
 	}
-	ev.enqueued = len(ds)
-	return tx.EnqueueDeliveries(ctx, ds)
+	ev.logged = len(logged)
+	return tx.AppendEvents(ctx, logged)
 }

@@ -23,7 +23,7 @@ type Store interface {
 // OutboxWatcher is implemented by stores that can signal, without polling,
 // that deliveries were committed to the outbox. Each call returns a new
 // channel (buffer 1) that receives a value after every commit that inserted
-// or rescheduled deliveries (signals may be coalesced), and is closed when ctx
+// or rescheduled deliveries or appended events (signals may be coalesced), and is closed when ctx
 // is done. The Postgres adapter signals across processes with LISTEN/NOTIFY.
 type OutboxWatcher interface {
 	WatchOutbox(ctx context.Context) (<-chan struct{}, error)
@@ -41,6 +41,7 @@ type Tx interface {
 	AdminStore
 	WebhookStore
 	OutboxStore
+	EventStore
 	BlobStore
 	MetaStore
 }

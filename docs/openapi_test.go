@@ -34,6 +34,7 @@ import (
 	"github.com/chatengine/chat/store/memory"
 	"github.com/chatengine/chat/store/postgres"
 	"github.com/chatengine/chat/store/sqlite"
+	"github.com/chatengine/chat/stream"
 	"github.com/chatengine/chat/webhook"
 )
 
@@ -163,7 +164,11 @@ func newFixture(t *testing.T, open func(t *testing.T) chat.Store) *fixture {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(recv.Close)
+	hub := stream.New(svc, stream.Config{})
+	require.NoError(t, hub.Start(ctx))
+	t.Cleanup(func() { _ = hub.Stop(context.Background()) })
 	srv := httptest.NewServer(httpapi.New(svc, httpapi.Config{
+		Events:               hub,
 		AllowPrivateWebhooks: true,
 		MaxBodyBytes:         64 << 10,
 		Logger:               nil,
@@ -583,6 +588,12 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/channels", json: map[string]any{"includeClosed": true}})
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/close", params: map[string]string{"channelId": "nope"}, want: 404})
 	f.do(call{method: "POST", pattern: "/channels", headers: map[string]string{"Content-Type": "text/plain"}, form: "x", want: 415})
+
+	// The event stream: a ticket; a bad after and a spent ticket are
+	// refused before any upgrade.
+	f.do(call{method: "POST", pattern: "/events/ticket"})
+	f.do(call{method: "GET", pattern: "/events", query: "after=x", want: 400})
+	f.do(call{method: "GET", pattern: "/events", query: "ticket=spent", noAuth: true, want: 401})
 
 	// Every route was exercised.
 	for _, r := range httpapi.Routes() {

@@ -168,6 +168,9 @@ var matrixRows = []matrixRow{
 	{"POST", "/webhooks/{webhookId}/secret", "/webhooks/{hook}/secret", ``, false, adminOnly},
 	{"GET", "/webhooks/{webhookId}/deliveries", "/webhooks/{hook}/deliveries", ``, false, adminOnly},
 	{"POST", "/webhooks/{webhookId}/deliveries/{requestId}/redeliver", "/webhooks/{hook}/deliveries/{req}/redeliver", ``, false, adminOnly},
+	// The event stream: every caller, each seeing what it may.
+	{"GET", "/events", "/events", ``, false, anyUser},
+	{"POST", "/events/ticket", "/events/ticket", ``, false, anyUser},
 }
 
 // matrixSecret signs the user tokens of the matrix.
@@ -185,6 +188,7 @@ func (m *matrixEnv) reopen(t *testing.T, st chat.Store) *matrixEnv {
 	matrixConfig(&cfg, &scfg)
 	svc, err := chat.New(context.Background(), st, scfg)
 	require.NoError(t, err)
+	cfg.Events = startHub(t, svc)
 	mux := http.NewServeMux()
 	mux.Handle("/api/v2/", http.StripPrefix("/api/v2", httpapi.New(svc, cfg)))
 	srv := httptest.NewServer(mux)
@@ -290,6 +294,9 @@ func (m *matrixEnv) request(row matrixRow, caller string) *rawResponse {
 	ct := ""
 	if row.body != "" {
 		ct = "application/json"
+	}
+	if row.pattern == "/events" {
+		return m.do(row.method, fill(row.path), ct, fill(row.body), "Authorization", auth, "Accept", "text/event-stream")
 	}
 	return m.do(row.method, fill(row.path), ct, fill(row.body), "Authorization", auth)
 }

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 	"github.com/chatengine/chat/client"
 	"github.com/chatengine/chat/httpapi"
 	"github.com/chatengine/chat/store/memory"
+	"github.com/chatengine/chat/stream"
 )
 
 // storeFactory makes a fresh, empty store and registers its cleanup.
@@ -74,6 +76,9 @@ func newEnvOn(t *testing.T, st chat.Store, opts ...func(*httpapi.Config, *chat.C
 	require.NoError(t, err)
 	_, token, err := svc.CreateAdmin(ctx, "root", "admin")
 	require.NoError(t, err)
+	if cfg.Events == nil {
+		cfg.Events = startHub(t, svc)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/v2/", http.StripPrefix("/api/v2", httpapi.New(svc, cfg)))
 	srv := httptest.NewServer(mux)
@@ -81,6 +86,16 @@ func newEnvOn(t *testing.T, st chat.Store, opts ...func(*httpapi.Config, *chat.C
 	base := srv.URL + "/api/v2"
 	return &env{t: t, store: st, svc: svc, srv: srv, base: base, token: token, admin: "admin",
 		c: client.New(base, token, client.WithHTTPClient(srv.Client()))}
+}
+
+// startHub starts an event stream hub over svc, stopped when the test
+// ends.
+func startHub(t *testing.T, svc *chat.Service) *stream.Hub {
+	t.Helper()
+	hub := stream.New(svc, stream.Config{})
+	require.NoError(t, hub.Start(context.Background()))
+	t.Cleanup(func() { _ = hub.Stop(context.Background()) })
+	return hub
 }
 
 // requireCode asserts that err is a *client.Error with code, the status
@@ -130,8 +145,22 @@ func (e *env) do(method, path, contentType, body string, hdr ...string) *rawResp
 	resp, err := e.srv.Client().Do(req)
 	require.NoError(e.t, err)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(e.t, err)
+	var b []byte
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// An event stream does not end: read its first frame.
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadBytes('\n')
+			require.NoError(e.t, err)
+			b = append(b, line...)
+			if len(line) == 1 {
+				break
+			}
+		}
+	} else {
+		b, err = io.ReadAll(resp.Body)
+		require.NoError(e.t, err)
+	}
 	out := &rawResponse{status: resp.StatusCode, header: resp.Header, body: b}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		require.NoError(e.t, json.Unmarshal(b, &out.json), "body %s", b)

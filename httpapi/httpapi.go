@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/stream"
 )
 
 // Config configures the handler. The zero value works; each field's
@@ -47,6 +48,10 @@ type Config struct {
 	// a loopback, private or link-local address (passed to
 	// webhook.CheckURL). Default false: such URLs are refused with 400000.
 	AllowPrivateWebhooks bool
+	// Events serves GET /events and POST /events/ticket (the event
+	// stream). The host starts and stops it. Default nil: both answer 404
+	// (400400).
+	Events *stream.Hub
 }
 
 func (c Config) withDefaults() Config {
@@ -88,6 +93,8 @@ func New(svc *chat.Service, cfg Config) http.Handler {
 	for _, rt := range h.routes() {
 		if rt.link {
 			h.mux.Method(rt.Method, rt.Pattern, h.linkOrAuth(h.wrap(rt.fn)))
+		} else if rt.ticket {
+			h.mux.Method(rt.Method, rt.Pattern, h.ticketOrAuth(h.wrap(rt.fn)))
 		} else {
 			h.mux.Method(rt.Method, rt.Pattern, h.auth(h.wrap(rt.fn)))
 		}
@@ -121,6 +128,9 @@ type route struct {
 	// link marks the downloads that also open as signed links (a sig
 	// parameter instead of an access token).
 	link bool
+	// ticket marks the event stream, which also opens with a ticket
+	// parameter (from POST /events/ticket) instead of an access token.
+	ticket bool
 }
 
 // routes is the route table. h may be nil (Routes only reads the table).
@@ -202,6 +212,9 @@ func (h *handler) routes() []route {
 		rt(post, "/webhooks/{webhookId}/secret", h.rotateWebhookSecret),
 		rt(get, "/webhooks/{webhookId}/deliveries", h.listDeliveries),
 		rt(post, "/webhooks/{webhookId}/deliveries/{requestId}/redeliver", h.redeliver),
+		// The event stream.
+		{Route: Route{get, "/events"}, fn: h.events, ticket: true},
+		rt(post, "/events/ticket", h.eventTicket),
 	}
 }
 
@@ -288,6 +301,8 @@ type requestInfo struct {
 	w     http.ResponseWriter
 	admin *chat.Admin
 	user  *chat.User
+	// ticketed is the caller of an event stream opened with a ticket.
+	ticketed *stream.Caller
 }
 
 func infoFrom(ctx context.Context) *requestInfo {

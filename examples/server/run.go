@@ -15,6 +15,7 @@ import (
 	"time"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/stream"
 )
 
 // version is the server's version; release builds set it with
@@ -43,6 +44,7 @@ type config struct {
 	chatPage        bool
 	unsafeDevSignIn bool
 	userTokenSecret string
+	eventRetention  time.Duration
 }
 
 // defaults are the values used when neither a flag nor its variable is set.
@@ -58,6 +60,7 @@ var defaults = config{
 	readTimeout:     5 * time.Minute,
 	writeTimeout:    10 * time.Minute,
 	chatPage:        true,
+	eventRetention:  stream.DefaultEventRetention,
 }
 
 // usageError is a mistake on the command line (exit status 2).
@@ -93,6 +96,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.readTimeout, "read-timeout", c.readTimeout, "longest time to read one request, body included (a slower client is cut off)")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest time from reading a request's headers to the end of its response")
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
+	fs.DurationVar(&c.eventRetention, "event-retention", c.eventRetention, "how long events stay in the log, and so how far back an event stream may resume (a Go duration)")
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
 	fs.BoolVar(&c.chatPage, "chat-page", c.chatPage, "serve the end users' chat page at /chat/")
 	fs.BoolVar(&c.unsafeDevSignIn, "unsafe-dev-sign-in", false, "UNSAFE, local development only: the chat page signs anybody in as any user id they type")
@@ -295,6 +299,8 @@ func (cfg *config) validate() error {
 		return usagef("-read-timeout must be positive")
 	case cfg.writeTimeout <= 0:
 		return usagef("-write-timeout must be positive")
+	case cfg.eventRetention <= 0:
+		return usagef("-event-retention must be positive")
 	case cfg.gcPercent != 0 && cfg.gcPercent < 25:
 		return usagef("-gc-percent must be 0 (automatic) or at least 25")
 	case cfg.webhookURL != "" && cfg.webhookSecret == "":

@@ -22,6 +22,7 @@ import (
 	"github.com/chatengine/chat/store/memory"
 	"github.com/chatengine/chat/store/postgres"
 	"github.com/chatengine/chat/store/sqlite"
+	"github.com/chatengine/chat/stream"
 	"github.com/chatengine/chat/webhook"
 )
 
@@ -150,7 +151,9 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		log.Info("static webhook registered", "webhookId", w.WebhookID, "url", w.URL)
 	}
 
+	hub := stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, Logger: log})
 	api := httpapi.New(svc, httpapi.Config{
+		Events:               hub,
 		MaxBodyBytes:         cfg.maxBodyBytes,
 		MaxUploadBytes:       cfg.maxUploadBytes,
 		MaxImagePixels:       cfg.maxImagePixels,
@@ -190,6 +193,11 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		ln.Close()
 		return fmt.Errorf("starting the webhook dispatcher: %w", err)
 	}
+	if err := hub.Start(ctx); err != nil {
+		ln.Close()
+		_ = disp.Stop(context.Background())
+		return fmt.Errorf("starting the event stream: %w", err)
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -206,6 +214,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 		defer cancel()
 		_ = disp.Stop(sctx)
+		_ = hub.Stop(sctx)
 		return fmt.Errorf("http server: %w", err)
 	}
 
@@ -214,6 +223,11 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	var errs []error
+	// Event streams never finish by themselves: stopping the hub ends them
+	// (WebSocket close 1001), so that Shutdown waits only for requests.
+	if err := hub.Stop(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the event stream: %w", err))
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("finishing requests: %w", err))
 		srv.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -600,4 +601,42 @@ func TestUserTokenSecretKeptInStore(t *testing.T) {
 	code, body = s2.call(t, userToken, "GET", "/api/v2/users/alice", nil)
 	require.Equal(t, 200, code, "%v", body)
 	require.NoError(t, s2.stop(t))
+}
+
+// TestServeEventStream: the server serves the event stream at
+// /api/v2/events, and shutting down ends an open stream instead of
+// waiting for it.
+func TestServeEventStream(t *testing.T) {
+	t.Parallel()
+	s := start(t, "-store", "memory", "-event-retention", "1h")
+	tok := s.token(t)
+	code, body := s.call(t, tok, "POST", "/api/v2/channel", map[string]any{"channelId": "general", "type": "standard"})
+	require.Equal(t, 200, code, "%v", body)
+
+	req, err := http.NewRequest("GET", s.base+"/api/v2/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	sc := bufio.NewScanner(resp.Body)
+	readEvent := func() string {
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				return name
+			}
+		}
+		return ""
+	}
+	require.Equal(t, "stream.didConnect", readEvent())
+	code, body = s.call(t, tok, "POST", "/api/v2/message", map[string]any{
+		"channelId": "general", "type": "text", "data": map[string]any{"text": "hello"}})
+	require.Equal(t, 200, code, "%v", body)
+	require.Equal(t, "message.didCreate", readEvent())
+
+	require.NoError(t, s.stop(t))
+	require.Equal(t, "", readEvent(), "the stream ends at shutdown")
+	require.Contains(t, s.stderr.String(), "shutdown complete")
 }

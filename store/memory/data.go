@@ -73,6 +73,11 @@ type data struct {
 	pending    []*chat.Delivery
 	attempts   map[string][]*chat.DeliveryAttempt
 
+	// The event log in id order (retention deletes from the front), and
+	// the last id assigned.
+	events      []*chat.Event
+	lastEventID int64
+
 	blobs     map[string]map[string]*chat.Blob // messageID -> name
 	chanBlobs map[string]map[string]int        // channelID -> messageID -> blob count
 

@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"Admins", adminCases},
 		{"Webhooks", webhookCases},
 		{"Outbox", outboxCases},
+		{"Events", eventCases},
 		{"Blobs", blobCases},
 		{"Meta", metaCases},
 		{"Concurrency", concurrencyCases},

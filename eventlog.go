@@ -1,0 +1,67 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Event is one entry of the event log: an event written in the
+// transaction of the change that caused it. The webhook deliveries and the
+// event streams both come from it.
+//
+// ID is assigned by the store when the event is appended; ids increase in
+// commit order, so a reader that has seen every event up to an id never
+// later finds a smaller one. ChannelID is the channel the event is about
+// ("" for user events); UserIDs are the users it is about (added, removed,
+// banned, muted or updated users): together they decide who may see it.
+type Event struct {
+	ID        int64           `json:"id"`
+	Name      string          `json:"event"`
+	ChannelID string          `json:"-"`
+	UserIDs   []string        `json:"-"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt Time            `json:"createdAt"`
+}
+
+// EventStore is the event log.
+type EventStore interface {
+	// AppendEvents appends events in order and sets their ID. The ids are
+	// greater than every id committed before, and an event becomes
+	// readable only with every event of smaller id (ids follow commit
+	// order).
+	AppendEvents(ctx context.Context, es []*Event) error
+	// ReadEvents returns up to limit events with ID > after, ascending.
+	ReadEvents(ctx context.Context, after int64, limit int) ([]*Event, error)
+	// LastEventID returns the greatest id ever assigned (0 when none),
+	// even when that event was deleted by retention.
+	LastEventID(ctx context.Context) (int64, error)
+	// DeleteEventsBefore deletes up to limit of the oldest events created
+	// before the given time and returns how many it deleted.
+	DeleteEventsBefore(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// eventScope returns the channel and the users an event is about.
+func eventScope(data any) (channelID string, userIDs []string) {
+	switch d := data.(type) {
+	case *MessageList:
+		if len(d.Messages) > 0 {
+			channelID = d.Messages[0].ChannelID
+		}
+	case MessageEventData:
+		if len(d.Messages) > 0 {
+			channelID = d.Messages[0].ChannelID
+		}
+	case ChannelEventData:
+		channelID, userIDs = d.Channel.ChannelID, d.UserIDs
+	case UserEventData:
+		for _, u := range d.Users {
+			userIDs = append(userIDs, u.UserID)
+		}
+	case ReactionEventData:
+		if len(d.Messages) > 0 {
+			channelID = d.Messages[0].ChannelID
+		}
+	}
+	return channelID, userIDs
+}

@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/stream"
+)
+
+// ticketOrAuth lets a request with a ticket parameter through when the
+// ticket is valid (single use: it is spent here), with its caller in the
+// context; a used, expired or unknown ticket is 401 (400100). Any other
+// request goes through auth.
+func (h *handler) ticketOrAuth(next http.Handler) http.Handler {
+	authed := h.auth(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !r.URL.Query().Has("ticket") {
+			authed.ServeHTTP(w, r)
+			return
+		}
+		if h.cfg.Events == nil {
+			h.writeError(w, r, errNoStream)
+			return
+		}
+		c, ok := h.cfg.Events.RedeemTicket(r.URL.Query().Get("ticket"))
+		if !ok {
+			h.writeError(w, r, chat.Errorf(chat.CodeUnauthorized, "ticket: unknown, used or expired; ask POST /events/ticket for a new one"))
+			return
+		}
+		if ri := infoFrom(r.Context()); ri != nil {
+			ri.ticketed = &c
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), infoKey, &requestInfo{ticketed: &c})))
+	})
+}
+
+var errNoStream = chat.Errorf(chat.CodeNotFound, "the event stream is not enabled on this server")
+
+// streamCaller returns who opens a stream: the ticket's caller, the
+// authenticated end user, or the authenticated admin (as its user).
+func streamCaller(r *http.Request) stream.Caller {
+	ri := infoFrom(r.Context())
+	switch {
+	case ri != nil && ri.ticketed != nil:
+		return *ri.ticketed
+	case ri != nil && ri.user != nil:
+		return stream.Caller{UserID: ri.user.UserID}
+	}
+	return stream.Caller{UserID: actor(r), Admin: true}
+}
+
+// events serves GET /events: a WebSocket, or Server-Sent Events with
+// Accept: text/event-stream.
+func (h *handler) events(w http.ResponseWriter, r *http.Request) error {
+	if h.cfg.Events == nil {
+		return errNoStream
+	}
+	return h.cfg.Events.ServeEvents(w, r, streamCaller(r))
+}
+
+type ticketBody struct {
+	Ticket    string    `json:"ticket"`
+	ExpiresAt chat.Time `json:"expiresAt"`
+}
+
+// eventTicket serves POST /events/ticket: a single-use ticket, valid 60 s,
+// that opens the caller's event stream without an Authorization header.
+func (h *handler) eventTicket(w http.ResponseWriter, r *http.Request) error {
+	if h.cfg.Events == nil {
+		return errNoStream
+	}
+	t, exp := h.cfg.Events.IssueTicket(streamCaller(r))
+	writeJSON(w, http.StatusOK, ticketBody{Ticket: t, ExpiresAt: chat.NewTime(exp.Truncate(time.Millisecond))})
+	return nil
+}

@@ -1,0 +1,69 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
+
+// AppendEvents implements chat.EventStore. The rowid alias comes from
+// AUTOINCREMENT; SQLite runs one write transaction at a time, so the ids
+// follow commit order.
+func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
+	for _, e := range es {
+		var id int64
+		if err := t.row(ctx, `INSERT INTO events (name, channel_id, user_ids, data, created_at)
+			VALUES (?,?,?,?,?) RETURNING id`,
+			[]any{e.Name, e.ChannelID, jsonIDs(e.UserIDs), []byte(e.Data), ms(e.CreatedAt)}, &id); err != nil {
+			return err
+		}
+		e.ID = id
+	}
+	if len(es) > 0 {
+		t.outbox = true
+	}
+	return nil
+}
+
+func scanEvent(sc scanner) (*chat.Event, error) {
+	var (
+		e       chat.Event
+		ids     string
+		data    []byte
+		created int64
+	)
+	if err := sc.Scan(&e.ID, &e.Name, &e.ChannelID, &ids, &data, &created); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(ids), &e.UserIDs); err != nil {
+		return nil, err
+	}
+	e.Data = data
+	e.CreatedAt = fromMs(created)
+	return &e, nil
+}
+
+// ReadEvents implements chat.EventStore.
+func (t *tx) ReadEvents(ctx context.Context, after int64, limit int) ([]*chat.Event, error) {
+	return list(t, ctx, scanEvent, `SELECT id, name, channel_id, user_ids, data, created_at
+		FROM events WHERE id > ? ORDER BY id LIMIT `+limitParam, after, limitArg(limit))
+}
+
+// LastEventID implements chat.EventStore: the AUTOINCREMENT counter, which
+// keeps the greatest id even when its row is deleted.
+func (t *tx) LastEventID(ctx context.Context) (int64, error) {
+	var seq sql.NullInt64
+	err := t.row(ctx, `SELECT max(seq) FROM sqlite_sequence WHERE name = 'events'`, nil, &seq)
+	return seq.Int64, err
+}
+
+// DeleteEventsBefore implements chat.EventStore.
+func (t *tx) DeleteEventsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	n, err := t.execN(ctx, `DELETE FROM events WHERE id IN
+		(SELECT id FROM events WHERE created_at < ? ORDER BY id LIMIT `+limitParam+`)`,
+		ms(chat.NewTime(before)), limitArg(limit))
+	return int(n), err
+}

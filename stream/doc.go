@@ -1,0 +1,26 @@
+// Package stream fans the event log out to event streams: Go subscribers
+// (Hub.Subscribe) and the HTTP endpoint GET /events, over WebSocket or
+// Server-Sent Events (Hub.Handler, mounted by httpapi).
+//
+// One goroutine per Hub follows the log: it wakes when the store signals a
+// commit (chat.OutboxWatcher: in process for the memory and SQLite stores,
+// LISTEN/NOTIFY across processes for Postgres, so every process sees every
+// event) and every PollInterval as a safety net, reads the new events in
+// id order and offers each to every live subscriber whose filter admits it.
+// A subscriber that resumes from an id first replays the log from there,
+// then joins the live set under the hub's lock at exactly the position the
+// hub has reached, so it gets every event once: no gap, no repeat.
+//
+// Each subscriber has a bounded queue (Config.QueueSize, default 1,000).
+// The hub never waits for a subscriber: one whose queue is full is closed
+// with ErrTooSlow (WebSocket close code 4008, "too slow"), and may resume
+// from the last id it received.
+//
+// Ephemeral events (channel.didStartTyping) are never stored: the hub takes
+// them from chat.Service.SubscribeEphemeral and offers them to live
+// subscribers only, without an id.
+//
+// New starts nothing; Start starts the follower and the retention job,
+// which deletes events older than Config.EventRetention in bounded batches;
+// Stop ends both and closes every subscription.
+package stream

@@ -1,0 +1,608 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
+
+// Defaults of Config.
+const (
+	DefaultEventRetention = 24 * time.Hour
+	DefaultQueueSize      = 1000
+	DefaultPingInterval   = 25 * time.Second
+	DefaultPollInterval   = time.Second
+)
+
+// Errors that end a subscription.
+var (
+	// ErrTooSlow ends a subscription whose queue was full when an event
+	// arrived: it fell more than Config.QueueSize events behind.
+	ErrTooSlow = errors.New("stream: too slow")
+	// ErrBanned ends a user's subscription after the user.didGlobalBan
+	// event about that user.
+	ErrBanned = errors.New("stream: user is globally banned")
+	// ErrStopped ends every subscription when the hub stops.
+	ErrStopped = errors.New("stream: hub stopped")
+	// ErrClosed is the error of a subscription closed by its owner.
+	ErrClosed = errors.New("stream: subscription closed")
+)
+
+// Config configures a Hub. The zero value works.
+type Config struct {
+	// EventRetention is how long events stay in the log, and so how far
+	// back a client may resume. Default DefaultEventRetention (24 h).
+	EventRetention time.Duration
+	// QueueSize bounds each subscriber's queue: a subscriber that falls
+	// more than QueueSize events behind is closed with ErrTooSlow.
+	// Default DefaultQueueSize (1,000).
+	QueueSize int
+	// PingInterval is the time between WebSocket pings (SSE comments).
+	// Default DefaultPingInterval (25 s).
+	PingInterval time.Duration
+	// PollInterval is how often the hub reads the log without a signal
+	// from the store, in case a notification was lost. Default
+	// DefaultPollInterval (1 s).
+	PollInterval time.Duration
+	// TicketTTL is the lifetime of a ticket from POST /events/ticket.
+	// Default 60 s.
+	TicketTTL time.Duration
+	// Logger receives the errors of the background work. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.EventRetention <= 0 {
+		c.EventRetention = DefaultEventRetention
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.PingInterval <= 0 {
+		c.PingInterval = DefaultPingInterval
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.TicketTTL <= 0 {
+		c.TicketTTL = 60 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Frame is one message of a stream, as sent on the wire. ID is the event
+// id in decimal; it is empty on ephemeral events and on stream.didConnect,
+// which are not in the log.
+type Frame struct {
+	ID        string          `json:"id,omitempty"`
+	Event     string          `json:"event"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt chat.Time       `json:"createdAt"`
+}
+
+// EventDidConnect is the name of the first frame of every stream.
+const EventDidConnect = "stream.didConnect"
+
+// ConnectData is the data of stream.didConnect. Resumed is true when the
+// stream continues from the requested id with nothing missing; false
+// without an id, or when that id is older than the retention (the client
+// must then re-read what it shows).
+type ConnectData struct {
+	UserID  string `json:"userId"`
+	Resumed bool   `json:"resumed"`
+}
+
+// Filter selects what a subscription receives.
+//
+// With Admin set: every event, or, when ChannelIDs is not empty, the
+// events of those channels. Otherwise the subscription is UserID's: the
+// events of the channels where that user is a member when the event
+// happens, and the events about the user itself (being added, removed,
+// banned, muted, updated, globally banned: after that last one the
+// subscription ends with ErrBanned).
+type Filter struct {
+	Admin      bool
+	UserID     string
+	ChannelIDs []string
+}
+
+// Hub follows the event log and fans it out to subscribers.
+type Hub struct {
+	svc *chat.Service
+	cfg Config
+
+	mu      sync.Mutex
+	last    int64 // the last event id offered to the live set
+	live    map[*Subscription]struct{}
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	tickets tickets
+}
+
+// New returns a hub over svc's store. It starts nothing: call Start.
+func New(svc *chat.Service, cfg Config) *Hub {
+	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: map[*Subscription]struct{}{},
+		tickets: tickets{m: map[string]ticket{}}}
+}
+
+// Start reads the log's position and starts following it, and the
+// retention job. Subscriptions made before Start fail.
+func (h *Hub) Start(ctx context.Context) error {
+	var last int64
+	if err := h.svc.Store().View(ctx, func(tx chat.Tx) (err error) { last, err = tx.LastEventID(ctx); return }); err != nil {
+		return err
+	}
+	var wake <-chan struct{}
+	runCtx, cancel := context.WithCancel(context.Background())
+	if w, ok := h.svc.Store().(chat.OutboxWatcher); ok {
+		ch, err := w.WatchOutbox(runCtx)
+		if err != nil {
+			cancel()
+			return err
+		}
+		wake = ch
+	}
+	h.mu.Lock()
+	if h.started {
+		h.mu.Unlock()
+		cancel()
+		return errors.New("stream: hub already started")
+	}
+	h.started, h.last, h.cancel = true, last, cancel
+	h.mu.Unlock()
+	unsub := h.svc.SubscribeEphemeral(h.ephemeral)
+	h.wg.Add(2)
+	go func() {
+		defer h.wg.Done()
+		defer unsub()
+		h.follow(runCtx, wake)
+	}()
+	go func() {
+		defer h.wg.Done()
+		h.retain(runCtx)
+	}()
+	return nil
+}
+
+// Stop ends the background work, waits for it, and closes every
+// subscription with ErrStopped. It is idempotent.
+func (h *Hub) Stop(ctx context.Context) error {
+	h.mu.Lock()
+	if h.stopped || !h.started {
+		h.stopped = true
+		h.mu.Unlock()
+		return nil
+	}
+	h.stopped = true
+	h.cancel()
+	for s := range h.live {
+		s.end(ErrStopped)
+	}
+	clear(h.live)
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readBatch is how many events one read of the log takes.
+const readBatch = 500
+
+func (h *Hub) follow(ctx context.Context, wake <-chan struct{}) {
+	poll := time.NewTicker(h.cfg.PollInterval)
+	defer poll.Stop()
+	for {
+		h.pull(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-wake:
+			if !ok {
+				wake = nil
+			}
+		case <-poll.C:
+		}
+	}
+}
+
+// pull offers every new event of the log to the live set. Only the
+// follower moves h.last, so reading it without the lock here is safe.
+func (h *Hub) pull(ctx context.Context) {
+	for {
+		h.mu.Lock()
+		after := h.last
+		h.mu.Unlock()
+		es, err := h.read(ctx, after, readBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.cfg.Logger.Warn("stream: reading the event log", "err", err)
+			}
+			return
+		}
+		if len(es) == 0 {
+			return
+		}
+		h.mu.Lock()
+		for _, e := range es {
+			f := frameOf(e) // one frame per event, shared by the subscribers
+			for s := range h.live {
+				if e.ID > s.pos {
+					s.offerLive(e, f)
+				}
+			}
+			h.last = e.ID
+		}
+		h.mu.Unlock()
+		if len(es) < readBatch {
+			return
+		}
+	}
+}
+
+func (h *Hub) read(ctx context.Context, after int64, limit int) (es []*chat.Event, err error) {
+	err = h.svc.Store().View(ctx, func(tx chat.Tx) error {
+		es, err = tx.ReadEvents(ctx, after, limit)
+		return err
+	})
+	return es, err
+}
+
+// retentionBatch bounds one delete of the retention job.
+const retentionBatch = 1000
+
+func (h *Hub) retain(ctx context.Context) {
+	every := min(h.cfg.EventRetention/10, time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		h.deleteOld(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// deleteOld deletes the events older than the retention, a bounded batch
+// per transaction so that no transaction holds the log for long.
+func (h *Hub) deleteOld(ctx context.Context) {
+	cut := h.svc.Now().Add(-h.cfg.EventRetention)
+	for ctx.Err() == nil {
+		var n int
+		err := h.svc.Store().Update(ctx, func(tx chat.Tx) (err error) {
+			n, err = tx.DeleteEventsBefore(ctx, cut, retentionBatch)
+			return err
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				h.cfg.Logger.Warn("stream: deleting old events", "err", err)
+			}
+			return
+		}
+		if n < retentionBatch {
+			return
+		}
+	}
+}
+
+func (h *Hub) ephemeral(ev chat.EphemeralEvent) {
+	f := &Frame{Event: ev.Event, Data: ev.Data, CreatedAt: ev.CreatedAt}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.live {
+		if s.admitsEphemeral(ev) {
+			s.push(f)
+		}
+	}
+}
+
+// Subscribe starts a subscription. With after nil it receives the events
+// committed from now on; with after set it first receives every retained
+// event after that id that the filter admits, then the live ones, each
+// once and in id order. Resumed reports whether after was honoured (see
+// ConnectData). An after beyond the log's last id is CodeBadRequest.
+// The subscription ends when ctx ends, on Close, or with ErrTooSlow,
+// ErrBanned or ErrStopped.
+func (h *Hub) Subscribe(ctx context.Context, f Filter, after *int64) (*Subscription, error) {
+	if !f.Admin && f.UserID == "" {
+		return nil, chat.Errorf(chat.CodeBadRequest, "stream: a user subscription needs a userId")
+	}
+	s := &Subscription{h: h, f: f, q: make(chan *Frame, h.cfg.QueueSize), done: make(chan struct{})}
+	if f.Admin && len(f.ChannelIDs) > 0 {
+		s.chans = map[string]bool{}
+		for _, c := range f.ChannelIDs {
+			s.chans[c] = true
+		}
+	}
+	var last int64
+	if err := h.svc.Store().View(ctx, func(tx chat.Tx) error {
+		var err error
+		if last, err = tx.LastEventID(ctx); err != nil {
+			return err
+		}
+		if after != nil && *after > 0 && *after <= last {
+			es, err := tx.ReadEvents(ctx, *after-1, 1)
+			if err != nil {
+				return err
+			}
+			s.Resumed = len(es) == 1 && es[0].ID == *after
+		}
+		if !f.Admin {
+			return s.loadMembership(ctx, tx)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if after != nil && (*after < 0 || *after > last) {
+		return nil, chat.Errorf(chat.CodeBadRequest, "after: %d is not an event id", *after)
+	}
+	h.mu.Lock()
+	if !h.started || h.stopped {
+		h.mu.Unlock()
+		return nil, chat.Errorf(chat.CodeUnavailable, "the event stream is not running")
+	}
+	h.mu.Unlock()
+	// Live from the log's last id at subscription time, or replay from
+	// after: either way catchUp joins the live set at the hub's position.
+	// Without a resume the gap is a few events at most, read before
+	// Subscribe returns: the subscription is live when it returns.
+	s.pos = last
+	if s.Resumed {
+		s.pos = *after
+		go s.catchUp(ctx)
+	} else {
+		s.catchUp(ctx)
+	}
+	context.AfterFunc(ctx, func() { s.close(ctx.Err()) })
+	return s, nil
+}
+
+// Subscription is one subscriber's stream of frames.
+type Subscription struct {
+	h *Hub
+	f Filter
+	// Resumed reports whether the subscription continues from the
+	// requested id (see ConnectData).
+	Resumed bool
+
+	chans   map[string]bool // admin channel filter
+	members map[string]bool // user: channels where it is a member
+	pos     int64           // the last event id offered
+	q       chan *Frame     // frames are shared by every subscriber: read only
+	done    chan struct{}
+	once    sync.Once
+	err     error
+}
+
+// loadMembership reads the channels where the user is a member. A
+// globally banned user gets no stream (CodeGlobalBanned), whatever
+// brought it here (a ticket issued before the ban).
+func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
+	u, err := tx.GetUser(ctx, s.f.UserID)
+	switch {
+	case chat.ErrorCode(err) == chat.CodeNotFound:
+	case err != nil:
+		return err
+	case u.IsGlobalBan:
+		return chat.Errorf(chat.CodeGlobalBanned, "user %q is globally banned", s.f.UserID)
+	}
+	s.members = map[string]bool{}
+	var cur *chat.ChannelCursor
+	for {
+		cs, err := tx.QueryChannels(ctx, chat.ChannelFilter{MemberOf: s.f.UserID, After: cur, Limit: 500})
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			s.members[c.ChannelID] = true
+		}
+		if len(cs) < 500 {
+			return nil
+		}
+		l := cs[len(cs)-1]
+		cur = &chat.ChannelCursor{CreatedAt: l.CreatedAt.Time, ChannelID: l.ChannelID}
+	}
+}
+
+// catchUp replays the log from s.pos, then joins the live set at exactly
+// the hub's position. A resuming subscriber asked for the backlog, so the
+// replay waits for it to read; otherwise a full queue is too slow, as in
+// the live set.
+func (s *Subscription) catchUp(ctx context.Context) {
+	h := s.h
+	for {
+		h.mu.Lock()
+		if h.stopped {
+			h.mu.Unlock()
+			s.close(ErrStopped)
+			return
+		}
+		if s.pos >= h.last {
+			// The follower offers only ids above s.pos: those replayed
+			// beyond h.last are not offered again.
+			h.live[s] = struct{}{}
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		es, err := h.read(ctx, s.pos, readBatch)
+		if err != nil {
+			s.close(err)
+			return
+		}
+		for _, e := range es {
+			if s.admit(e) {
+				if !s.Resumed {
+					select {
+					case s.q <- frameOf(e):
+					default:
+						s.close(ErrTooSlow)
+						return
+					}
+				} else {
+					select {
+					case s.q <- frameOf(e):
+					case <-s.done:
+						return
+					}
+				}
+			}
+			s.pos = e.ID
+			if end := s.ending(e); end != nil {
+				s.close(end)
+				return
+			}
+		}
+	}
+}
+
+func frameOf(e *chat.Event) *Frame {
+	return &Frame{ID: strconv.FormatInt(e.ID, 10), Event: e.Name, Data: e.Data, CreatedAt: e.CreatedAt}
+}
+
+// offerLive offers a logged event; called by the follower with h.mu held.
+func (s *Subscription) offerLive(e *chat.Event, f *Frame) {
+	s.pos = e.ID
+	if s.admit(e) {
+		s.push(f)
+	}
+	if end := s.ending(e); end != nil {
+		delete(s.h.live, s)
+		s.end(end)
+	}
+}
+
+// push queues a frame without waiting; a full queue ends the
+// subscription. Called with h.mu held.
+func (s *Subscription) push(f *Frame) {
+	select {
+	case s.q <- f:
+	default:
+		delete(s.h.live, s)
+		s.end(ErrTooSlow)
+	}
+}
+
+// admit reports whether the filter admits e, and keeps a user's set of
+// member channels in step with the events about that user.
+func (s *Subscription) admit(e *chat.Event) bool {
+	if s.f.Admin {
+		return s.chans == nil || s.chans[e.ChannelID]
+	}
+	about := slices.Contains(e.UserIDs, s.f.UserID)
+	switch e.Name {
+	case chat.EventChannelDidCreate, chat.EventChannelDidJoin, chat.EventChannelDidAddUsers:
+		if about {
+			s.members[e.ChannelID] = true
+		}
+	}
+	ok := about || (e.ChannelID != "" && s.members[e.ChannelID])
+	switch e.Name {
+	case chat.EventChannelDidRemoveUsers, chat.EventChannelDidBanUsers:
+		if about {
+			delete(s.members, e.ChannelID)
+		}
+	case chat.EventChannelDidClose:
+		delete(s.members, e.ChannelID)
+	}
+	return ok
+}
+
+// ending returns the error that e brings to this subscription, if any.
+func (s *Subscription) ending(e *chat.Event) error {
+	if !s.f.Admin && e.Name == chat.EventUserDidGlobalBan && slices.Contains(e.UserIDs, s.f.UserID) {
+		return ErrBanned
+	}
+	return nil
+}
+
+func (s *Subscription) admitsEphemeral(ev chat.EphemeralEvent) bool {
+	if s.f.Admin {
+		return s.chans == nil || s.chans[ev.ChannelID]
+	}
+	return ev.UserID != s.f.UserID && s.members[ev.ChannelID]
+}
+
+// end records err and closes done; the first error wins.
+func (s *Subscription) end(err error) {
+	s.once.Do(func() {
+		s.err = err
+		close(s.done)
+	})
+}
+
+// close ends the subscription and leaves the live set.
+func (s *Subscription) close(err error) {
+	s.h.mu.Lock()
+	delete(s.h.live, s)
+	s.h.mu.Unlock()
+	s.end(err)
+}
+
+// Close ends the subscription; Next then returns ErrClosed.
+func (s *Subscription) Close() { s.close(ErrClosed) }
+
+// Done is closed when the subscription ends; Err then says why.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Err returns why the subscription ended, or nil while it runs.
+func (s *Subscription) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Next returns the next frame, waiting for it until ctx ends or the
+// subscription ends. After the end it still returns the frames already
+// queued (a banned user receives its user.didGlobalBan), except after
+// ErrTooSlow, which is returned at once.
+func (s *Subscription) Next(ctx context.Context) (Frame, error) {
+	select {
+	case <-s.done:
+		return s.drain()
+	default:
+	}
+	select {
+	case f := <-s.q:
+		return *f, nil
+	case <-s.done:
+		return s.drain()
+	case <-ctx.Done():
+		return Frame{}, ctx.Err()
+	}
+}
+
+func (s *Subscription) drain() (Frame, error) {
+	if s.err != ErrTooSlow {
+		select {
+		case f := <-s.q:
+			return *f, nil
+		default:
+		}
+	}
+	return Frame{}, s.err
+}
