@@ -36,6 +36,8 @@ type config struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	drainDelay      time.Duration
+	adminTokenFile  string
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	gcPercent       int
@@ -52,6 +54,7 @@ var defaults = config{
 	logLevel:        "info",
 	logFormat:       "text",
 	shutdownTimeout: 30 * time.Second,
+	drainDelay:      5 * time.Second,
 	readTimeout:     5 * time.Minute,
 	writeTimeout:    10 * time.Minute,
 }
@@ -86,6 +89,8 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log level: debug | info | warn | error")
 	fs.StringVar(&c.logFormat, "log-format", c.logFormat, "log format: text | json")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", c.shutdownTimeout, "how long SIGINT/SIGTERM waits for requests and webhook deliveries in flight")
+	fs.DurationVar(&c.drainDelay, "drain-delay", c.drainDelay, "on SIGINT/SIGTERM, how long /readyz answers 503 while the server still accepts connections, before it stops accepting")
+	fs.StringVar(&c.adminTokenFile, "first-admin-token-file", "", "write the token of the admin created on first start to this file (mode 0600, must not exist) instead of printing it on stderr")
 	fs.DurationVar(&c.readTimeout, "read-timeout", c.readTimeout, "longest time to read one request, body included (a slower client is cut off)")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest time from reading a request's headers to the end of its response")
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")

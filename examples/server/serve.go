@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -134,7 +135,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		return fmt.Errorf("starting the chat service: %w", err)
 	}
 
-	if err := c.firstAdmin(ctx, svc, kind); err != nil {
+	if err := c.firstAdmin(ctx, svc, kind, cfg.adminTokenFile); err != nil {
 		return err
 	}
 	if cfg.webhookURL != "" {
@@ -201,8 +202,23 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		return fmt.Errorf("http server: %w", err)
 	}
 
-	log.Info("shutting down", "timeout", cfg.shutdownTimeout)
+	// Drain: /readyz fails at once so that load balancers stop sending
+	// new requests, while the listener stays open for the drain delay to
+	// serve those already on their way. Keep-alive connections close after
+	// their next response, so clients reconnect to another instance.
+	log.Info("shutting down", "drainDelay", cfg.drainDelay, "timeout", cfg.shutdownTimeout)
 	draining.Store(true)
+	srv.SetKeepAlivesEnabled(false)
+	if cfg.drainDelay > 0 {
+		t := time.NewTimer(cfg.drainDelay)
+		select {
+		case <-t.C:
+		case err := <-serveErr:
+			t.Stop()
+			serveErr <- err // read again below
+		}
+	}
+	log.Info("drain delay over; refusing new connections and finishing requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	var errs []error
@@ -223,8 +239,10 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 }
 
 // firstAdmin creates the admin "admin" when the store has no admin account
-// and prints its token, once, to stderr.
-func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind string) error {
+// and prints its token, once, to stderr as plain text outside the log
+// records, or, when tokenFile is set, writes it to that new file with mode
+// 0600 (readable by the owner only) and prints only the file's name.
+func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind, tokenFile string) error {
 	has, err := svc.HasAdmins(ctx)
 	if err != nil {
 		return fmt.Errorf("looking for admin accounts: %w", err)
@@ -238,6 +256,19 @@ func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind string) er
 	}
 	if err != nil {
 		return fmt.Errorf("creating the first admin: %w", err)
+	}
+	if tokenFile != "" {
+		f, err := os.OpenFile(tokenFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("writing the first admin's token (-first-admin-token-file): %w", err)
+		}
+		_, werr := fmt.Fprintln(f, token)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return fmt.Errorf("writing the first admin's token to %s: %w", tokenFile, err)
+		}
+		fmt.Fprintf(c.stderr, "\nNo admin account existed, so admin %q (user %q) was created.\n"+
+			"Its access token was written to %s (readable by its owner only).\n\n", a.Name, a.UserID, tokenFile)
+		return nil
 	}
 	note := ""
 	if kind == "memory" {
