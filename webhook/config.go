@@ -104,6 +104,12 @@ type Config struct {
 	// Logger receives warnings and per-attempt debug records. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// OnRecorded, when not nil, is called after each attempt is recorded,
+	// with the state the delivery moved to: chat.DeliveryDelivered,
+	// chat.DeliveryPending (it will be retried) or chat.DeliveryFailed. It
+	// runs on the goroutine recording attempts, so it must be quick (a
+	// metrics counter). Default nil.
+	OnRecorded func(state string)
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
 }

@@ -177,6 +177,10 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 // every delivery it claimed has been recorded or abandoned.
 func (d *Dispatcher) Done() <-chan struct{} { return d.done }
 
+// InFlight returns how many deliveries this dispatcher has claimed and not
+// yet recorded.
+func (d *Dispatcher) InFlight() int { return int(d.inflight.Load()) }
+
 // Wake makes the dispatcher look for due deliveries now. The Service's
 // Config.OnCommit fits it when the store cannot signal commits. It never
 // blocks.
@@ -490,6 +494,9 @@ func (d *Dispatcher) recorded(r *result, lost error) {
 		d.log.Warn("webhook: lease lost before the attempt was recorded; another dispatcher owns the delivery",
 			"requestId", a.RequestID, "attempt", a.Attempt, "err", lost)
 		return
+	}
+	if d.cfg.OnRecorded != nil {
+		d.cfg.OnRecorded(r.state)
 	}
 	switch {
 	case r.state == chat.DeliveryDelivered:

@@ -180,3 +180,37 @@ func BenchmarkBesideHanging(b *testing.B) {
 		}
 	}
 }
+
+// TestOnRecorded: the hook sees every recorded attempt with the state it
+// led to.
+func TestOnRecorded(t *testing.T) {
+	s := memoryBackend.open(t)
+	bad := newReceiver(t, "k", func(w http.ResponseWriter, _ *http.Request, _ string, _ int) bool {
+		w.WriteHeader(http.StatusInternalServerError)
+		return true
+	})
+	good := newReceiver(t, "k", nil)
+	var mu sync.Mutex
+	got := map[string]int{}
+	badIDs := enqueue(t, s, newDeliveries(t, createHook(t, s, bad.URL, "k").WebhookID, 1))
+	okIDs := enqueue(t, s, newDeliveries(t, createHook(t, s, good.URL, "k").WebhookID, 2))
+	start(t, s, testConfig(func(c *Config) {
+		c.OnRecorded = func(state string) { mu.Lock(); got[state]++; mu.Unlock() }
+	}))
+	waitStates(t, s, append(badIDs, okIDs...))
+	// The hook runs just after each commit: wait for the last call.
+	deadline := time.Now().Add(patience)
+	for {
+		mu.Lock()
+		n := got[chat.DeliveryDelivered] + got[chat.DeliveryPending] + got[chat.DeliveryFailed]
+		mu.Unlock()
+		if n >= 7 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// testConfig's schedule has five attempts: four retries, then failed.
+	require.Equal(t, map[string]int{chat.DeliveryDelivered: 2, chat.DeliveryPending: 4, chat.DeliveryFailed: 1}, got)
+}
