@@ -38,6 +38,7 @@ type config struct {
 	shutdownTimeout time.Duration
 	drainDelay      time.Duration
 	adminTokenFile  string
+	metricsAddr     string
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	gcPercent       int
@@ -91,6 +92,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", c.shutdownTimeout, "how long SIGINT/SIGTERM waits for requests and webhook deliveries in flight")
 	fs.DurationVar(&c.drainDelay, "drain-delay", c.drainDelay, "on SIGINT/SIGTERM, how long /readyz answers 503 while the server still accepts connections, before it stops accepting")
 	fs.StringVar(&c.adminTokenFile, "first-admin-token-file", "", "write the token of the admin created on first start to this file (mode 0600, must not exist) instead of printing it on stderr")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this separate address (host:port) instead of beside /livez on -addr")
 	fs.DurationVar(&c.readTimeout, "read-timeout", c.readTimeout, "longest time to read one request, body included (a slower client is cut off)")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest time from reading a request's headers to the end of its response")
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
@@ -105,6 +107,9 @@ type cli struct {
 	// ready, when not nil, is called with the listening address once the
 	// server accepts connections (tests listen on 127.0.0.1:0).
 	ready func(addr string)
+	// metricsReady, when not nil, is called with the address of the
+	// separate metrics listener (-metrics-addr) once it accepts.
+	metricsReady func(addr string)
 }
 
 // run executes the command line args (without the program name): the

@@ -118,12 +118,17 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	}()
 
 	allowPrivate := cfg.allowPrivate
-	disp := webhook.New(st, webhook.Config{
+	var disp *webhook.Dispatcher
+	m := newMetrics(func() int { return disp.InFlight() })
+	disp = webhook.New(st, webhook.Config{
 		AllowPrivate:    allowPrivate,
 		SignatureHeader: cfg.webhookHeader,
 		Logger:          log,
+		OnRecorded:      func(state string) { m.webhooks.WithLabelValues(state).Inc() },
 	})
-	svc, err := chat.New(ctx, st, chat.Config{
+	// The Service's transactions are timed; the dispatcher keeps the
+	// store itself, whose commit signals (chat.OutboxWatcher) it uses.
+	svc, err := chat.New(ctx, m.timeStore(st), chat.Config{
 		Logger: log,
 		Limits: chat.Limits{MaxFileBytes: cfg.maxUploadBytes, MaxImagePixels: cfg.maxImagePixels},
 		WebhookURLCheck: func(u string) error {
@@ -156,6 +161,10 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	})
 	var draining atomic.Bool
 	r := chi.NewRouter()
+	r.Use(m.middleware)
+	if cfg.metricsAddr == "" {
+		r.Method(http.MethodGet, "/metrics", m.handler())
+	}
 	r.Get("/livez", func(w http.ResponseWriter, _ *http.Request) {
 		writeStatus(w, http.StatusOK, "ok")
 	})
@@ -182,6 +191,24 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	if err := disp.Start(context.WithoutCancel(ctx)); err != nil {
 		ln.Close()
 		return fmt.Errorf("starting the webhook dispatcher: %w", err)
+	}
+
+	if cfg.metricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			ln.Close()
+			_ = disp.Stop(context.Background())
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+		log.Info("metrics listening", "url", "http://"+mln.Addr().String()+"/metrics")
+		if c.metricsReady != nil {
+			c.metricsReady(mln.Addr().String())
+		}
 	}
 
 	serveErr := make(chan error, 1)
