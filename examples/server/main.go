@@ -6,6 +6,7 @@
 //	go run ./examples/server -store memory    # nothing kept on exit
 //	go run ./examples/server admin create NAME [-user-id ID]
 //	go run ./examples/server admin list
+//	go run ./examples/server admin rotate NAME
 //	go run ./examples/server admin revoke NAME
 //	go run ./examples/server migrate
 //	go run ./examples/server version

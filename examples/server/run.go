@@ -126,6 +126,8 @@ Commands:
   admin create NAME [-user-id ID]
                                 create an admin account; prints its access token alone on stdout
   admin list                    list admin accounts
+  admin rotate NAME             give an admin a new access token (the old one stops working;
+                                a revoked admin is active again); prints it alone on stdout
   admin revoke NAME             revoke an admin's access token
   migrate                       bring the store's schema up to date and exit
   version                       print the version
@@ -231,7 +233,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	switch cmd {
 	case "admin":
 		if len(rest) == 0 {
-			return usagef("admin: missing subcommand (create, list or revoke)")
+			return usagef("admin: missing subcommand (create, list, rotate or revoke)")
 		}
 		sub := rest[0]
 		pos, err = c.parse("admin "+sub, &cfg, set, rest[1:], func(fs *flag.FlagSet) {
@@ -371,12 +373,16 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 		if len(args) != 1 {
 			return usagef("usage: admin revoke NAME")
 		}
+	case "rotate":
+		if len(args) != 1 {
+			return usagef("usage: admin rotate NAME")
+		}
 	case "list":
 		if len(args) != 0 {
 			return usagef("usage: admin list")
 		}
 	default:
-		return usagef("admin: unknown subcommand %q (create, list or revoke)", sub)
+		return usagef("admin: unknown subcommand %q (create, list, rotate or revoke)", sub)
 	}
 	svc, st, err := c.openService(ctx, cfg)
 	if err != nil {
@@ -386,6 +392,9 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 	switch sub {
 	case "create":
 		a, token, err := svc.CreateAdmin(ctx, args[0], userID)
+		if chat.ErrorCode(err) == chat.CodeConflict {
+			return chat.Errorf(chat.CodeConflict, "admin %q already exists; to give it a new token run `admin rotate %s`", args[0], args[0])
+		}
 		if err != nil {
 			return err
 		}
@@ -395,6 +404,14 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 		if cfg.store == "memory" {
 			fmt.Fprintln(c.stderr, "Note: -store memory keeps nothing; this admin is gone already. Use a sqlite: or postgres:// store.")
 		}
+		return nil
+	case "rotate":
+		token, err := svc.RotateAdmin(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.stdout, token)
+		fmt.Fprintf(c.stderr, "Admin %q has a new access token (above, shown only once); its old token no longer works.\n", args[0])
 		return nil
 	case "revoke":
 		if err := svc.RevokeAdmin(ctx, args[0]); err != nil {
