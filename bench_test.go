@@ -39,11 +39,11 @@ func benchService(b *testing.B, blackWords int) (*chat.Service, string) {
 	}
 	// A few regex and exact-word rules among the plain words.
 	for i := 0; i < blackWords-5; i += 1000 {
-		if _, err := svc.AddRules(ctx, chat.Blacklist, words[i:min(i+1000, blackWords-5)], false); err != nil {
+		if _, err := svc.AddRules(ctx, a.UserID, chat.Blacklist, words[i:min(i+1000, blackWords-5)], false); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := svc.AddRules(ctx, chat.Blacklist, []string{"darn", "heck", "b[a4]dw[o0]rd", "fr[i1]ck", "sh[o0]ot"}, true); err != nil {
+	if _, err := svc.AddRules(ctx, a.UserID, chat.Blacklist, []string{"darn", "heck", "b[a4]dw[o0]rd", "fr[i1]ck", "sh[o0]ot"}, true); err != nil {
 		b.Fatal(err)
 	}
 	var white []string
@@ -51,7 +51,7 @@ func benchService(b *testing.B, blackWords int) (*chat.Service, string) {
 		white = append(white, fmt.Sprintf("site%d.example.org", i))
 	}
 	white = append(white, "docs.example.com")
-	if _, err := svc.AddRules(ctx, chat.Whitelist, white, false); err != nil {
+	if _, err := svc.AddRules(ctx, a.UserID, chat.Whitelist, white, false); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "bench", Type: "standard"}); err != nil {
@@ -120,7 +120,7 @@ func BenchmarkQueryMessages(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		out, err := svc.QueryMessages(ctx, chat.MessageQuery{ChannelID: "bench", Before: &before, Last: 20})
+		out, err := svc.QueryMessages(ctx, admin, chat.MessageQuery{ChannelID: "bench", Before: &before, Last: 20})
 		if err != nil || len(out.Messages) != 20 {
 			b.Fatal(err)
 		}

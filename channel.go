@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -69,7 +70,8 @@ func userValues(us []*User) []User {
 	return out
 }
 
-// channelList assembles a response from store values.
+// channelList assembles a response from store values, with the unread
+// count of every channelUser.
 func (s *Service) channelList(ctx context.Context, tx Tx, chs []*Channel, cus []*ChannelUser, extraUsers []string) (*ChannelList, error) {
 	now := s.now()
 	out := &ChannelList{Channels: make([]Channel, 0, len(chs)), ChannelUsers: make([]ChannelUser, 0, len(cus))}
@@ -77,8 +79,13 @@ func (s *Service) channelList(ctx context.Context, tx Tx, chs []*Channel, cus []
 		presentChannel(c, now)
 		out.Channels = append(out.Channels, *c)
 	}
+	unread, err := tx.UnreadCounts(ctx, cus)
+	if err != nil {
+		return nil, err
+	}
 	ids := append([]string(nil), extraUsers...)
-	for _, cu := range cus {
+	for i, cu := range cus {
+		cu.UnreadCount = unread[i]
 		presentChannelUser(cu, now)
 		out.ChannelUsers = append(out.ChannelUsers, *cu)
 		ids = append(ids, cu.UserID)
@@ -123,6 +130,18 @@ func checkAddable(ctx context.Context, tx Tx, channelID string, users []*User) e
 		}
 	}
 	return nil
+}
+
+// othersOrSelf returns act when ids name anyone but the actor, and
+// actJoinChannel when the actor adds or removes only itself (as join and
+// leave do).
+func othersOrSelf(actorID string, ids []string, act action) action {
+	for _, id := range ids {
+		if id != actorID {
+			return act
+		}
+	}
+	return actJoinChannel
 }
 
 // addMembers makes users members; it returns those that were not members.
@@ -183,6 +202,15 @@ func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateCh
 	now := s.Now()
 	var out *ChannelList
 	err = s.update(ctx, func(tx Tx, ev *events) error {
+		cl, err := s.authorize(ctx, tx, actorID, actCreateChannel, "")
+		if err != nil {
+			return err
+		}
+		if !cl.admin && !slices.Contains(members, actorID) {
+			// A user who creates a channel becomes a member; an admin
+			// only when listed.
+			members = append(members, actorID)
+		}
 		c := &Channel{ChannelID: in.ChannelID, Type: in.Type, DisplayName: in.DisplayName, IsDistinct: in.IsDistinct,
 			Metadata: emptyMap(in.Metadata), Tags: emptyIfNil(tags), LastActivity: now, CreatedAt: now, UpdatedAt: now}
 		if err := tx.CreateChannel(ctx, c); err != nil {
@@ -219,12 +247,15 @@ func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateCh
 
 // GetChannel reads one channel (closed ones too) with all its channelUsers
 // (members and banned users). Errors: CodeBadRequest, CodeNotFound.
-func (s *Service) GetChannel(ctx context.Context, channelID string) (*ChannelList, error) {
+func (s *Service) GetChannel(ctx context.Context, actorID, channelID string) (*ChannelList, error) {
 	if err := s.checkID("channelId", channelID); err != nil {
 		return nil, err
 	}
 	var out *ChannelList
 	err := s.view(ctx, func(tx Tx) error {
+		if _, err := s.authorize(ctx, tx, actorID, actGetChannel, ""); err != nil {
+			return err
+		}
 		c, err := tx.GetChannel(ctx, channelID)
 		if err != nil {
 			return notFound(err, "channel", channelID)
@@ -329,6 +360,13 @@ func (s *Service) QueryChannels(ctx context.Context, actorID string, q ChannelQu
 	f.Limit = limit + 1
 	var out *ChannelList
 	err = s.view(ctx, func(tx Tx) error {
+		cl, err := s.authorize(ctx, tx, actorID, actQueryChannels, "")
+		if err != nil {
+			return err
+		}
+		if q.IncludeClosed && !cl.admin {
+			return Errorf(CodePermissionDenied, "includeClosed: closed channels are listed for admins only")
+		}
 		chs, err := tx.QueryChannels(ctx, f)
 		if err != nil {
 			return err
@@ -377,7 +415,7 @@ func (s *Service) RenameChannel(ctx context.Context, actorID, channelID, display
 	if err := s.checkDisplayName("displayName", displayName); err != nil {
 		return nil, err
 	}
-	return s.changeChannel(ctx, actorID, channelID, func(c *Channel) bool {
+	return s.changeChannel(ctx, actorID, actUpdateChannel, channelID, func(c *Channel) bool {
 		c.DisplayName = displayName
 		return true
 	})
@@ -386,10 +424,13 @@ func (s *Service) RenameChannel(ctx context.Context, actorID, channelID, display
 // changeChannel applies change to an open channel and, when change
 // reports a difference, stores it with updatedAt now and emits
 // channel.didUpdate; it returns the channel.
-func (s *Service) changeChannel(ctx context.Context, actorID, channelID string, change func(c *Channel) bool) (*ChannelList, error) {
+func (s *Service) changeChannel(ctx context.Context, actorID string, act action, channelID string, change func(c *Channel) bool) (*ChannelList, error) {
 	now := s.Now()
 	var out *ChannelList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, act, channelID); err != nil {
+			return err
+		}
 		c, err := openChannel(ctx, tx, channelID)
 		if err != nil {
 			return err
@@ -428,6 +469,9 @@ func (s *Service) AddUsers(ctx context.Context, actorID, channelID string, userI
 	now := s.Now()
 	var out *ChannelList
 	err = s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, othersOrSelf(actorID, ids, actAddUsers), channelID); err != nil {
+			return err
+		}
 		if _, err := openChannel(ctx, tx, channelID); err != nil {
 			return err
 		}
@@ -505,6 +549,9 @@ func (s *Service) RemoveUsers(ctx context.Context, actorID, channelID string, us
 	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, othersOrSelf(actorID, ids, actRemoveUsers), channelID); err != nil {
+			return err
+		}
 		if _, err := openChannel(ctx, tx, channelID); err != nil {
 			return err
 		}
@@ -543,6 +590,9 @@ func (s *Service) JoinChannel(ctx context.Context, actorID, channelID string) (*
 	now := s.Now()
 	var out *ChannelList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actJoinChannel, channelID); err != nil {
+			return err
+		}
 		if _, err := openChannel(ctx, tx, channelID); err != nil {
 			return err
 		}
@@ -622,6 +672,9 @@ func (s *Service) MuteChannel(ctx context.Context, actorID, channelID string, d 
 		return err
 	}
 	return s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actMuteChannel, channelID); err != nil {
+			return err
+		}
 		c, err := openChannel(ctx, tx, channelID)
 		if err != nil {
 			return err
@@ -656,6 +709,9 @@ func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, user
 		return err
 	}
 	return s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actMuteUsers, channelID); err != nil {
+			return err
+		}
 		c, err := openChannel(ctx, tx, channelID)
 		if err != nil {
 			return err
@@ -715,6 +771,9 @@ func (s *Service) BanUsers(ctx context.Context, actorID, channelID string, userI
 	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actBanUsers, channelID); err != nil {
+			return err
+		}
 		if _, err := openChannel(ctx, tx, channelID); err != nil {
 			return err
 		}
@@ -779,6 +838,9 @@ func (s *Service) UnbanUsers(ctx context.Context, actorID, channelID string, use
 	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actBanUsers, channelID); err != nil {
+			return err
+		}
 		c, err := openChannel(ctx, tx, channelID)
 		if err != nil {
 			return err
@@ -810,6 +872,9 @@ func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) e
 	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actCloseChannel, channelID); err != nil {
+			return err
+		}
 		c, err := tx.GetChannel(ctx, channelID)
 		if err != nil {
 			return notFound(err, "channel", channelID)

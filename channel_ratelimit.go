@@ -30,7 +30,7 @@ func (s *Service) SetChannelRateLimit(ctx context.Context, actorID, channelID st
 		return nil, invalid("rateLimitWindow", "must be 0 (off) to %d milliseconds", MaxRateLimitWindow.Milliseconds())
 	}
 	ms := int((window + time.Millisecond - 1) / time.Millisecond)
-	return s.changeChannel(ctx, actorID, channelID, func(c *Channel) bool {
+	return s.changeChannel(ctx, actorID, actRateLimit, channelID, func(c *Channel) bool {
 		if c.RateLimitWindow == ms && c.IsRateLimited == (ms > 0) {
 			return false
 		}

@@ -11,13 +11,13 @@ import (
 
 func TestSlowMode(t *testing.T) {
 	e := newEnv(t)
-	hook, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/chat", []string{chat.EventChannelDidUpdate})
+	hook, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/chat", []string{chat.EventChannelDidUpdate})
 	require.NoError(t, err)
 	e.channel("c", "alice", "bob", "vip")
 	e.channel("d", "alice")
 
 	// Off by default.
-	got, err := e.svc.GetChannel(e.ctx, "c")
+	got, err := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.False(t, got.Channels[0].IsRateLimited)
 	require.Zero(t, got.Channels[0].RateLimitWindow)
@@ -28,7 +28,7 @@ func TestSlowMode(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, out.Channels[0].IsRateLimited)
 	require.Equal(t, 10_000, out.Channels[0].RateLimitWindow)
-	got, err = e.svc.GetChannel(e.ctx, "c")
+	got, err = e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.True(t, got.Channels[0].IsRateLimited, "stored")
 	require.Equal(t, 10_000, got.Channels[0].RateLimitWindow)
@@ -73,7 +73,7 @@ func TestSlowMode(t *testing.T) {
 	// Admins and holders of User/ExemptFromRateLimit are never limited.
 	e.mustPost(e.admin, "c", "admin 1")
 	e.mustPost(e.admin, "c", "admin 2")
-	_, err = e.svc.PutRoles(e.ctx, []string{"fast"}, []string{chat.PermExemptFromRateLimit})
+	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"fast"}, []string{chat.PermExemptFromRateLimit})
 	require.NoError(t, err)
 	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "vip", Roles: &[]string{"fast"}})
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ func (s *Service) UpdateChannel(ctx context.Context, actorID string, in UpdateCh
 	if err != nil {
 		return nil, err
 	}
-	return s.changeChannel(ctx, actorID, in.ChannelID, func(c *Channel) bool {
+	return s.changeChannel(ctx, actorID, actUpdateChannel, in.ChannelID, func(c *Channel) bool {
 		if in.DisplayName != nil {
 			c.DisplayName = *in.DisplayName
 		}

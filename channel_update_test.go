@@ -22,7 +22,7 @@ func TestUpdateChannel(t *testing.T) {
 	require.Equal(t, map[string]any{"b": "3"}, c.Metadata)
 	require.Equal(t, []string{"y", "z"}, c.Tags)
 	require.Equal(t, 1, c.MemberCount, "counters stay")
-	got, err := e.svc.GetChannel(e.ctx, "c")
+	got, err := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.Equal(t, c.Metadata, got.Channels[0].Metadata)
 	require.Equal(t, c.Tags, got.Channels[0].Tags)
@@ -55,7 +55,7 @@ func TestUpdateChannel(t *testing.T) {
 	}
 	_, err = e.svc.UpdateChannel(e.ctx, e.admin, chat.UpdateChannel{ChannelID: "nope", DisplayName: ptr("x")})
 	requireCode(t, err, chat.CodeNotFound)
-	got, err = e.svc.GetChannel(e.ctx, "c")
+	got, err = e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.Equal(t, "New", got.Channels[0].DisplayName)
 	require.NoError(t, e.svc.CloseChannel(e.ctx, e.admin, "c"))

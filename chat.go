@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // Limits bounds the size of what the Service accepts. Every zero field takes
@@ -91,6 +93,14 @@ type Config struct {
 	// WebhookURLCheck, when not nil, vets webhook URLs at registration
 	// (for example webhook.CheckURL, which refuses private addresses).
 	WebhookURLCheck func(rawURL string) error
+	// UserTokenSecret signs and verifies user tokens (HS256 JWTs, CONTRACT
+	// section 7). Default: a random secret created once and kept in the
+	// store's meta table, so every process sharing the store accepts the
+	// tokens of the others.
+	UserTokenSecret []byte
+	// UserTokenTTL is the lifetime of user tokens minted without one.
+	// Default DefaultUserTokenTTL (24 h); negative: no expiry.
+	UserTokenTTL time.Duration
 	// OnCommit, when not nil, is called after every transaction that
 	// enqueued webhook deliveries committed (the webhook dispatcher's Wake
 	// fits here when the store cannot signal by itself).
@@ -102,19 +112,22 @@ type Config struct {
 // method may also return CodeUnavailable when the store cannot be reached
 // and CodeInternal for unexpected failures.
 type Service struct {
-	store  Store
-	cfg    Config
-	lim    Limits
-	now    func() time.Time
-	newID  func() string
-	log    *slog.Logger
-	pkey   []byte
-	rules  atomic.Pointer[ruleSet]
-	rulesM sync.Mutex
-	hooks  atomic.Pointer[hookCache]
-	links  *linkSigner
-	typing typingThrottle
-	ephem  ephemeralSubs
+	store     Store
+	cfg       Config
+	lim       Limits
+	now       func() time.Time
+	newID     func() string
+	log       *slog.Logger
+	pkey      []byte
+	rules     atomic.Pointer[ruleSet]
+	rulesM    sync.Mutex
+	hooks     atomic.Pointer[hookCache]
+	links     *linkSigner
+	typing    typingThrottle
+	ephem     ephemeralSubs
+	userKey   []byte
+	tokenTTL  time.Duration
+	jwtParser *jwt.Parser
 }
 
 // New returns a Service over store. It reads or creates the paging key
@@ -123,6 +136,7 @@ func New(ctx context.Context, store Store, cfg Config) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("chat: nil store")
 	}
+	var err error
 	s := &Service{store: store, cfg: cfg, lim: cfg.Limits}
 	s.lim.fill()
 	s.now = cfg.Now
@@ -137,7 +151,6 @@ func New(ctx context.Context, store Store, cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	var err error
 	if s.pkey, err = sharedKey(ctx, store, "paging_key", cfg.PagingKey); err != nil {
 		return nil, err
 	}
@@ -154,6 +167,14 @@ func New(ctx context.Context, store Store, cfg Config) (*Service, error) {
 		ttl = DefaultLinkTTL
 	}
 	s.links = newLinkSigner(lkey, prefix, ttl)
+	if s.userKey, err = sharedKey(ctx, store, userTokenSecretKey, cfg.UserTokenSecret); err != nil {
+		return nil, err
+	}
+	s.tokenTTL = cfg.UserTokenTTL
+	if s.tokenTTL == 0 {
+		s.tokenTTL = DefaultUserTokenTTL
+	}
+	s.jwtParser = newJWTParser(s.now)
 	if err := s.ensureBuiltins(ctx); err != nil {
 		return nil, err
 	}

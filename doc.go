@@ -11,8 +11,13 @@
 //
 // # Vocabulary
 //
-// The Service's methods take a context first and the acting admin's user
-// id (actorID) where the action is someone's. They return the records
+// The Service's methods take a context first and the acting user's id
+// (actorID): an admin account's user, which holds the role global-admin
+// and may do everything, or an end user, whose rights are the permission
+// table of CONTRACT section 7, decided in one place (authz.go) from the
+// user's roles. A program acting as the system passes an admin account's
+// user id (see CreateAdmin). User tokens (HS256 JWTs) are minted with
+// MintUserToken and verified with AuthenticateUser. They return the records
 // the API returns: a ChannelList (channels, their channelUsers and the
 // users they reference), a MessageList (messages and their authors), a
 // UserList, and so on, with Paging tokens on listings.

@@ -16,17 +16,17 @@ import (
 // Forever, and a slow-mode window is kept rounded up.
 func TestDurationsInMilliseconds(t *testing.T) {
 	e := newEnv(t)
-	hook, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/chat", []string{chat.EventChannelDidMute})
+	hook, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/chat", []string{chat.EventChannelDidMute})
 	require.NoError(t, err)
 	e.channel("c", "alice")
 	now := e.svc.Now()
 
 	require.NoError(t, e.svc.MuteChannel(e.ctx, e.admin, "c", 1500*time.Microsecond))
-	got, err := e.svc.GetChannel(e.ctx, "c")
+	got, err := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.Equal(t, now.Add(2*time.Millisecond), got.Channels[0].MuteTimeout.Time)
 	require.NoError(t, e.svc.MuteUsers(e.ctx, e.admin, "c", []string{"alice"}, chat.MuteForever))
-	got, err = e.svc.GetChannel(e.ctx, "c")
+	got, err = e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.Equal(t, chat.Forever, *got.ChannelUsers[0].MuteTimeout)
 	require.NoError(t, e.svc.MuteChannel(e.ctx, e.admin, "c", chat.Unmute))

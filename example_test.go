@@ -25,7 +25,7 @@ func Example() {
 	}); err != nil {
 		panic(err)
 	}
-	if _, err := svc.AddRules(ctx, chat.Blacklist, []string{"darn"}, true); err != nil {
+	if _, err := svc.AddRules(ctx, admin.UserID, chat.Blacklist, []string{"darn"}, true); err != nil {
 		panic(err)
 	}
 	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessage{

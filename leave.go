@@ -2,46 +2,6 @@ package chat
 
 import "context"
 
-// checkMember is the right to act in a channel as one of its members
-// (CONTRACT section 7: read state, typing): the channel exists (else
-// CodeNotFound) and is open (else CodeForbidden), the acting user is not
-// globally banned (CodeGlobalBanned), not banned from the channel
-// (CodeUserBanned) and is a member (CodePermissionDenied), except that an
-// admin passes without membership when allowAdmin is set. A user that
-// does not exist yet is not a member.
-func (s *Service) checkMember(ctx context.Context, tx Tx, actorID, channelID string, allowAdmin bool) error {
-	if _, err := openChannel(ctx, tx, channelID); err != nil {
-		return err
-	}
-	u, err := tx.GetUser(ctx, actorID)
-	if err != nil && ErrorCode(err) != CodeNotFound {
-		return err
-	}
-	if u != nil && u.IsGlobalBan {
-		return Errorf(CodeGlobalBanned, "user %s is globally banned", quote(actorID))
-	}
-	cu, err := tx.GetChannelUser(ctx, channelID, actorID)
-	if err != nil && ErrorCode(err) != CodeNotFound {
-		return err
-	}
-	if cu != nil && cu.Membership == MembershipBanned {
-		return Errorf(CodeUserBanned, "user %s is banned from channel %s", quote(actorID), quote(channelID))
-	}
-	if cu != nil && cu.Membership == MembershipMember {
-		return nil
-	}
-	if allowAdmin && u != nil {
-		_, admin, err := s.permissions(ctx, tx, u)
-		if err != nil {
-			return err
-		}
-		if admin {
-			return nil
-		}
-	}
-	return Errorf(CodePermissionDenied, "user %s is not a member of channel %s", quote(actorID), quote(channelID))
-}
-
 // LeaveChannel removes the acting user's own membership of a channel
 // (ext). It emits channel.didRemoveUsers with userIds [the user] and
 // actorId the same user, as a removal does, so receivers that follow

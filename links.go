@@ -189,5 +189,5 @@ func (s *Service) OpenLink(ctx context.Context, messageID, name, exp, sig string
 	if err := s.links.verify(messageID, name, e, sig, s.now()); err != nil {
 		return nil, nil, err
 	}
-	return s.GetMessageBlob(ctx, messageID, name)
+	return s.messageBlob(ctx, "", messageID, name, true)
 }

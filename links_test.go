@@ -127,11 +127,11 @@ func TestFileLinks(t *testing.T) {
 
 	// The same links within the hour; new ones after it.
 	e.clk.Add(55 * time.Minute) // 03:59:05
-	again, err := e.svc.GetMessage(e.ctx, im.MessageID)
+	again, err := e.svc.GetMessage(e.ctx, e.admin, im.MessageID)
 	require.NoError(t, err)
 	require.Equal(t, urls, imageURLs(t, &again.Messages[0]))
 	e.clk.Add(time.Minute) // 04:00:05
-	later, err := e.svc.GetMessage(e.ctx, im.MessageID)
+	later, err := e.svc.GetMessage(e.ctx, e.admin, im.MessageID)
 	require.NoError(t, err)
 	laterURLs := imageURLs(t, &later.Messages[0])
 	require.NotEqual(t, urls[chat.ImageSmall], laterURLs[chat.ImageSmall])
@@ -147,13 +147,13 @@ func TestFileLinks(t *testing.T) {
 	require.Contains(t, err.Error(), "expired")
 
 	// A deleted message's links: 404.
-	fresh, err := e.svc.GetMessage(e.ctx, im.MessageID)
+	fresh, err := e.svc.GetMessage(e.ctx, e.admin, im.MessageID)
 	require.NoError(t, err)
 	freshSmall := parseLink(t, imageURLs(t, &fresh.Messages[0])[chat.ImageSmall])
 	require.NoError(t, e.svc.DeleteMessage(e.ctx, e.admin, im.MessageID))
 	_, err = e.open(freshSmall)
 	requireCode(t, err, chat.CodeNotFound)
-	gone, err := e.svc.GetMessage(e.ctx, im.MessageID)
+	gone, err := e.svc.GetMessage(e.ctx, e.admin, im.MessageID)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{}, gone.Messages[0].Data, "a deleted message has no links")
 }
@@ -169,7 +169,7 @@ func mustInt(t *testing.T, s string) int64 {
 // carries messages carries the links, and that nothing is stored.
 func TestFileLinksEverywhere(t *testing.T) {
 	e := newEnv(t)
-	w, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/x", nil)
+	w, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/x", nil)
 	require.NoError(t, err)
 	e.channel("c")
 	im := e.imageMessage("c", chat.ImageSmall)
@@ -185,15 +185,15 @@ func TestFileLinksEverywhere(t *testing.T) {
 		}
 		t.Fatalf("%s: the image message is missing", what)
 	}
-	got, err := e.svc.GetMessage(e.ctx, im.MessageID)
+	got, err := e.svc.GetMessage(e.ctx, e.admin, im.MessageID)
 	require.NoError(t, err)
 	check("GetMessage", got.Messages)
-	q, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c"})
+	q, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c"})
 	require.NoError(t, err)
 	check("QueryMessages", q.Messages)
 	_, err = e.svc.AddReaction(e.ctx, e.admin, im.MessageID, chat.ReferenceTypeMessage, "like")
 	require.NoError(t, err)
-	most, err := e.svc.MostReacted(e.ctx, chat.MostReactedQuery{ReactionName: "like"})
+	most, err := e.svc.MostReacted(e.ctx, e.admin, chat.MostReactedQuery{ReactionName: "like"})
 	require.NoError(t, err)
 	check("MostReacted", most.Messages)
 	fl, err := e.svc.FlagMessage(e.ctx, e.admin, im.MessageID)
@@ -256,7 +256,7 @@ func TestFileLinkKey(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = keyed.OpenLink(e.ctx, l.messageID, l.name, l.exp, l.sig)
 	requireCode(t, err, chat.CodeForbidden)
-	got, err := keyed.GetMessage(e.ctx, l.messageID)
+	got, err := keyed.GetMessage(e.ctx, e.admin, l.messageID)
 	require.NoError(t, err)
 	link := imageURLs(t, &got.Messages[0])[chat.ImageSmall]
 	require.True(t, strings.HasPrefix(link, "https://chat.example.com/api/v2/messages/"+l.messageID+"/images?size=small&exp="), link)

@@ -135,41 +135,49 @@ type postContext struct {
 // not muted (unless admin or exempt), slow mode (unless admin or exempt),
 // parent a live message of the same channel, and the blacklist and
 // whitelist on texts.
-func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, parentID string, texts []string) (*postContext, error) {
+//
+// An author not stored yet is created when create is set (a post), and
+// checked as a user without roles otherwise (CheckPost, read-only).
+func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, parentID string, texts []string, create bool) (*postContext, error) {
 	now := s.Now()
 	author, err := tx.GetUser(ctx, actorID)
 	if ErrorCode(err) == CodeNotFound {
-		var us []*User
-		us, err = tx.EnsureUsers(ctx, []string{actorID}, now.Time)
-		if err == nil {
-			author = us[0]
+		if create {
+			var us []*User
+			us, err = tx.EnsureUsers(ctx, []string{actorID}, now.Time)
+			if err == nil {
+				author = us[0]
+			}
+		} else {
+			author, err = &User{UserID: actorID, DisplayName: actorID}, nil
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if author.IsGlobalBan {
-		return nil, Errorf(CodeGlobalBanned, "user %s is globally banned", quote(actorID))
+	cl, err := s.authorizeUser(ctx, tx, actorID, author, actPostMessage, channelID)
+	if err != nil {
+		return nil, err
 	}
 	c, err := openChannel(ctx, tx, channelID)
 	if err != nil {
 		return nil, err
 	}
-	perms, admin, err := s.permissions(ctx, tx, author)
-	if err != nil {
-		return nil, err
-	}
-	cu, err := tx.GetChannelUser(ctx, channelID, actorID)
-	if err != nil && ErrorCode(err) != CodeNotFound {
-		return nil, err
+	admin, perms, cu := cl.admin, cl.perms, cl.member
+	if admin {
+		// Admins post anywhere (broadcast); their exemptions come from
+		// their other roles.
+		if perms, _, err = s.permissions(ctx, tx, author); err != nil {
+			return nil, err
+		}
+		if cu, err = tx.GetChannelUser(ctx, channelID, actorID); err != nil && ErrorCode(err) != CodeNotFound {
+			return nil, err
+		}
 	}
 	if cu != nil && cu.Membership == MembershipBanned {
 		return nil, Errorf(CodeUserBanned, "user %s is banned from channel %s", quote(actorID), quote(channelID))
 	}
 	isMember := cu != nil && cu.Membership == MembershipMember
-	if !admin && !isMember {
-		return nil, Errorf(CodePermissionDenied, "user %s is not a member of channel %s", quote(actorID), quote(channelID))
-	}
 	if !admin && !perms[PermExemptFromMute] {
 		if c.MuteTimeout != nil && c.MuteTimeout.After(now.Time) {
 			return nil, Errorf(CodeChannelMuted, "channel %s is muted", quote(channelID))
@@ -254,7 +262,7 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 	}
 	var out *MessageList
 	err = s.update(ctx, func(tx Tx, ev *events) error {
-		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts)
+		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts, true)
 		if err != nil {
 			return err
 		}
@@ -277,10 +285,7 @@ func (s *Service) CheckPost(ctx context.Context, actorID, channelID, parentID st
 		return err
 	}
 	return s.view(ctx, func(tx Tx) error {
-		_, err := s.checkPost(ctx, tx, actorID, channelID, parentID, nil)
-		if ErrorCode(err) == CodeNotFound && strings.HasPrefix(err.Error(), "user ") {
-			return nil // the author is created on first post
-		}
+		_, err := s.checkPost(ctx, tx, actorID, channelID, parentID, nil, false)
 		return err
 	})
 }
@@ -375,7 +380,7 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 	}
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
-		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts)
+		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts, true)
 		if err != nil {
 			return err
 		}
@@ -406,7 +411,7 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 	data := FileData{FileID: s.newID(), FileName: name, MimeType: mt, Size: int64(len(in.Data))}
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
-		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil)
+		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil, true)
 		if err != nil {
 			return err
 		}
@@ -428,7 +433,7 @@ func (s *Service) checkCaption(caption string) error {
 
 // GetMessage reads one message (deleted ones too). Errors: CodeBadRequest,
 // CodeNotFound.
-func (s *Service) GetMessage(ctx context.Context, messageID string) (*MessageList, error) {
+func (s *Service) GetMessage(ctx context.Context, actorID, messageID string) (*MessageList, error) {
 	if err := s.checkID("messageId", messageID); err != nil {
 		return nil, err
 	}
@@ -437,6 +442,9 @@ func (s *Service) GetMessage(ctx context.Context, messageID string) (*MessageLis
 		m, err := tx.GetMessage(ctx, messageID)
 		if err != nil {
 			return notFound(err, "message", messageID)
+		}
+		if _, err := s.authorize(ctx, tx, actorID, actReadMessages, m.ChannelID); err != nil {
+			return err
 		}
 		out, err = s.messageList(ctx, tx, []*Message{m})
 		return err
@@ -448,7 +456,14 @@ func (s *Service) GetMessage(ctx context.Context, messageID string) (*MessageLis
 // an image rendition (small, medium, large, full) with the message. A
 // deleted message, a message of another type or a rendition that was not
 // kept is CodeNotFound. Errors: CodeBadRequest, CodeNotFound.
-func (s *Service) GetMessageBlob(ctx context.Context, messageID, name string) (*Blob, *Message, error) {
+func (s *Service) GetMessageBlob(ctx context.Context, actorID, messageID, name string) (*Blob, *Message, error) {
+	return s.messageBlob(ctx, actorID, messageID, name, false)
+}
+
+// messageBlob reads a message's file or rendition. A signed link (signed
+// true) has already proved the right to read it; otherwise actorID must
+// be allowed to read the message's channel.
+func (s *Service) messageBlob(ctx context.Context, actorID, messageID, name string, signed bool) (*Blob, *Message, error) {
 	if err := s.checkID("messageId", messageID); err != nil {
 		return nil, nil, err
 	}
@@ -459,6 +474,11 @@ func (s *Service) GetMessageBlob(ctx context.Context, messageID, name string) (*
 		m, err = tx.GetMessage(ctx, messageID)
 		if err != nil {
 			return notFound(err, "message", messageID)
+		}
+		if !signed {
+			if _, err := s.authorize(ctx, tx, actorID, actReadMessages, m.ChannelID); err != nil {
+				return err
+			}
 		}
 		want := MessageTypeImage
 		if name == "file" {
@@ -501,7 +521,7 @@ type MessageQuery struct {
 // QueryMessages lists messages, ascending by channelSegment, with paging
 // tokens toward older (previous) and newer (next) messages. Errors:
 // CodeBadRequest (validation, bad token), CodeNotFound (channel).
-func (s *Service) QueryMessages(ctx context.Context, q MessageQuery) (*MessageList, error) {
+func (s *Service) QueryMessages(ctx context.Context, actorID string, q MessageQuery) (*MessageList, error) {
 	if err := s.checkID("channelId", q.ChannelID); err != nil {
 		return nil, err
 	}
@@ -585,8 +605,15 @@ func (s *Service) QueryMessages(ctx context.Context, q MessageQuery) (*MessageLi
 	f.Limit = limit + 1
 	var out *MessageList
 	err := s.view(ctx, func(tx Tx) error {
-		if _, err := tx.GetChannel(ctx, q.ChannelID); err != nil {
-			return notFound(err, "channel", q.ChannelID)
+		cl, err := s.authorize(ctx, tx, actorID, actReadMessages, q.ChannelID)
+		if err != nil {
+			return err
+		}
+		if cl.member == nil {
+			// Admins and global readers: the channel must exist.
+			if _, err := tx.GetChannel(ctx, q.ChannelID); err != nil {
+				return notFound(err, "channel", q.ChannelID)
+			}
 		}
 		ms, err := tx.QueryMessages(ctx, f)
 		if err != nil {
@@ -662,6 +689,13 @@ func (s *Service) DeleteMessage(ctx context.Context, actorID, messageID string) 
 		if err != nil {
 			return notFound(err, "message", messageID)
 		}
+		act := actDeleteMessage
+		if m.UserID == actorID {
+			act = actReadMessages // its own, in a channel it may read
+		}
+		if _, err := s.authorize(ctx, tx, actorID, act, m.ChannelID); err != nil {
+			return err
+		}
 		if m.IsDeleted {
 			return nil
 		}
@@ -697,6 +731,9 @@ func (s *Service) FlagMessage(ctx context.Context, actorID, messageID string) (*
 		if err != nil {
 			return notFound(err, "message", messageID)
 		}
+		if _, err := s.authorize(ctx, tx, actorID, actFlagMessage, m.ChannelID); err != nil {
+			return err
+		}
 		if m.IsDeleted {
 			return Errorf(CodeNotFound, "message %s is deleted", quote(messageID))
 		}
@@ -731,6 +768,9 @@ func (s *Service) ClearMessageFlags(ctx context.Context, actorID, messageID stri
 	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, _ *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actClearMsgFlags, ""); err != nil {
+			return err
+		}
 		m, err := tx.GetMessage(ctx, messageID)
 		if err != nil {
 			return notFound(err, "message", messageID)

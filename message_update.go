@@ -78,12 +78,16 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 		if editor.IsGlobalBan {
 			return Errorf(CodeGlobalBanned, "user %s is globally banned", quote(actorID))
 		}
-		perms, admin, err := s.permissions(ctx, tx, editor)
-		if err != nil {
+		act := actEditMessage
+		if m.UserID == actorID {
+			act = actPostMessage // its own, where it may post
+		}
+		if _, err := s.authorizeUser(ctx, tx, actorID, editor, act, m.ChannelID); err != nil {
 			return err
 		}
-		if !admin && actorID != m.UserID {
-			return Errorf(CodePermissionDenied, "user %s may not edit message %s: only its author or an admin may", quote(actorID), quote(in.MessageID))
+		perms, _, err := s.permissions(ctx, tx, editor)
+		if err != nil {
+			return err
 		}
 		if _, err := openChannel(ctx, tx, m.ChannelID); err != nil {
 			return err

@@ -33,7 +33,7 @@ func (e *env) deliveriesOf(webhookID, event string) []chat.MessageEventData {
 
 func TestUpdateMessage(t *testing.T) {
 	e := newEnv(t)
-	hook, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/chat", []string{chat.EventMessageDidUpdate})
+	hook, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/chat", []string{chat.EventMessageDidUpdate})
 	require.NoError(t, err)
 	e.channel("c", "alice", "bob")
 	m := e.mustPost("alice", "c", "helo")
@@ -56,7 +56,7 @@ func TestUpdateMessage(t *testing.T) {
 	require.Equal(t, m.ChannelSegment, u.ChannelSegment)
 	require.Equal(t, "alice", u.UserID)
 	require.Equal(t, "alice", out.Users[0].UserID)
-	got, err := e.svc.GetMessage(e.ctx, m.MessageID)
+	got, err := e.svc.GetMessage(e.ctx, e.admin, m.MessageID)
 	require.NoError(t, err)
 	require.Equal(t, "hello", got.Messages[0].Data["text"])
 	require.Equal(t, u.EditedAt, got.Messages[0].EditedAt)
@@ -100,15 +100,15 @@ func TestUpdateMessage(t *testing.T) {
 	requireCode(t, err, chat.CodeNotFound)
 
 	// The blacklist and whitelist apply to the new text, for the editor.
-	_, err = e.svc.AddRules(e.ctx, chat.Blacklist, []string{"darn"}, true)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"darn"}, true)
 	require.NoError(t, err)
 	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "darn it"}})
 	requireCode(t, err, chat.CodeBlacklisted)
-	_, err = e.svc.AddRules(e.ctx, chat.Whitelist, []string{"example.com"}, false)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Whitelist, []string{"example.com"}, false)
 	require.NoError(t, err)
 	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "see evil.io"}})
 	requireCode(t, err, chat.CodeLinkNotAllowed)
-	got, err = e.svc.GetMessage(e.ctx, m.MessageID)
+	got, err = e.svc.GetMessage(e.ctx, e.admin, m.MessageID)
 	require.NoError(t, err)
 	require.Equal(t, "moderated", got.Messages[0].Data["text"], "refused edits change nothing")
 	require.Len(t, e.deliveriesOf(hook.WebhookID, chat.EventMessageDidUpdate), 3, "and emit nothing")
@@ -150,12 +150,12 @@ func TestUpdateImageAndFileMessages(t *testing.T) {
 	for _, k := range []string{"fileId", "fileName", "mimeType", "width", "height", "sizes"} {
 		require.Equal(t, im.Data[k], u.Data[k], "%s stays", k)
 	}
-	b, _, err := e.svc.GetMessageBlob(e.ctx, im.MessageID, "small")
+	b, _, err := e.svc.GetMessageBlob(e.ctx, e.admin, im.MessageID, "small")
 	require.NoError(t, err)
 	require.Equal(t, "s", string(b.Data), "the rendition stays")
 	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: im.MessageID, Data: &map[string]any{"caption": "x"}})
 	requireCode(t, err, chat.CodeBadRequest)
-	_, err = e.svc.AddRules(e.ctx, chat.Blacklist, []string{"nsfw"}, true)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"nsfw"}, true)
 	require.NoError(t, err)
 	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: im.MessageID, Caption: ptr("so nsfw")})
 	requireCode(t, err, chat.CodeBlacklisted)
@@ -197,28 +197,28 @@ func TestQueryMessagesByAuthor(t *testing.T) {
 		}
 		return out
 	}
-	out, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "alice"})
+	out, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", UserID: "alice"})
 	require.NoError(t, err)
 	require.Equal(t, mine, ids(out))
 	// Paging forward, three at a time, visits each of alice's messages once.
-	out, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "alice", First: 3})
+	out, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", UserID: "alice", First: 3})
 	require.NoError(t, err)
 	got := ids(out)
 	for out.Paging.Next != "" {
 		tok := out.Paging.Next
-		out, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "alice", Token: tok})
+		out, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", UserID: "alice", Token: tok})
 		require.NoError(t, err)
 		got = append(got, ids(out)...)
 		// The token is bound to the author.
-		_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "bob", Token: tok})
+		_, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", UserID: "bob", Token: tok})
 		requireCode(t, err, chat.CodeBadRequest)
-		_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Token: tok})
+		_, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Token: tok})
 		requireCode(t, err, chat.CodeBadRequest)
 	}
 	require.Equal(t, mine, got)
-	out, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: "nobody"})
+	out, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", UserID: "nobody"})
 	require.NoError(t, err)
 	require.Empty(t, out.Messages)
-	_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", UserID: strings.Repeat("u", 300)})
+	_, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", UserID: strings.Repeat("u", 300)})
 	requireCode(t, err, chat.CodeBadRequest)
 }

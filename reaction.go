@@ -57,7 +57,7 @@ func (s *Service) checkReference(referenceID string, referenceType ReferenceType
 
 // QueryReactors lists who reacted to a message, newest first. Errors:
 // CodeBadRequest (validation, bad token), CodeNotFound (message).
-func (s *Service) QueryReactors(ctx context.Context, q ReactorQuery) (*ReactorList, error) {
+func (s *Service) QueryReactors(ctx context.Context, actorID string, q ReactorQuery) (*ReactorList, error) {
 	if err := s.checkReference(q.ReferenceID, q.ReferenceType); err != nil {
 		return nil, err
 	}
@@ -95,8 +95,12 @@ func (s *Service) QueryReactors(ctx context.Context, q ReactorQuery) (*ReactorLi
 	f.Limit = limit + 1
 	out := &ReactorList{Paging: &Paging{}}
 	err = s.view(ctx, func(tx Tx) error {
-		if _, err := tx.GetMessage(ctx, q.ReferenceID); err != nil {
+		m, err := tx.GetMessage(ctx, q.ReferenceID)
+		if err != nil {
 			return notFound(err, "message", q.ReferenceID)
+		}
+		if _, err := s.authorize(ctx, tx, actorID, actReadMessages, m.ChannelID); err != nil {
+			return err
 		}
 		rs, err := tx.QueryReactions(ctx, f)
 		if err != nil {
@@ -153,6 +157,9 @@ func (s *Service) AddReaction(ctx context.Context, actorID, referenceID string, 
 		if err != nil {
 			return notFound(err, "message", referenceID)
 		}
+		if _, err := s.authorize(ctx, tx, actorID, actReact, m.ChannelID); err != nil {
+			return err
+		}
 		if _, err := openChannel(ctx, tx, m.ChannelID); err != nil {
 			return err
 		}
@@ -202,6 +209,9 @@ func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID strin
 		if err != nil {
 			return notFound(err, "message", referenceID)
 		}
+		if _, err := s.authorize(ctx, tx, actorID, actReact, m.ChannelID); err != nil {
+			return err
+		}
 		if _, err := openChannel(ctx, tx, m.ChannelID); err != nil {
 			return err
 		}
@@ -237,7 +247,7 @@ type MostReactedQuery struct {
 
 // MostReacted lists live messages by the count of one reaction, then
 // newest; messages without it are left out. Errors: CodeBadRequest.
-func (s *Service) MostReacted(ctx context.Context, q MostReactedQuery) (*MessageList, error) {
+func (s *Service) MostReacted(ctx context.Context, actorID string, q MostReactedQuery) (*MessageList, error) {
 	if err := s.checkID("reactionName", q.ReactionName); err != nil {
 		return nil, err
 	}
@@ -251,7 +261,14 @@ func (s *Service) MostReacted(ctx context.Context, q MostReactedQuery) (*Message
 		return nil, err
 	}
 	var out *MessageList
+	act := actReadMessages
+	if q.ChannelID == "" {
+		act = actReadAllMessages
+	}
 	err = s.view(ctx, func(tx Tx) error {
+		if _, err := s.authorize(ctx, tx, actorID, act, q.ChannelID); err != nil {
+			return err
+		}
 		ms, err := tx.MostReacted(ctx, q.ReactionName, q.ChannelID, limit)
 		if err != nil {
 			return err

@@ -12,7 +12,10 @@ type RoleList struct {
 
 // QueryRoles lists roles ordered by id; filter keeps those whose id
 // contains it (case-insensitive). Errors: CodeBadRequest.
-func (s *Service) QueryRoles(ctx context.Context, filter string) (*RoleList, error) {
+func (s *Service) QueryRoles(ctx context.Context, actorID, filter string) (*RoleList, error) {
+	if err := s.allow(ctx, actorID, actRoles, ""); err != nil {
+		return nil, err
+	}
 	if len(filter) > s.lim.MaxIDBytes {
 		return nil, invalid("filter", "must be at most %d bytes", s.lim.MaxIDBytes)
 	}
@@ -32,7 +35,10 @@ func (s *Service) QueryRoles(ctx context.Context, filter string) (*RoleList, err
 // given permissions (replacing the old ones). Errors: CodeBadRequest
 // (missing or invalid ids or permissions), CodePermissionDenied (the
 // built-in global-admin role cannot be changed).
-func (s *Service) PutRoles(ctx context.Context, publicIDs, permissions []string) (*RoleList, error) {
+func (s *Service) PutRoles(ctx context.Context, actorID string, publicIDs, permissions []string) (*RoleList, error) {
+	if err := s.allow(ctx, actorID, actRoles, ""); err != nil {
+		return nil, err
+	}
 	ids, err := s.checkIDs("publicIds", publicIDs, true)
 	if err != nil {
 		return nil, err

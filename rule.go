@@ -173,7 +173,10 @@ func (s *Service) checkPatterns(list RuleList, field string, ps []string) error 
 
 // QueryRules returns the records of a list ordered by id; with ids only
 // those that exist. Errors: none beyond the store's.
-func (s *Service) QueryRules(ctx context.Context, list RuleList, ids []string) (*RuleRecords, error) {
+func (s *Service) QueryRules(ctx context.Context, actorID string, list RuleList, ids []string) (*RuleRecords, error) {
+	if err := s.allow(ctx, actorID, actRules, ""); err != nil {
+		return nil, err
+	}
 	if err := checkList(list); err != nil {
 		return nil, err
 	}
@@ -202,7 +205,10 @@ func checkList(list RuleList) error {
 // isMatchExactWord replaced). exact applies to the blacklist only.
 // Errors: CodeBadRequest (empty or oversized pattern), CodeInvalidRegex
 // (nothing is stored when any pattern is invalid).
-func (s *Service) AddRules(ctx context.Context, list RuleList, patterns []string, exact bool) (*RuleRecords, error) {
+func (s *Service) AddRules(ctx context.Context, actorID string, list RuleList, patterns []string, exact bool) (*RuleRecords, error) {
+	if err := s.allow(ctx, actorID, actRules, ""); err != nil {
+		return nil, err
+	}
 	if err := checkList(list); err != nil {
 		return nil, err
 	}
@@ -239,7 +245,10 @@ func (s *Service) AddRules(ctx context.Context, list RuleList, patterns []string
 
 // DeleteRules deletes entries by id; absent ids are ignored.
 // Errors: CodeBadRequest when ruleIds is empty.
-func (s *Service) DeleteRules(ctx context.Context, list RuleList, ids []string) error {
+func (s *Service) DeleteRules(ctx context.Context, actorID string, list RuleList, ids []string) error {
+	if err := s.allow(ctx, actorID, actRules, ""); err != nil {
+		return err
+	}
 	if err := checkList(list); err != nil {
 		return err
 	}
@@ -261,7 +270,10 @@ func (s *Service) DeleteRules(ctx context.Context, list RuleList, ids []string) 
 // UpdateRule renames the entry oldID to newID and sets isMatchExactWord
 // (blacklist). Errors: CodeNotFound (oldID absent), CodeConflict (newID
 // exists), CodeInvalidRegex, CodeBadRequest.
-func (s *Service) UpdateRule(ctx context.Context, list RuleList, oldID, newID string, exact bool) (*RuleRecords, error) {
+func (s *Service) UpdateRule(ctx context.Context, actorID string, list RuleList, oldID, newID string, exact bool) (*RuleRecords, error) {
+	if err := s.allow(ctx, actorID, actRules, ""); err != nil {
+		return nil, err
+	}
 	if err := checkList(list); err != nil {
 		return nil, err
 	}

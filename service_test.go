@@ -79,7 +79,7 @@ func (e *env) mustPost(actor, channel, text string) *chat.Message {
 // from the store.
 func (e *env) requireBlobGone(messageID, name string) {
 	e.t.Helper()
-	_, _, err := e.svc.GetMessageBlob(e.ctx, messageID, name)
+	_, _, err := e.svc.GetMessageBlob(e.ctx, e.admin, messageID, name)
 	requireCode(e.t, err, chat.CodeNotFound)
 	err = e.store.View(e.ctx, func(tx chat.Tx) error {
 		_, err := tx.GetBlob(e.ctx, messageID, name)
@@ -144,7 +144,7 @@ func TestChannelCreateAndConflict(t *testing.T) {
 	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "alice", false))
 	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "nope", Type: "standard", UserIDs: []string{"alice"}})
 	requireCode(t, err, chat.CodeGlobalBanned)
-	_, err = e.svc.GetChannel(e.ctx, "nope")
+	_, err = e.svc.GetChannel(e.ctx, e.admin, "nope")
 	requireCode(t, err, chat.CodeNotFound)
 }
 
@@ -156,7 +156,7 @@ func TestMuteExpiresByTimeAlone(t *testing.T) {
 	require.NoError(t, e.svc.MuteChannel(e.ctx, e.admin, "c", time.Second))
 	_, err := e.post("alice", "c", "muted?")
 	requireCode(t, err, chat.CodeChannelMuted)
-	ch, err := e.svc.GetChannel(e.ctx, "c")
+	ch, err := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.True(t, ch.Channels[0].IsMuted)
 	require.NotNil(t, ch.Channels[0].MuteTimeout)
@@ -168,7 +168,7 @@ func TestMuteExpiresByTimeAlone(t *testing.T) {
 	requireCode(t, err, chat.CodeChannelMuted)
 	e.clk.Add(2 * time.Millisecond)
 	e.mustPost("alice", "c", "free again")
-	ch, _ = e.svc.GetChannel(e.ctx, "c")
+	ch, _ = e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.False(t, ch.Channels[0].IsMuted)
 	require.Nil(t, ch.Channels[0].MuteTimeout)
 
@@ -200,7 +200,7 @@ func TestMuteExpiresByTimeAlone(t *testing.T) {
 	require.NoError(t, err)
 
 	// Exemption by role permission.
-	_, err = e.svc.PutRoles(e.ctx, []string{"vip"}, []string{chat.PermExemptFromMute})
+	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"vip"}, []string{chat.PermExemptFromMute})
 	require.NoError(t, err)
 	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "bob", Roles: &[]string{"vip"}})
 	require.NoError(t, err)
@@ -229,21 +229,21 @@ func TestBanBlocksReAddAndDeletesMessages(t *testing.T) {
 	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "c", []string{"alice", "carol"}))
 	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "c", []string{"alice"}), "idempotent")
 
-	got, err := e.svc.GetMessage(e.ctx, m1.MessageID)
+	got, err := e.svc.GetMessage(e.ctx, e.admin, m1.MessageID)
 	require.NoError(t, err)
 	require.True(t, got.Messages[0].IsDeleted)
 	require.Empty(t, got.Messages[0].Data)
-	got, _ = e.svc.GetMessage(e.ctx, mb.MessageID)
+	got, _ = e.svc.GetMessage(e.ctx, e.admin, mb.MessageID)
 	require.False(t, got.Messages[0].IsDeleted)
 
-	ch, _ := e.svc.GetChannel(e.ctx, "c")
+	ch, _ := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.Equal(t, 1, ch.Channels[0].MemberCount)
 
 	_, err = e.post("alice", "c", "back?")
 	requireCode(t, err, chat.CodeUserBanned)
 	_, err = e.svc.AddUsers(e.ctx, e.admin, "c", []string{"dave", "alice"})
 	requireCode(t, err, chat.CodeUserBanned)
-	ch, _ = e.svc.GetChannel(e.ctx, "c")
+	ch, _ = e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.Equal(t, 1, ch.Channels[0].MemberCount, "the whole request was rejected: dave was not added")
 	_, err = e.svc.JoinChannel(e.ctx, "carol", "c")
 	requireCode(t, err, chat.CodeUserBanned)
@@ -260,7 +260,7 @@ func TestBanBlocksReAddAndDeletesMessages(t *testing.T) {
 	require.Equal(t, 2, out.Channels[0].MemberCount)
 	e.mustPost("alice", "c", "I'm back")
 	// Deleted messages stay deleted.
-	got, _ = e.svc.GetMessage(e.ctx, m1.MessageID)
+	got, _ = e.svc.GetMessage(e.ctx, e.admin, m1.MessageID)
 	require.True(t, got.Messages[0].IsDeleted)
 }
 
@@ -269,7 +269,7 @@ func TestGlobalBan(t *testing.T) {
 	e.channel("c", "alice")
 	m := e.mustPost("alice", "c", "hi")
 	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "alice", false))
-	u, err := e.svc.GetUser(e.ctx, "alice")
+	u, err := e.svc.GetUser(e.ctx, e.admin, "alice")
 	require.NoError(t, err)
 	require.True(t, u.Users[0].IsGlobalBan)
 	_, err = e.post("alice", "c", "again")
@@ -277,10 +277,10 @@ func TestGlobalBan(t *testing.T) {
 	e.channel("d")
 	_, err = e.svc.AddUsers(e.ctx, e.admin, "d", []string{"alice"})
 	requireCode(t, err, chat.CodeGlobalBanned)
-	got, _ := e.svc.GetMessage(e.ctx, m.MessageID)
+	got, _ := e.svc.GetMessage(e.ctx, e.admin, m.MessageID)
 	require.False(t, got.Messages[0].IsDeleted, "messages stay unless deleteMessages")
 	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "alice", true))
-	got, _ = e.svc.GetMessage(e.ctx, m.MessageID)
+	got, _ = e.svc.GetMessage(e.ctx, e.admin, m.MessageID)
 	require.True(t, got.Messages[0].IsDeleted)
 	require.NoError(t, e.svc.GlobalUnban(e.ctx, e.admin, "alice"))
 	_, err = e.svc.AddUsers(e.ctx, e.admin, "d", []string{"alice"})
@@ -317,23 +317,23 @@ func TestCloseIsAtomicAndFinal(t *testing.T) {
 	require.NoError(t, err)
 	err = bad.CloseChannel(e.ctx, e.admin, "c")
 	require.Error(t, err)
-	ch, _ := e.svc.GetChannel(e.ctx, "c")
+	ch, _ := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.False(t, ch.Channels[0].IsClosed)
 	require.Equal(t, 2, ch.Channels[0].MemberCount)
-	got, _ := e.svc.GetMessage(e.ctx, m.MessageID)
+	got, _ := e.svc.GetMessage(e.ctx, e.admin, m.MessageID)
 	require.False(t, got.Messages[0].IsDeleted)
-	b, _, err := e.svc.GetMessageBlob(e.ctx, fm.Messages[0].MessageID, "file")
+	b, _, err := e.svc.GetMessageBlob(e.ctx, e.admin, fm.Messages[0].MessageID, "file")
 	require.NoError(t, err)
 	require.Equal(t, "abc", string(b.Data))
 
 	require.NoError(t, e.svc.CloseChannel(e.ctx, e.admin, "c"))
 	require.NoError(t, e.svc.CloseChannel(e.ctx, e.admin, "c"), "closing again is a no-op")
-	ch, err = e.svc.GetChannel(e.ctx, "c")
+	ch, err = e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.True(t, ch.Channels[0].IsClosed)
 	require.Equal(t, 0, ch.Channels[0].MemberCount)
 	require.Empty(t, ch.ChannelUsers)
-	got, _ = e.svc.GetMessage(e.ctx, m.MessageID)
+	got, _ = e.svc.GetMessage(e.ctx, e.admin, m.MessageID)
 	require.True(t, got.Messages[0].IsDeleted)
 	e.requireBlobGone(fm.Messages[0].MessageID, "file")
 
@@ -381,7 +381,7 @@ func TestChannelSegmentConcurrent(t *testing.T) {
 	seen := map[int64]bool{}
 	var tok string
 	for {
-		out, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", First: 100, After: ptr(int64(0)), Token: tok})
+		out, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", First: 100, After: ptr(int64(0)), Token: tok})
 		require.NoError(t, err)
 		for _, m := range out.Messages {
 			require.False(t, seen[m.ChannelSegment], "segment %d repeated", m.ChannelSegment)
@@ -396,7 +396,7 @@ func TestChannelSegmentConcurrent(t *testing.T) {
 	for i := int64(1); i <= workers*each; i++ {
 		require.True(t, seen[i], "segment %d missing", i)
 	}
-	ch, _ := e.svc.GetChannel(e.ctx, "c")
+	ch, _ := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.Equal(t, int64(workers*each), ch.Channels[0].MessageCount)
 }
 
@@ -415,32 +415,32 @@ func TestMessageQueryWindows(t *testing.T) {
 		}
 		return s
 	}
-	out, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c"})
+	out, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c"})
 	require.NoError(t, err)
 	require.Len(t, out.Messages, 20)
 	require.Equal(t, int64(11), out.Messages[0].ChannelSegment, "nothing = newest 20, ascending")
 	require.Empty(t, out.Paging.Next)
 	require.NotEmpty(t, out.Paging.Previous)
 
-	out, _ = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", First: 3})
+	out, _ = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", First: 3})
 	require.Equal(t, []int64{1, 2, 3}, segs(out))
 	require.Empty(t, out.Paging.Previous)
-	out, _ = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Last: 3})
+	out, _ = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Last: 3})
 	require.Equal(t, []int64{28, 29, 30}, segs(out))
-	out, _ = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", After: ptr(int64(10)), First: 2})
+	out, _ = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", After: ptr(int64(10)), First: 2})
 	require.Equal(t, []int64{11, 12}, segs(out))
-	out, _ = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Before: ptr(int64(10)), Last: 2})
+	out, _ = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Before: ptr(int64(10)), Last: 2})
 	require.Equal(t, []int64{8, 9}, segs(out))
-	prev, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Token: out.Paging.Previous})
+	prev, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Token: out.Paging.Previous})
 	require.NoError(t, err)
 	require.Equal(t, []int64{6, 7}, segs(prev))
-	next, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Token: out.Paging.Next})
+	next, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Token: out.Paging.Next})
 	require.NoError(t, err)
 	require.Equal(t, []int64{10, 11}, segs(next))
 
 	// Paging backwards from the newest page visits every message once.
 	seen := map[int64]int{}
-	page, _ := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Last: 7})
+	page, _ := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Last: 7})
 	for {
 		for _, s := range segs(page) {
 			seen[s]++
@@ -448,7 +448,7 @@ func TestMessageQueryWindows(t *testing.T) {
 		if page.Paging.Previous == "" {
 			break
 		}
-		page, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Token: page.Paging.Previous})
+		page, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Token: page.Paging.Previous})
 		require.NoError(t, err)
 	}
 	require.Len(t, seen, 30)
@@ -465,14 +465,14 @@ func TestPagingTokensCannotBeForgedOrReused(t *testing.T) {
 		e.mustPost(e.admin, "c", "x")
 		e.mustPost(e.admin, "d", "y")
 	}
-	out, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", First: 2})
+	out, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", First: 2})
 	require.NoError(t, err)
 	tok := out.Paging.Next
 	require.NotEmpty(t, tok)
 
-	_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "d", Token: tok})
+	_, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "d", Token: tok})
 	requireCode(t, err, chat.CodeBadRequest)
-	_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Tags: []string{"t"}, Token: tok})
+	_, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Tags: []string{"t"}, Token: tok})
 	requireCode(t, err, chat.CodeBadRequest)
 	// Flip one character of the payload.
 	b := []byte(tok)
@@ -481,24 +481,24 @@ func TestPagingTokensCannotBeForgedOrReused(t *testing.T) {
 	} else {
 		b[3] = 'A'
 	}
-	_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Token: string(b)})
+	_, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Token: string(b)})
 	requireCode(t, err, chat.CodeBadRequest)
 	for _, bad := range []string{"x", ".", "a.b", strings.Repeat("A", 2000), tok + "x"} {
-		_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Token: bad})
+		_, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Token: bad})
 		requireCode(t, err, chat.CodeBadRequest)
 	}
 	// A token of another listing kind is refused.
 	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "someone"})
 	require.NoError(t, err)
-	us, err := e.svc.QueryUsers(e.ctx, chat.UserQuery{Limit: 1})
+	us, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Limit: 1})
 	require.NoError(t, err)
 	require.NotEmpty(t, us.Paging.Next)
-	_, err = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Token: us.Paging.Next})
+	_, err = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Token: us.Paging.Next})
 	requireCode(t, err, chat.CodeBadRequest)
 	// Another service with another key refuses it too.
 	other, err := chat.New(e.ctx, memory.New(), chat.Config{PagingKey: []byte("other key")})
 	require.NoError(t, err)
-	_, err = other.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", Token: tok})
+	_, err = other.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", Token: tok})
 	requireCode(t, err, chat.CodeBadRequest)
 }
 
@@ -511,15 +511,15 @@ func TestCommentsAndChildrenNumber(t *testing.T) {
 		_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
 		require.NoError(t, err)
 	}
-	got, _ := e.svc.GetMessage(e.ctx, p.MessageID)
+	got, _ := e.svc.GetMessage(e.ctx, e.admin, p.MessageID)
 	require.Equal(t, 3, got.Messages[0].ChildrenNumber)
-	cs, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", ParentID: p.MessageID})
+	cs, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", ParentID: p.MessageID})
 	require.NoError(t, err)
 	require.Len(t, cs.Messages, 3)
 	for _, m := range cs.Messages {
 		require.Equal(t, p.MessageID, m.ParentID)
 	}
-	top, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", FilterByParentID: true})
+	top, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", FilterByParentID: true})
 	require.NoError(t, err)
 	require.Len(t, top.Messages, 1)
 	b, _ := json.Marshal(top.Messages[0])
@@ -532,9 +532,9 @@ func TestCommentsAndChildrenNumber(t *testing.T) {
 	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
 	requireCode(t, err, chat.CodeBadRequest)
 
-	all, _ := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c"})
+	all, _ := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c"})
 	require.Len(t, all.Messages, 3, "deleted messages are left out")
-	all, _ = e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c", IncludeDeleted: true})
+	all, _ = e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c", IncludeDeleted: true})
 	require.Len(t, all.Messages, 4)
 	require.True(t, all.Messages[0].IsDeleted)
 	require.Equal(t, int64(1), all.Messages[0].ChannelSegment, "segment kept")
@@ -560,7 +560,7 @@ func TestMessageValidation(t *testing.T) {
 	}
 	_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "nope", Type: "text", Data: map[string]any{"text": "x"}})
 	requireCode(t, err, chat.CodeNotFound)
-	ch, _ := e.svc.GetChannel(e.ctx, "c")
+	ch, _ := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.Equal(t, int64(0), ch.Channels[0].MessageCount, "rejected messages take no segment")
 	out, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"card": map[string]any{"title": "T", "n": 2.0}}})
 	require.NoError(t, err)
@@ -570,9 +570,9 @@ func TestMessageValidation(t *testing.T) {
 func TestBlacklistWholeWordUnicode(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	_, err := e.svc.AddRules(e.ctx, chat.Blacklist, []string{"bad", "дурак", "straße"}, true)
+	_, err := e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"bad", "дурак", "straße"}, true)
 	require.NoError(t, err)
-	_, err = e.svc.AddRules(e.ctx, chat.Blacklist, []string{"spam", `b[a@]d+ie`}, false)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"spam", `b[a@]d+ie`}, false)
 	require.NoError(t, err)
 	blocked := []string{"bad", "this is BAD!", "très bad.", "bad_thing", "(bad)", "ты дурак.", "Дурак", "die Straße", "spammer", "antispam", "what a b@ddie", "BADDIE"}
 	allowed := []string{"badge", "ébad", "badé", "дураки", "straßen", "bád", "b a d", "good"}
@@ -590,7 +590,7 @@ func TestBlacklistWholeWordUnicode(t *testing.T) {
 	// A whole-word regex whose leftmost candidate is inside a word still
 	// finds the later whole-word alternative.
 	e.channel("r")
-	_, err = e.svc.AddRules(e.ctx, chat.Blacklist, []string{`gr[e3]at|gr[e3]atness`, `\bxyz\d`}, true)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{`gr[e3]at|gr[e3]atness`, `\bxyz\d`}, true)
 	require.NoError(t, err)
 	_, err = e.post(e.admin, "r", "such GREATNESS")
 	requireCode(t, err, chat.CodeBlacklisted)
@@ -598,28 +598,28 @@ func TestBlacklistWholeWordUnicode(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.post(e.admin, "r", "code XYZ9 here")
 	requireCode(t, err, chat.CodeBlacklisted)
-	require.NoError(t, e.svc.DeleteRules(e.ctx, chat.Blacklist, []string{`gr[e3]at|gr[e3]atness`, `\bxyz\d`}))
+	require.NoError(t, e.svc.DeleteRules(e.ctx, e.admin, chat.Blacklist, []string{`gr[e3]at|gr[e3]atness`, `\bxyz\d`}))
 
 	// Custom data string values are checked too, at any depth.
 	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"a": []any{map[string]any{"b": "so bad"}}}})
 	requireCode(t, err, chat.CodeBlacklisted)
 
 	// isMatchExactWord=false matches inside words.
-	_, err = e.svc.UpdateRule(e.ctx, chat.Blacklist, "bad", "bad", false)
+	_, err = e.svc.UpdateRule(e.ctx, e.admin, chat.Blacklist, "bad", "bad", false)
 	require.NoError(t, err)
 	_, err = e.post(e.admin, "c", "badge")
 	requireCode(t, err, chat.CodeBlacklisted)
 
 	// Invalid regex: 400001, nothing stored.
-	_, err = e.svc.AddRules(e.ctx, chat.Blacklist, []string{"fine", "(unclosed"}, false)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"fine", "(unclosed"}, false)
 	requireCode(t, err, chat.CodeInvalidRegex)
 	require.Contains(t, err.Error(), "(unclosed")
-	rs, err := e.svc.QueryRules(e.ctx, chat.Blacklist, []string{"fine"})
+	rs, err := e.svc.QueryRules(e.ctx, e.admin, chat.Blacklist, []string{"fine"})
 	require.NoError(t, err)
 	require.Empty(t, rs.Records)
 
 	// The exemption permission.
-	_, err = e.svc.PutRoles(e.ctx, []string{"mod"}, []string{chat.PermExemptFromBlacklist})
+	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"mod"}, []string{chat.PermExemptFromBlacklist})
 	require.NoError(t, err)
 	e.channel("m", "mo")
 	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "mo", Roles: &[]string{"mod"}})
@@ -629,9 +629,9 @@ func TestBlacklistWholeWordUnicode(t *testing.T) {
 	requireCode(t, err, chat.CodeBlacklisted)
 
 	// Delete and query.
-	require.NoError(t, e.svc.DeleteRules(e.ctx, chat.Blacklist, []string{"bad", "missing"}))
+	require.NoError(t, e.svc.DeleteRules(e.ctx, e.admin, chat.Blacklist, []string{"bad", "missing"}))
 	e.mustPost(e.admin, "c", "bad is fine now")
-	all, err := e.svc.QueryRules(e.ctx, chat.Blacklist, nil)
+	all, err := e.svc.QueryRules(e.ctx, e.admin, chat.Blacklist, nil)
 	require.NoError(t, err)
 	var ids []string
 	for _, r := range all.Records {
@@ -660,13 +660,13 @@ func TestWhitelistContractExamples(t *testing.T) {
 		}
 	}
 	// Each entry of the contract on its own.
-	_, err := e.svc.AddRules(e.ctx, chat.Whitelist, []string{"https://docs.example.com/pub"}, false)
+	_, err := e.svc.AddRules(e.ctx, e.admin, chat.Whitelist, []string{"https://docs.example.com/pub"}, false)
 	require.NoError(t, err)
 	check([]string{"https://docs.example.com/pub/a", "https://docs.example.com/pub", "no links here. Just text"},
 		[]string{"https://docs.example.com/private", "https://docs.example.com/public", "https://example.com"})
-	require.NoError(t, e.svc.DeleteRules(e.ctx, chat.Whitelist, []string{"https://docs.example.com/pub"}))
+	require.NoError(t, e.svc.DeleteRules(e.ctx, e.admin, chat.Whitelist, []string{"https://docs.example.com/pub"}))
 
-	_, err = e.svc.AddRules(e.ctx, chat.Whitelist, []string{"example.com", `.*\.gov`}, false)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Whitelist, []string{"example.com", `.*\.gov`}, false)
 	require.NoError(t, err)
 	check([]string{
 		"see https://example.com", "http://example.com/x?y", "example.com/a", "https://sub.example.com/",
@@ -677,17 +677,17 @@ func TestWhitelistContractExamples(t *testing.T) {
 		"ok example.com but not evil.io",
 	})
 	// Rename: 400400 when absent, 400900 when the new id exists.
-	_, err = e.svc.UpdateRule(e.ctx, chat.Whitelist, "missing.com", "x.com", false)
+	_, err = e.svc.UpdateRule(e.ctx, e.admin, chat.Whitelist, "missing.com", "x.com", false)
 	requireCode(t, err, chat.CodeNotFound)
-	_, err = e.svc.UpdateRule(e.ctx, chat.Whitelist, "example.com", `.*\.gov`, false)
+	_, err = e.svc.UpdateRule(e.ctx, e.admin, chat.Whitelist, "example.com", `.*\.gov`, false)
 	requireCode(t, err, chat.CodeConflict)
-	_, err = e.svc.UpdateRule(e.ctx, chat.Whitelist, "example.com", "example.org", false)
+	_, err = e.svc.UpdateRule(e.ctx, e.admin, chat.Whitelist, "example.com", "example.org", false)
 	require.NoError(t, err)
 	_, err = e.post(e.admin, "c", "https://example.com")
 	requireCode(t, err, chat.CodeLinkNotAllowed)
 	e.mustPost(e.admin, "c", "https://example.org/ok")
 	// Exemption.
-	_, err = e.svc.PutRoles(e.ctx, []string{"linker"}, []string{chat.PermExemptFromWhitelist})
+	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"linker"}, []string{chat.PermExemptFromWhitelist})
 	require.NoError(t, err)
 	e.channel("l", "lin")
 	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "lin", Roles: &[]string{"linker"}})
@@ -697,7 +697,7 @@ func TestWhitelistContractExamples(t *testing.T) {
 
 func TestUsersUpdateQueryFlags(t *testing.T) {
 	e := newEnv(t)
-	_, err := e.svc.PutRoles(e.ctx, []string{"editor"}, []string{"Message/Edit"})
+	_, err := e.svc.PutRoles(e.ctx, e.admin, []string{"editor"}, []string{"Message/Edit"})
 	require.NoError(t, err)
 	name := "Zoë"
 	out, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "zoe", DisplayName: &name, Roles: &[]string{"editor"}, Metadata: &map[string]any{"a": 1.0}})
@@ -719,7 +719,7 @@ func TestUsersUpdateQueryFlags(t *testing.T) {
 		_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: id})
 		require.NoError(t, err)
 	}
-	q, err := e.svc.QueryUsers(e.ctx, chat.UserQuery{Search: "Z"})
+	q, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Search: "Z"})
 	require.NoError(t, err)
 	var ids []string
 	for _, u := range q.Users {
@@ -731,13 +731,13 @@ func TestUsersUpdateQueryFlags(t *testing.T) {
 	var fwd []string
 	tok := ""
 	for {
-		p, err := e.svc.QueryUsers(e.ctx, chat.UserQuery{Limit: 2, PageToken: tok})
+		p, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Limit: 2, PageToken: tok})
 		require.NoError(t, err)
 		for _, u := range p.Users {
 			fwd = append(fwd, u.UserID)
 		}
 		if p.Paging.Next == "" {
-			back, err := e.svc.QueryUsers(e.ctx, chat.UserQuery{Limit: 2, PageToken: p.Paging.Previous})
+			back, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Limit: 2, PageToken: p.Paging.Previous})
 			if p.Paging.Previous != "" {
 				require.NoError(t, err)
 				require.NotEmpty(t, back.Users)
@@ -759,13 +759,13 @@ func TestUsersUpdateQueryFlags(t *testing.T) {
 	require.Equal(t, 1, u.Users[0].FlagCount)
 	u, _ = e.svc.FlagUser(e.ctx, "amy", "zed")
 	require.Equal(t, 2, u.Users[0].FlagCount)
-	fl, err := e.svc.QueryUsers(e.ctx, chat.UserQuery{Filter: "flagged"})
+	fl, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Filter: "flagged"})
 	require.NoError(t, err)
 	require.Len(t, fl.Users, 1)
 	require.NoError(t, e.svc.ClearUserFlags(e.ctx, e.admin, "zed"))
-	fl, _ = e.svc.QueryUsers(e.ctx, chat.UserQuery{Filter: "flagged"})
+	fl, _ = e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Filter: "flagged"})
 	require.Empty(t, fl.Users)
-	u, _ = e.svc.GetUser(e.ctx, "zed")
+	u, _ = e.svc.GetUser(e.ctx, e.admin, "zed")
 	require.Equal(t, chat.Hashflag{Hash: []uint32{}}, u.Users[0].Hashflag)
 	u, _ = e.svc.FlagUser(e.ctx, e.admin, "zed")
 	require.Equal(t, 1, u.Users[0].FlagCount, "flagging again after clear counts")
@@ -792,23 +792,23 @@ func TestReactions(t *testing.T) {
 	_, err = e.svc.AddReaction(e.ctx, e.admin, "missing", "message", "like")
 	requireCode(t, err, chat.CodeNotFound)
 
-	got, _ := e.svc.GetMessage(e.ctx, m1.MessageID)
+	got, _ := e.svc.GetMessage(e.ctx, e.admin, m1.MessageID)
 	require.Equal(t, map[string]int{"like": 2}, got.Messages[0].Reactions)
 	require.Equal(t, 2, got.Messages[0].ReactionsCount)
 
-	rs, err := e.svc.QueryReactors(e.ctx, chat.ReactorQuery{ReferenceID: m1.MessageID, ReferenceType: "message"})
+	rs, err := e.svc.QueryReactors(e.ctx, e.admin, chat.ReactorQuery{ReferenceID: m1.MessageID, ReferenceType: "message"})
 	require.NoError(t, err)
 	require.Len(t, rs.Results.Reactions, 1)
 	require.Len(t, rs.Results.Reactions[0].Reactors, 2)
 	require.Len(t, rs.Results.Users, 2)
 
-	most, err := e.svc.MostReacted(e.ctx, chat.MostReactedQuery{ReactionName: "like"})
+	most, err := e.svc.MostReacted(e.ctx, e.admin, chat.MostReactedQuery{ReactionName: "like"})
 	require.NoError(t, err)
 	require.Len(t, most.Messages, 2)
 	require.Equal(t, m1.MessageID, most.Messages[0].MessageID)
-	most, _ = e.svc.MostReacted(e.ctx, chat.MostReactedQuery{ReactionName: "love"})
+	most, _ = e.svc.MostReacted(e.ctx, e.admin, chat.MostReactedQuery{ReactionName: "love"})
 	require.Len(t, most.Messages, 1)
-	_, err = e.svc.MostReacted(e.ctx, chat.MostReactedQuery{ReactionName: "love", Limit: 101})
+	_, err = e.svc.MostReacted(e.ctx, e.admin, chat.MostReactedQuery{ReactionName: "love", Limit: 101})
 	requireCode(t, err, chat.CodeBadRequest)
 
 	rid, err := e.svc.RemoveReaction(e.ctx, e.admin, m1.MessageID, "message", "like")
@@ -817,9 +817,9 @@ func TestReactions(t *testing.T) {
 	rid, err = e.svc.RemoveReaction(e.ctx, e.admin, m1.MessageID, "message", "like")
 	require.NoError(t, err)
 	require.Empty(t, rid, "removing again is a no-op")
-	got, _ = e.svc.GetMessage(e.ctx, m1.MessageID)
+	got, _ = e.svc.GetMessage(e.ctx, e.admin, m1.MessageID)
 	require.Equal(t, 1, got.Messages[0].ReactionsCount)
-	most, _ = e.svc.MostReacted(e.ctx, chat.MostReactedQuery{ReactionName: "like"})
+	most, _ = e.svc.MostReacted(e.ctx, e.admin, chat.MostReactedQuery{ReactionName: "like"})
 	require.Len(t, most.Messages, 2)
 	require.Equal(t, m2.MessageID, most.Messages[0].MessageID, "tie broken by newest")
 }
@@ -833,7 +833,7 @@ func TestAdmins(t *testing.T) {
 	got, err := e.svc.Authenticate(e.ctx, tok)
 	require.NoError(t, err)
 	require.Equal(t, "ops-user", got.UserID)
-	u, _ := e.svc.GetUser(e.ctx, "ops-user")
+	u, _ := e.svc.GetUser(e.ctx, e.admin, "ops-user")
 	require.Contains(t, u.Users[0].Roles, chat.RoleGlobalAdmin)
 	_, _, err = e.svc.CreateAdmin(e.ctx, "ops", "")
 	requireCode(t, err, chat.CodeConflict)
@@ -852,14 +852,14 @@ func TestAdmins(t *testing.T) {
 
 func TestEventsGoToTheOutbox(t *testing.T) {
 	e := newEnv(t)
-	w, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/chat", nil)
+	w, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/chat", nil)
 	require.NoError(t, err)
 	require.NotEmpty(t, w.Secret)
-	only, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/msgs", []string{chat.EventMessageDidCreate})
+	only, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/msgs", []string{chat.EventMessageDidCreate})
 	require.NoError(t, err)
-	_, err = e.svc.CreateWebhook(e.ctx, "ftp://x", nil)
+	_, err = e.svc.CreateWebhook(e.ctx, e.admin, "ftp://x", nil)
 	requireCode(t, err, chat.CodeBadRequest)
-	_, err = e.svc.CreateWebhook(e.ctx, "https://x.io", []string{"nope"})
+	_, err = e.svc.CreateWebhook(e.ctx, e.admin, "https://x.io", []string{"nope"})
 	requireCode(t, err, chat.CodeBadRequest)
 
 	e.channel("c", "alice")
@@ -926,7 +926,7 @@ func TestEventsGoToTheOutbox(t *testing.T) {
 		require.Len(t, ds, 1)
 		return err
 	}))
-	list, err := e.svc.ListWebhooks(e.ctx)
+	list, err := e.svc.ListWebhooks(e.ctx, e.admin)
 	require.NoError(t, err)
 	require.Len(t, list.Webhooks, 2)
 	require.Empty(t, list.Webhooks[0].Secret, "secrets are shown only at creation")
@@ -992,10 +992,10 @@ func TestFilesAndImages(t *testing.T) {
 	require.False(t, ok, "a file message is not an image")
 	_, ok = m.Text()
 	require.False(t, ok, "a file message has no text")
-	b, _, err := e.svc.GetMessageBlob(e.ctx, m.MessageID, "file")
+	b, _, err := e.svc.GetMessageBlob(e.ctx, e.admin, m.MessageID, "file")
 	require.NoError(t, err)
 	require.Equal(t, "root", string(b.Data))
-	_, _, err = e.svc.GetMessageBlob(e.ctx, m.MessageID, "small")
+	_, _, err = e.svc.GetMessageBlob(e.ctx, e.admin, m.MessageID, "small")
 	requireCode(t, err, chat.CodeNotFound)
 
 	img, err := e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImage{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 2, Height: 1,
@@ -1018,13 +1018,13 @@ func TestFilesAndImages(t *testing.T) {
 	require.False(t, ok, "full was not kept")
 	_, ok = im.File()
 	require.False(t, ok, "an image message is not a file")
-	_, _, err = e.svc.GetMessageBlob(e.ctx, im.MessageID, "full")
+	_, _, err = e.svc.GetMessageBlob(e.ctx, e.admin, im.MessageID, "full")
 	requireCode(t, err, chat.CodeNotFound)
 	require.NoError(t, e.svc.DeleteMessage(e.ctx, e.admin, im.MessageID))
-	_, _, err = e.svc.GetMessageBlob(e.ctx, im.MessageID, "small")
+	_, _, err = e.svc.GetMessageBlob(e.ctx, e.admin, im.MessageID, "small")
 	requireCode(t, err, chat.CodeNotFound)
 
-	_, err = e.svc.AddRules(e.ctx, chat.Blacklist, []string{"nsfw"}, true)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"nsfw"}, true)
 	require.NoError(t, err)
 	_, err = e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImage{ChannelID: "c", Caption: "so nsfw", Renditions: []chat.ImageRendition{{Name: "small", Data: []byte("s")}}})
 	requireCode(t, err, chat.CodeBlacklisted)
@@ -1050,7 +1050,7 @@ func TestSafeFileName(t *testing.T) {
 // every read and write path and in events.
 func TestResourceFieldsAlwaysPresent(t *testing.T) {
 	e := newEnv(t)
-	_, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/all", nil)
+	_, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/all", nil)
 	require.NoError(t, err)
 	e.channel("c", "alice")
 	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "bob"})
@@ -1065,10 +1065,10 @@ func TestResourceFieldsAlwaysPresent(t *testing.T) {
 		}
 	}
 	userFields := []string{`"roles":[]`, `"metadata":{}`, `"hash":[]`, `"isGlobalBan":false`, `"flagCount":0`}
-	u, err := e.svc.GetUser(e.ctx, "bob")
+	u, err := e.svc.GetUser(e.ctx, e.admin, "bob")
 	require.NoError(t, err)
 	requireFields(u, userFields...)
-	q, err := e.svc.QueryUsers(e.ctx, chat.UserQuery{Search: "bob"})
+	q, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Search: "bob"})
 	require.NoError(t, err)
 	requireFields(q.Users, userFields...)
 	up, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "carol"})
@@ -1078,13 +1078,13 @@ func TestResourceFieldsAlwaysPresent(t *testing.T) {
 	require.NoError(t, err)
 	requireFields(fl, `"roles":[]`, `"metadata":{}`, `"bits":1024`)
 	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "carol", false))
-	rs, err := e.svc.PutRoles(e.ctx, []string{"empty"}, []string{})
+	rs, err := e.svc.PutRoles(e.ctx, e.admin, []string{"empty"}, []string{})
 	require.NoError(t, err)
 	requireFields(rs, `"permissions":[]`)
-	rl, err := e.svc.QueryRoles(e.ctx, "")
+	rl, err := e.svc.QueryRoles(e.ctx, e.admin, "")
 	require.NoError(t, err)
 	requireFields(rl, `"permissions":[]`)
-	wl, err := e.svc.ListWebhooks(e.ctx)
+	wl, err := e.svc.ListWebhooks(e.ctx, e.admin)
 	require.NoError(t, err)
 	requireFields(wl, `"events":[]`)
 
@@ -1108,7 +1108,7 @@ func TestResourceFieldsAlwaysPresent(t *testing.T) {
 func TestWhitelistLinksOfAnyHost(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	_, err := e.svc.AddRules(e.ctx, chat.Whitelist, []string{"example.com"}, false)
+	_, err := e.svc.AddRules(e.ctx, e.admin, chat.Whitelist, []string{"example.com"}, false)
 	require.NoError(t, err)
 	for _, s := range []string{
 		"http://192.168.1.1/x", "see https://localhost:8080/admin", "https://example.com@evil.io/",
@@ -1132,9 +1132,9 @@ func TestWhitelistLinksOfAnyHost(t *testing.T) {
 func TestBlacklistFoldsCaseLikeRE2(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	_, err := e.svc.AddRules(e.ctx, chat.Blacklist, []string{"σοφίας", "spam"}, true)
+	_, err := e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"σοφίας", "spam"}, true)
 	require.NoError(t, err)
-	_, err = e.svc.AddRules(e.ctx, chat.Blacklist, []string{"x[A-z]y", "[Z-a]q"}, false)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"x[A-z]y", "[Z-a]q"}, false)
 	require.NoError(t, err)
 	for _, s := range []string{"ΣΟΦΊΑΣ", "η σοφίας.", "ſpam", "\u212a spam", "x_y", "X^Y", "_q"} {
 		_, err := e.post(e.admin, "c", s)
@@ -1150,18 +1150,18 @@ func TestBlacklistFoldsCaseLikeRE2(t *testing.T) {
 func TestBlacklistAddExistingUpdates(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	_, err := e.svc.AddRules(e.ctx, chat.Blacklist, []string{"bad"}, true)
+	_, err := e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"bad"}, true)
 	require.NoError(t, err)
 	e.mustPost(e.admin, "c", "badge")
 	e.clk.Add(time.Second)
-	out, err := e.svc.AddRules(e.ctx, chat.Blacklist, []string{"bad", "bad"}, false)
+	out, err := e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"bad", "bad"}, false)
 	require.NoError(t, err)
 	require.Len(t, out.Records, 1)
 	require.False(t, out.Records[0].IsMatchExactWord)
 	require.True(t, out.Records[0].UpdatedAt.After(out.Records[0].CreatedAt.Time))
 	_, err = e.post(e.admin, "c", "badge")
 	requireCode(t, err, chat.CodeBlacklisted)
-	all, err := e.svc.QueryRules(e.ctx, chat.Blacklist, nil)
+	all, err := e.svc.QueryRules(e.ctx, e.admin, chat.Blacklist, nil)
 	require.NoError(t, err)
 	require.Len(t, all.Records, 1)
 }
@@ -1185,7 +1185,7 @@ func TestReactionsOnClosedChannel(t *testing.T) {
 func TestWhitelistRegexEntryHostOrPath(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	_, err := e.svc.AddRules(e.ctx, chat.Whitelist, []string{`.*\.gov`, `example\.com/pub/.*`}, false)
+	_, err := e.svc.AddRules(e.ctx, e.admin, chat.Whitelist, []string{`.*\.gov`, `example\.com/pub/.*`}, false)
 	require.NoError(t, err)
 	for _, s := range []string{"https://data.gov/x", "https://www.usa.gov/x?y=1", "www.usa.gov", "http://example.com/pub/a"} {
 		_, err := e.post(e.admin, "c", s)
@@ -1232,7 +1232,7 @@ func TestReactorsNewestFirst(t *testing.T) {
 	var order []string
 	q := chat.ReactorQuery{ReferenceID: m.MessageID, ReferenceType: "message", Limit: 2}
 	for {
-		out, err := e.svc.QueryReactors(e.ctx, q)
+		out, err := e.svc.QueryReactors(e.ctx, e.admin, q)
 		require.NoError(t, err)
 		for _, r := range out.Results.Reactions[0].Reactors {
 			order = append(order, r.UserID)
@@ -1255,7 +1255,7 @@ func TestBanPurgesFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "c", []string{"alice"}))
 	e.requireBlobGone(fa.Messages[0].MessageID, "file")
-	b, _, err := e.svc.GetMessageBlob(e.ctx, fb.Messages[0].MessageID, "file")
+	b, _, err := e.svc.GetMessageBlob(e.ctx, e.admin, fb.Messages[0].MessageID, "file")
 	require.NoError(t, err)
 	require.Equal(t, "b", string(b.Data))
 }

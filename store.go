@@ -103,6 +103,23 @@ type ChannelStore interface {
 	// memberCount equal to the number of relations with membership
 	// "member".
 	PutChannelUser(ctx context.Context, cu *ChannelUser) error
+	// MarkRead raises the read marker (ReadToSegment) of the user's
+	// relation to the channel to segment, keeps it when it is already at
+	// or above segment, and returns the relation; CodeNotFound when there
+	// is none. Nothing else of the relation changes (updatedAt neither).
+	// PutChannelUser never writes the marker: it keeps the stored one when
+	// it replaces a relation and starts a new relation at 0.
+	MarkRead(ctx context.Context, channelID, userID string, segment int64) (*ChannelUser, error)
+	// UnreadCounts returns, for each relation of cus in order, the number
+	// of live (not deleted) messages in cu.ChannelID whose author is not
+	// cu.UserID and whose channelSegment is above cu.ReadToSegment
+	// (comments included); 0 when the channel does not exist. The cost
+	// must not grow with the number of unread messages: adapters count
+	// messageCount - ReadToSegment (every segment up to the channel's
+	// messageCount belongs to exactly one message, see AppendMessage),
+	// less the user's own messages and the deleted messages of others
+	// above the marker, each read from an index.
+	UnreadCounts(ctx context.Context, cus []*ChannelUser) ([]int64, error)
 	// DeleteChannelUser removes a relation (no-op when absent) and keeps
 	// memberCount in step.
 	DeleteChannelUser(ctx context.Context, channelID, userID string) error
@@ -231,7 +248,8 @@ type UserStore interface {
 	// GetUsers returns the users that exist among ids, in the order of ids.
 	GetUsers(ctx context.Context, ids []string) ([]*User, error)
 	// UpdateUser replaces displayName, roles, metadata, flagCount,
-	// hashflag, isGlobalBan and updatedAt; CodeNotFound if absent.
+	// hashflag, isGlobalBan, tokensRevokedAt and updatedAt; CodeNotFound
+	// if absent.
 	UpdateUser(ctx context.Context, u *User) error
 	// QueryUsers returns the users matching f.
 	QueryUsers(ctx context.Context, f UserFilter) ([]*User, error)

@@ -100,14 +100,22 @@ const (
 // ChannelUser is a user's relation to one channel. A banned user has
 // membership "banned" until unbanned; the ban is its own record and removing
 // or re-adding never clears it. IsMuted is derived from MuteTimeout.
+//
+// ReadToSegment is the user's read marker: the highest channelSegment the
+// user has marked read (Service.MarkRead), 0 when nothing is read; it only
+// moves forward. UnreadCount is derived at read time: the number of live
+// (not deleted) messages of other users in the channel with a
+// channelSegment above ReadToSegment, comments included.
 type ChannelUser struct {
-	ChannelID   string     `json:"channelId"`
-	UserID      string     `json:"userId"`
-	Membership  Membership `json:"membership"`
-	IsMuted     bool       `json:"isMuted"`
-	MuteTimeout *Time      `json:"muteTimeout"`
-	CreatedAt   Time       `json:"createdAt"`
-	UpdatedAt   Time       `json:"updatedAt"`
+	ChannelID     string     `json:"channelId"`
+	UserID        string     `json:"userId"`
+	Membership    Membership `json:"membership"`
+	IsMuted       bool       `json:"isMuted"`
+	MuteTimeout   *Time      `json:"muteTimeout"`
+	ReadToSegment int64      `json:"readToSegment"`
+	UnreadCount   int64      `json:"unreadCount"`
+	CreatedAt     Time       `json:"createdAt"`
+	UpdatedAt     Time       `json:"updatedAt"`
 }
 
 // MessageType is the type of a message, which says what its data holds.
@@ -165,6 +173,9 @@ type User struct {
 	IsGlobalBan bool           `json:"isGlobalBan"`
 	CreatedAt   Time           `json:"createdAt"`
 	UpdatedAt   Time           `json:"updatedAt"`
+	// TokensRevokedAt, when set, refuses every user token of this user
+	// issued before it (Service.RevokeUserTokens). Never on the wire.
+	TokensRevokedAt *Time `json:"-"`
 }
 
 // Permissions the engine acts on. Other permission strings are stored and

@@ -160,7 +160,11 @@ func (s *Service) Typing(ctx context.Context, actorID, channelID string) error {
 		return err
 	}
 	err := s.view(ctx, func(tx Tx) error {
-		return s.checkMember(ctx, tx, actorID, channelID, true)
+		if _, err := openChannel(ctx, tx, channelID); err != nil {
+			return err
+		}
+		_, err := s.authorize(ctx, tx, actorID, actTyping, channelID)
+		return err
 	})
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ func (e *env) deliveries(webhookID string) []*chat.Delivery {
 
 func TestTyping(t *testing.T) {
 	e := newEnv(t)
-	w, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/x", nil)
+	w, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/x", nil)
 	require.NoError(t, err)
 	e.channel("c", "alice", "bob")
 	e.channel("d", "alice")
@@ -88,7 +88,7 @@ func TestTyping(t *testing.T) {
 
 	// Never stored, never sent to webhooks.
 	require.Len(t, e.deliveries(w.WebhookID), before)
-	_, err = e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/y", []string{chat.EventChannelDidStartTyping})
+	_, err = e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/y", []string{chat.EventChannelDidStartTyping})
 	requireCode(t, err, chat.CodeBadRequest)
 
 	// Rights: members, and admins (who may post anywhere); not others.
@@ -148,13 +148,13 @@ func TestTypingConcurrent(t *testing.T) {
 
 func TestLeaveChannel(t *testing.T) {
 	e := newEnv(t)
-	w, err := e.svc.CreateWebhook(e.ctx, "https://hooks.example.com/x", nil)
+	w, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/x", nil)
 	require.NoError(t, err)
 	e.channel("c", "alice", "bob")
 	e.clk.Add(time.Minute)
 
 	require.NoError(t, e.svc.LeaveChannel(e.ctx, "alice", "c"))
-	got, err := e.svc.GetChannel(e.ctx, "c")
+	got, err := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Channels[0].MemberCount)
 	require.Equal(t, e.svc.Now(), got.Channels[0].UpdatedAt)
@@ -200,7 +200,7 @@ func TestLeaveChannel(t *testing.T) {
 	requireCode(t, e.svc.LeaveChannel(e.ctx, "carol", ""), chat.CodeBadRequest)
 	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "carol", false))
 	requireCode(t, e.svc.LeaveChannel(e.ctx, "carol", "d"), chat.CodeGlobalBanned)
-	got, err = e.svc.GetChannel(e.ctx, "d")
+	got, err = e.svc.GetChannel(e.ctx, e.admin, "d")
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Channels[0].MemberCount)
 	require.NoError(t, e.svc.CloseChannel(e.ctx, e.admin, "d"))
@@ -210,7 +210,7 @@ func TestLeaveChannel(t *testing.T) {
 	_, err = e.svc.JoinChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.NoError(t, e.svc.LeaveChannel(e.ctx, e.admin, "c"))
-	got, err = e.svc.GetChannel(e.ctx, "c")
+	got, err = e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	for _, cu := range got.ChannelUsers {
 		require.NotEqual(t, e.admin, cu.UserID)

@@ -34,7 +34,10 @@ type UserQuery struct {
 
 // QueryUsers lists users. Errors: CodeBadRequest (bad filter, limit or
 // page token).
-func (s *Service) QueryUsers(ctx context.Context, q UserQuery) (*UserList, error) {
+func (s *Service) QueryUsers(ctx context.Context, actorID string, q UserQuery) (*UserList, error) {
+	if err := s.allow(ctx, actorID, actQueryUsers, ""); err != nil {
+		return nil, err
+	}
 	switch q.Filter {
 	case "", UsersAll, UsersFlagged:
 	default:
@@ -105,7 +108,10 @@ func reverse[T any](v []T) {
 }
 
 // GetUser returns one user. Errors: CodeBadRequest, CodeNotFound.
-func (s *Service) GetUser(ctx context.Context, userID string) (*UserList, error) {
+func (s *Service) GetUser(ctx context.Context, actorID, userID string) (*UserList, error) {
+	if err := s.allow(ctx, actorID, actQueryUsers, ""); err != nil {
+		return nil, err
+	}
 	if err := s.checkID("userId", userID); err != nil {
 		return nil, err
 	}
@@ -159,9 +165,16 @@ func (s *Service) UpdateUser(ctx context.Context, actorID string, in UpdateUser)
 			return nil, err
 		}
 	}
+	act := actUpdateUser
+	if in.UserID == actorID && in.Roles == nil {
+		act = actUpdateSelf // displayName and metadata of itself
+	}
 	now := s.Now()
 	out := &UserList{}
 	err := s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, act, ""); err != nil {
+			return err
+		}
 		if len(roles) > 0 {
 			rs, err := tx.GetRoles(ctx, roles)
 			if err != nil {
@@ -215,6 +228,9 @@ func (s *Service) UpdateUser(ctx context.Context, actorID string, in UpdateUser)
 // soft-deleted in every channel. Idempotent. Emits user.didGlobalBan.
 // Errors: CodeBadRequest, CodeNotFound (no such user).
 func (s *Service) GlobalBan(ctx context.Context, actorID, userID string, deleteMessages bool) error {
+	if err := s.allow(ctx, actorID, actGlobalBan, ""); err != nil {
+		return err
+	}
 	return s.setGlobalBan(ctx, userID, true, deleteMessages)
 }
 
@@ -222,6 +238,9 @@ func (s *Service) GlobalBan(ctx context.Context, actorID, userID string, deleteM
 // deleted). Idempotent. Emits user.didGlobalUnban. Errors: CodeBadRequest,
 // CodeNotFound.
 func (s *Service) GlobalUnban(ctx context.Context, actorID, userID string) error {
+	if err := s.allow(ctx, actorID, actGlobalBan, ""); err != nil {
+		return err
+	}
 	return s.setGlobalBan(ctx, userID, false, false)
 }
 
@@ -286,6 +305,9 @@ func (s *Service) FlagUser(ctx context.Context, actorID, userID string) (*UserLi
 	now := s.Now()
 	out := &UserList{}
 	err := s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actFlagUser, ""); err != nil {
+			return err
+		}
 		u, err := tx.GetUser(ctx, userID)
 		if err != nil {
 			return notFound(err, "user", userID)
@@ -311,6 +333,9 @@ func (s *Service) FlagUser(ctx context.Context, actorID, userID string) (*UserLi
 // ClearUserFlags removes every flag of a user. Errors: CodeBadRequest,
 // CodeNotFound.
 func (s *Service) ClearUserFlags(ctx context.Context, actorID, userID string) error {
+	if err := s.allow(ctx, actorID, actClearUserFlags, ""); err != nil {
+		return err
+	}
 	if err := s.checkID("userId", userID); err != nil {
 		return err
 	}

@@ -18,14 +18,14 @@ func TestTextReachingTheStore(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c1", e.admin)
 	e.mustPost(e.admin, "c1", "hello")
-	_, err := e.svc.AddRules(e.ctx, chat.Blacklist, []string{"bad"}, false)
+	_, err := e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"bad"}, false)
 	require.NoError(t, err)
-	_, err = e.svc.AddRules(e.ctx, chat.Whitelist, []string{"good.example"}, false)
+	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Whitelist, []string{"good.example"}, false)
 	require.NoError(t, err)
 	rules := func() []chat.Rule {
-		b, err := e.svc.QueryRules(e.ctx, chat.Blacklist, nil)
+		b, err := e.svc.QueryRules(e.ctx, e.admin, chat.Blacklist, nil)
 		require.NoError(t, err)
-		w, err := e.svc.QueryRules(e.ctx, chat.Whitelist, nil)
+		w, err := e.svc.QueryRules(e.ctx, e.admin, chat.Whitelist, nil)
 		require.NoError(t, err)
 		return append(b.Records, w.Records...)
 	}
@@ -36,7 +36,7 @@ func TestTextReachingTheStore(t *testing.T) {
 			field string
 			call  func() error
 		}{
-			{"search", func() error { _, err := e.svc.QueryUsers(e.ctx, chat.UserQuery{Search: bad}); return err }},
+			{"search", func() error { _, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Search: bad}); return err }},
 			{"tags", func() error {
 				_, err := e.svc.QueryChannels(e.ctx, e.admin, chat.ChannelQuery{Tags: []string{"t", bad}})
 				return err
@@ -46,22 +46,25 @@ func TestTextReachingTheStore(t *testing.T) {
 				return err
 			}},
 			{"tags", func() error {
-				_, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c1", Tags: []string{bad}})
+				_, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c1", Tags: []string{bad}})
 				return err
 			}},
 			{"excludeTags", func() error {
-				_, err := e.svc.QueryMessages(e.ctx, chat.MessageQuery{ChannelID: "c1", ExcludeTags: []string{bad}})
+				_, err := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c1", ExcludeTags: []string{bad}})
 				return err
 			}},
-			{"regexs", func() error { _, err := e.svc.QueryRules(e.ctx, chat.Blacklist, []string{bad}); return err }},
-			{"ruleIds", func() error { return e.svc.DeleteRules(e.ctx, chat.Blacklist, []string{"bad", bad}) }},
-			{"ruleIds", func() error { return e.svc.DeleteRules(e.ctx, chat.Whitelist, []string{bad}) }},
-			{"ruleId", func() error { _, err := e.svc.UpdateRule(e.ctx, chat.Blacklist, bad, "x", false); return err }},
+			{"regexs", func() error { _, err := e.svc.QueryRules(e.ctx, e.admin, chat.Blacklist, []string{bad}); return err }},
+			{"ruleIds", func() error { return e.svc.DeleteRules(e.ctx, e.admin, chat.Blacklist, []string{"bad", bad}) }},
+			{"ruleIds", func() error { return e.svc.DeleteRules(e.ctx, e.admin, chat.Whitelist, []string{bad}) }},
+			{"ruleId", func() error { _, err := e.svc.UpdateRule(e.ctx, e.admin, chat.Blacklist, bad, "x", false); return err }},
 			{"ruleId", func() error {
-				_, err := e.svc.UpdateRule(e.ctx, chat.Whitelist, "good.example", bad, false)
+				_, err := e.svc.UpdateRule(e.ctx, e.admin, chat.Whitelist, "good.example", bad, false)
 				return err
 			}},
-			{"regexs", func() error { _, err := e.svc.AddRules(e.ctx, chat.Whitelist, []string{bad}, false); return err }},
+			{"regexs", func() error {
+				_, err := e.svc.AddRules(e.ctx, e.admin, chat.Whitelist, []string{bad}, false)
+				return err
+			}},
 		}
 		for _, c := range cases {
 			err := c.call()

@@ -66,7 +66,10 @@ func checkEventNames(events []string) ([]string, error) {
 // CreateWebhook registers a receiver for the named events (all events when
 // empty) and returns it with its secret, shown only here. Errors:
 // CodeBadRequest (bad URL, unknown event).
-func (s *Service) CreateWebhook(ctx context.Context, rawURL string, eventNames []string) (*Webhook, error) {
+func (s *Service) CreateWebhook(ctx context.Context, actorID, rawURL string, eventNames []string) (*Webhook, error) {
+	if err := s.allow(ctx, actorID, actWebhooks, ""); err != nil {
+		return nil, err
+	}
 	return s.createWebhook(ctx, rawURL, eventNames, "")
 }
 
@@ -126,7 +129,10 @@ func (s *Service) EnsureWebhook(ctx context.Context, rawURL, secret string) (*We
 
 // ListWebhooks returns every webhook without secrets. Errors: only the
 // store's (CodeUnavailable, CodeInternal).
-func (s *Service) ListWebhooks(ctx context.Context) (*WebhookList, error) {
+func (s *Service) ListWebhooks(ctx context.Context, actorID string) (*WebhookList, error) {
+	if err := s.allow(ctx, actorID, actWebhooks, ""); err != nil {
+		return nil, err
+	}
 	out := &WebhookList{Webhooks: []Webhook{}}
 	err := s.view(ctx, func(tx Tx) error {
 		hs, err := tx.ListWebhooks(ctx)
@@ -142,7 +148,10 @@ func (s *Service) ListWebhooks(ctx context.Context) (*WebhookList, error) {
 
 // DeleteWebhook deletes a webhook and its pending deliveries. Errors:
 // CodeNotFound.
-func (s *Service) DeleteWebhook(ctx context.Context, webhookID string) error {
+func (s *Service) DeleteWebhook(ctx context.Context, actorID, webhookID string) error {
+	if err := s.allow(ctx, actorID, actWebhooks, ""); err != nil {
+		return err
+	}
 	return s.update(ctx, func(tx Tx, _ *events) error {
 		return notFound(tx.DeleteWebhook(ctx, webhookID), "webhook", webhookID)
 	})
@@ -150,7 +159,10 @@ func (s *Service) DeleteWebhook(ctx context.Context, webhookID string) error {
 
 // RotateWebhookSecret gives a webhook a new secret, returned only here,
 // and re-enables it. Errors: CodeNotFound.
-func (s *Service) RotateWebhookSecret(ctx context.Context, webhookID string) (*Webhook, error) {
+func (s *Service) RotateWebhookSecret(ctx context.Context, actorID, webhookID string) (*Webhook, error) {
+	if err := s.allow(ctx, actorID, actWebhooks, ""); err != nil {
+		return nil, err
+	}
 	now := s.Now()
 	var w *Webhook
 	err := s.update(ctx, func(tx Tx, _ *events) error {
@@ -169,7 +181,10 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, webhookID string) (*W
 // ListDeliveries returns a webhook's deliveries, newest first, with their
 // attempts. Token continues the listing. Errors: CodeNotFound,
 // CodeBadRequest.
-func (s *Service) ListDeliveries(ctx context.Context, webhookID string, limit int, token string) (*DeliveryList, error) {
+func (s *Service) ListDeliveries(ctx context.Context, actorID, webhookID string, limit int, token string) (*DeliveryList, error) {
+	if err := s.allow(ctx, actorID, actWebhooks, ""); err != nil {
+		return nil, err
+	}
 	limit, err := s.pageSize("limit", limit, s.lim.DefaultPage)
 	if err != nil {
 		return nil, err
@@ -217,7 +232,10 @@ func (s *Service) ListDeliveries(ctx context.Context, webhookID string, limit in
 
 // Redeliver schedules a delivery again now, with the same requestId (a
 // delivered or failed one too). Errors: CodeNotFound.
-func (s *Service) Redeliver(ctx context.Context, webhookID, requestID string) error {
+func (s *Service) Redeliver(ctx context.Context, actorID, webhookID, requestID string) error {
+	if err := s.allow(ctx, actorID, actWebhooks, ""); err != nil {
+		return err
+	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, e *events) error {
 		d, err := tx.GetDelivery(ctx, requestID)

@@ -141,6 +141,22 @@ func (c *Client) Typing(ctx context.Context, channelID string) error {
 	return c.action(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/typing", struct{}{})
 }
 
+type markRead struct {
+	Segment int64 `json:"segment,omitempty"`
+}
+
+// MarkRead moves the caller's read marker in a channel forward to segment,
+// or to the channel's latest segment when segment is 0 (POST
+// /channel/{channelId}/read, ext). The caller must be a member. A segment
+// at or below the marker changes nothing: the marker never moves back. The
+// returned channel's ChannelUsers holds the caller's relation alone, with
+// its ReadToSegment and UnreadCount.
+func (c *Client) MarkRead(ctx context.Context, channelID string, segment int64) (*Channel, error) {
+	var out chat.ChannelList
+	err := c.do(ctx, http.MethodPost, "/channel/"+esc(channelID)+"/read", nil, markRead{segment}, &out)
+	return oneChannel(&out, err)
+}
+
 // mutePeriod is the wire's mutePeriod for d: milliseconds, rounded up,
 // -1 for chat.MuteForever; a negative d stays negative, for the server to
 // refuse.

@@ -87,7 +87,11 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
 // New returns a Client for the API mounted at baseURL (for example
-// "http://127.0.0.1:8080/api/v2") that authenticates with token.
+// "http://127.0.0.1:8080/api/v2") that authenticates with token: an admin
+// account's access token (chat_...), to act as the admin, or an end
+// user's token (a JWT, see MintUserToken), to act as that user with its
+// rights. The calls are the same; the server refuses what the caller may
+// not do (403, code 400301).
 func New(baseURL, token string, opts ...Option) *Client {
 	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, timeout: DefaultTimeout, userAgent: "chat-go-client"}
 	for _, o := range opts {

@@ -13,8 +13,9 @@ type Channel struct {
 	chat.Channel
 	// ChannelUsers are the channel's relations the call returned: every
 	// member and banned user for GetChannel and CreateChannel, the named
-	// users for AddUsers, the admin's own for JoinChannel, none for the
-	// calls that change the channel itself.
+	// users for AddUsers, the caller's own for JoinChannel and MarkRead,
+	// none for the calls that change the channel itself. Each carries
+	// the user's readToSegment and unreadCount.
 	ChannelUsers []chat.ChannelUser `json:"channelUsers"`
 	// Users are the users the ChannelUsers reference.
 	Users []chat.User `json:"users"`

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"time"
 
 	chat "github.com/chatengine/chat"
 )
@@ -122,4 +123,26 @@ func (c *Client) PutRoles(ctx context.Context, publicIDs, permissions []string) 
 	}{publicIDs, permissions}
 	var out chat.RoleList
 	return &out, c.do(ctx, http.MethodPut, "/roles", nil, in, &out)
+}
+
+// MintUserToken asks for a user token for userID (POST
+// /users/{userId}/token, admins only): ttl is its lifetime in whole
+// seconds (rounded up), 0 for the server's default (24 h), negative for a
+// token without expiry. A Client made with the token acts as that user.
+func (c *Client) MintUserToken(ctx context.Context, userID string, ttl time.Duration) (*chat.UserToken, error) {
+	body := map[string]any{}
+	switch {
+	case ttl < 0:
+		body["ttl"] = 0
+	case ttl > 0:
+		body["ttl"] = int64((ttl + time.Second - 1) / time.Second)
+	}
+	var out chat.UserToken
+	return &out, c.do(ctx, http.MethodPost, "/users/"+esc(userID)+"/token", nil, body, &out)
+}
+
+// RevokeUserTokens refuses every token of userID issued before now (POST
+// /users/{userId}/tokens/revoke, admins only).
+func (c *Client) RevokeUserTokens(ctx context.Context, userID string) error {
+	return c.do(ctx, http.MethodPost, "/users/"+esc(userID)+"/tokens/revoke", nil, nil, nil)
 }

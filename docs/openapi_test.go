@@ -395,6 +395,9 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/leave", params: map[string]string{"channelId": "nope"}, want: 404})
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/typing", params: ch, noAuth: true, want: 401})
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/join", params: ch})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/read", params: ch, json: map[string]any{}})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/read", params: ch, form: "segment=1", want: 400})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/read", params: map[string]string{"channelId": "random"}, json: map[string]any{}, want: 403})
 	f.do(call{method: "PUT", pattern: "/channel/{channelId}/users/mute", params: ch, json: map[string]any{"userIds": []string{"alice"}, "mutePeriod": 60000}})
 	f.do(call{method: "PUT", pattern: "/channel/{channelId}/users/mute", params: ch, json: map[string]any{"userIds": []string{"nobody"}, "mutePeriod": 1}, want: 400})
 	slow := first(f.do(call{method: "PUT", pattern: "/channel/{channelId}/rateLimit", params: ch, json: map[string]any{"rateLimitWindow": 10000}}), "channels")
@@ -413,6 +416,7 @@ func testResponses(t *testing.T, f *fixture) {
 	m1 := first(f.do(call{method: "POST", pattern: "/message", json: map[string]any{"channelId": "general", "type": "text", "data": map[string]any{"text": "hello"}, "tags": []string{"greeting"}}}), "messages")
 	m1ID := m1["messageId"].(string)
 	f.do(call{method: "POST", pattern: "/message", json: map[string]any{"channelId": "general", "type": "text", "data": map[string]any{"text": "a comment"}, "parentId": m1ID}})
+	f.do(call{method: "POST", pattern: "/channel/{channelId}/read", params: ch, json: map[string]any{"segment": 1}})
 	f.do(call{method: "POST", pattern: "/message", json: map[string]any{"channelId": "general", "type": "custom", "data": map[string]any{"card": map[string]any{"title": "t", "n": 3}}}})
 	f.do(call{method: "POST", pattern: "/message", form: "channelId=general&type=text&data[text]=from+a+form"})
 	f.do(call{method: "POST", pattern: "/message", json: map[string]any{"channelId": "general", "type": "poll", "data": map[string]any{}}, want: 400})
@@ -500,6 +504,17 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/users", params: ch, json: map[string]any{"userIds": []string{"carol"}}, want: 403})
 	f.do(call{method: "POST", pattern: "/users/unban", form: "userId=carol"})
 	f.do(call{method: "POST", pattern: "/users/ban", json: map[string]any{"userId": "nobody"}, want: 404})
+
+	// User tokens: minted by the admin, used by the user, revoked.
+	ut := f.do(call{method: "POST", pattern: "/users/{userId}/token", params: map[string]string{"userId": "alice"}, json: map[string]any{"ttl": 3600}})
+	f.do(call{method: "POST", pattern: "/users/{userId}/token", params: map[string]string{"userId": "alice"}, form: "ttl=0"})
+	f.do(call{method: "POST", pattern: "/users/{userId}/token", params: map[string]string{"userId": "alice"}, json: map[string]any{"ttl": -1}, want: 400})
+	asAlice := map[string]string{"Authorization": "Bearer " + ut["token"].(string)}
+	f.do(call{method: "GET", pattern: "/users/{userId}", params: map[string]string{"userId": "alice"}, headers: asAlice})
+	f.do(call{method: "GET", pattern: "/roles", headers: asAlice, want: 403})
+	f.do(call{method: "POST", pattern: "/users/{userId}/tokens/revoke", params: map[string]string{"userId": "alice"}, headers: asAlice, want: 403})
+	f.do(call{method: "POST", pattern: "/users/{userId}/tokens/revoke", params: map[string]string{"userId": "alice"}})
+	f.do(call{method: "GET", pattern: "/users/{userId}", params: map[string]string{"userId": "alice"}, headers: asAlice, want: 401})
 
 	// Blacklist.
 	f.do(call{method: "POST", pattern: "/blacklist/records", json: map[string]any{"regexs": []string{"darn", "fr[i1]ck"}, "isMatchExactWord": true}})

@@ -35,7 +35,7 @@ func (w *discardWriter) WriteHeader(code int)        { w.status = code }
 // configures it. Compare allocs/op between changes; the rate is better
 // measured with bench/http.sh.
 func BenchmarkCreateMessageHTTP(b *testing.B) {
-	benchHTTP(b, memory.New(), "create")
+	benchHTTP(b, memory.New(), "create", "admin")
 }
 
 // BenchmarkHTTP measures create-message and query-messages (the newest
@@ -59,13 +59,34 @@ func BenchmarkHTTP(b *testing.B) {
 					}
 					st = s
 				}
-				benchHTTP(b, st, op)
+				benchHTTP(b, st, op, "admin")
 			})
 		}
 	}
 }
 
-func benchHTTP(b *testing.B, st chat.Store, op string) {
+// BenchmarkHTTPCaller measures the same requests on SQLite made by the
+// admin token and by an end user's token (a member of the channels): the
+// difference is what verifying the JWT, the user's revocation and ban
+// check, and deciding its rights cost. The admin rows are the ceiling of
+// the same run.
+func BenchmarkHTTPCaller(b *testing.B) {
+	for _, op := range []string{"create", "query"} {
+		for _, caller := range []string{"admin", "user"} {
+			b.Run(op+"/"+caller, func(b *testing.B) {
+				st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				benchHTTP(b, st, op, caller)
+			})
+		}
+	}
+}
+
+// benchHTTP serves op as caller: "admin" (an admin access token) or
+// "user" (a user token of a member).
+func benchHTTP(b *testing.B, st chat.Store, op, caller string) {
 	ctx := context.Background()
 	defer st.Close()
 	svc, err := chat.New(ctx, st, chat.Config{})
@@ -77,9 +98,16 @@ func benchHTTP(b *testing.B, st chat.Store, op string) {
 		b.Fatal(err)
 	}
 	for _, c := range []string{"bench", "query"} {
-		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: c, Type: "standard", UserIDs: []string{"bench"}}); err != nil {
+		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: c, Type: "standard", UserIDs: []string{"bench", "member"}}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if caller == "user" {
+		ut, err := svc.MintUserToken(ctx, "member", time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		token = ut.Token
 	}
 	path := "/message"
 	body := []byte(`{"channelId":"bench","type":"text","data":{"text":"a message of about fifty bytes from the load test"}}`)

@@ -58,7 +58,7 @@ func (h *handler) getChannel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.svc.GetChannel(r.Context(), id)
+	out, err := h.svc.GetChannel(r.Context(), actor(r), id)
 	return h.reply(w, out, err)
 }
 
@@ -148,6 +148,28 @@ func (h *handler) joinChannel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := h.svc.JoinChannel(r.Context(), actor(r), id)
+	return h.reply(w, out, err)
+}
+
+// markRead serves POST /channel/{channelId}/read (ext): the caller's read
+// marker moves forward to segment (absent: the channel's latest).
+func (h *handler) markRead(w http.ResponseWriter, r *http.Request) error {
+	id, p, err := h.channelParams(w, r)
+	if err != nil {
+		return err
+	}
+	seg := p.int64Ptr("segment")
+	if err := p.Err(); err != nil {
+		return err
+	}
+	var to int64 // 0: the latest
+	if seg != nil {
+		if *seg < 1 {
+			return badRequest("segment", "must be a channelSegment (1 or more), or absent for the latest")
+		}
+		to = *seg
+	}
+	out, err := h.svc.MarkRead(r.Context(), actor(r), id, to)
 	return h.reply(w, out, err)
 }
 

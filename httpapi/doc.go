@@ -23,11 +23,14 @@
 // # Authentication
 //
 // Every request, including requests for unknown paths, needs the header
-// Authorization: Bearer <token> with the access token of an admin account
-// (the scheme is case-insensitive). A missing, unknown or revoked token is
-// answered with 401, code 400100 and a WWW-Authenticate header. The
-// Service acts as the admin's user; AdminFrom returns the admin of a
-// request.
+// Authorization: Bearer <token> (the scheme is case-insensitive) with the
+// access token of an admin account (it starts with chat_) or an end
+// user's token (any other token is read as an HS256 JWT, see
+// chat.Service.AuthenticateUser). A missing, unknown, revoked, expired or
+// forged token is answered with 401, code 400100 and a WWW-Authenticate
+// header; a globally banned user's token with 403, code 400312. The
+// Service acts as the admin's user or as the end user and decides every
+// right; AdminFrom and UserFrom return the caller of a request.
 //
 // The one exception is a signed file link: a GET of
 // /messages/{messageId}/images or /messages/{messageId}/files whose query

@@ -309,7 +309,7 @@ func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, messageID, n
 	if link != nil {
 		b, m, err = h.svc.OpenLink(r.Context(), messageID, name, link.exp, link.sig)
 	} else {
-		b, m, err = h.svc.GetMessageBlob(r.Context(), messageID, name)
+		b, m, err = h.svc.GetMessageBlob(r.Context(), actor(r), messageID, name)
 	}
 	if err != nil {
 		return err

@@ -125,7 +125,7 @@ func TestUploadRulesAndEvent(t *testing.T) {
 	e := newEnv(t, memoryStore)
 	c := e.c
 	bg := context.Background()
-	hook, err := e.svc.CreateWebhook(bg, "https://hooks.example.com/chat", []string{chat.EventMessageDidCreate})
+	hook, err := e.svc.CreateWebhook(bg, e.admin, "https://hooks.example.com/chat", []string{chat.EventMessageDidCreate})
 	require.NoError(t, err)
 	for _, id := range []string{"ch", "banned", "shut"} {
 		_, err := c.CreateChannel(ctx(t), client.CreateChannelRequest{ChannelID: id, Type: "standard"})

@@ -77,8 +77,10 @@ type handler struct {
 // by Routes relative to where it is mounted, for example with
 // r.Mount("/api/v2", h) in chi or
 // mux.Handle("/api/v2/", http.StripPrefix("/api/v2", h)) in net/http.
-// Every request needs Authorization: Bearer <token> of an admin account,
-// except a signed file link (see the package documentation).
+// Every request needs Authorization: Bearer <token>, with the access token
+// of an admin account or the user token of an end user (the Service
+// decides what each caller may do), except a signed file link (see the
+// package documentation).
 func New(svc *chat.Service, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
 	h := &handler{svc: svc, cfg: cfg, log: cfg.Logger, mux: chi.NewRouter()}
@@ -144,6 +146,7 @@ func (h *handler) routes() []route {
 		rt(post, "/channel/{channelId}/users", h.addUsers),
 		rt(del, "/channel/{channelId}/users", h.removeUsers),
 		rt(post, "/channel/{channelId}/join", h.joinChannel),
+		rt(post, "/channel/{channelId}/read", h.markRead),
 		rt(post, "/channel/{channelId}/leave", h.leaveChannel),
 		rt(post, "/channel/{channelId}/typing", h.typing),
 		rt(put, "/channel/{channelId}/mute", h.muteChannel),
@@ -173,6 +176,8 @@ func (h *handler) routes() []route {
 		rt(post, "/users/unban", h.globalUnban),
 		rt(post, "/users/{userId}/flags", h.flagUser),
 		rt(del, "/users/{userId}/flags", h.clearUserFlags),
+		rt(post, "/users/{userId}/token", h.mintUserToken),
+		rt(post, "/users/{userId}/tokens/revoke", h.revokeUserTokens),
 		// Roles.
 		rt(get, "/roles", h.queryRoles),
 		rt(put, "/roles", h.putRoles),
@@ -255,10 +260,16 @@ func (h *handler) pathAndParams(w http.ResponseWriter, r *http.Request, name str
 	return id, p, err
 }
 
-// actor returns the user id the acting admin acts as.
+// actor returns the user id the caller acts as: the admin's user, or the
+// end user of a user token.
 func actor(r *http.Request) string {
-	if a := AdminFrom(r.Context()); a != nil {
-		return a.UserID
+	if ri := infoFrom(r.Context()); ri != nil {
+		if ri.admin != nil {
+			return ri.admin.UserID
+		}
+		if ri.user != nil {
+			return ri.user.UserID
+		}
 	}
 	return ""
 }
@@ -270,11 +281,13 @@ type ctxKey int
 const infoKey ctxKey = 0
 
 // requestInfo is what the middleware records about a request: its id, the
-// server's ResponseWriter and, once authenticated, the admin.
+// server's ResponseWriter and, once authenticated, the admin or the end
+// user.
 type requestInfo struct {
 	id    string
 	w     http.ResponseWriter
 	admin *chat.Admin
+	user  *chat.User
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -294,10 +307,19 @@ func serverWriter(r *http.Request, w http.ResponseWriter) http.ResponseWriter {
 }
 
 // AdminFrom returns the admin account that authenticated the request, or
-// nil outside an authenticated request.
+// nil outside a request authenticated with an admin token.
 func AdminFrom(ctx context.Context) *chat.Admin {
 	if ri := infoFrom(ctx); ri != nil {
 		return ri.admin
+	}
+	return nil
+}
+
+// UserFrom returns the end user whose user token authenticated the
+// request, or nil outside a request authenticated with a user token.
+func UserFrom(ctx context.Context) *chat.User {
+	if ri := infoFrom(ctx); ri != nil {
+		return ri.user
 	}
 	return nil
 }
@@ -409,7 +431,10 @@ func (h *handler) recoverPanic(next http.Handler) http.Handler {
 	})
 }
 
-// auth authenticates the bearer token and puts the admin in the context.
+// auth authenticates the bearer token and puts the caller in the context:
+// an admin for a token with the admin prefix (chat_), else the end user of
+// a user token (a JWT). A globally banned user is refused here, on every
+// call (403/400312).
 func (h *handler) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearer(r.Header.Get("Authorization"))
@@ -417,17 +442,25 @@ func (h *handler) auth(next http.Handler) http.Handler {
 			h.writeError(w, r, chat.Errorf(chat.CodeUnauthorized, "missing access token: send the header Authorization: Bearer <token>"))
 			return
 		}
-		a, err := h.svc.Authenticate(r.Context(), token)
+		var a *chat.Admin
+		var u *chat.User
+		var err error
+		if chat.IsUserToken(token) {
+			u, err = h.svc.AuthenticateUser(r.Context(), token)
+		} else {
+			a, err = h.svc.Authenticate(r.Context(), token)
+		}
 		if err != nil {
 			h.writeError(w, r, err)
 			return
 		}
-		if ri := infoFrom(r.Context()); ri != nil {
-			ri.admin = a
-			next.ServeHTTP(w, r)
-			return
+		ri := infoFrom(r.Context())
+		if ri == nil {
+			ri = &requestInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), infoKey, ri))
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), infoKey, &requestInfo{admin: a})))
+		ri.admin, ri.user = a, u
+		next.ServeHTTP(w, r)
 	})
 }
 

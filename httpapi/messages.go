@@ -30,7 +30,7 @@ func (h *handler) queryMessages(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	out, err := h.svc.QueryMessages(r.Context(), q)
+	out, err := h.svc.QueryMessages(r.Context(), actor(r), q)
 	return h.reply(w, out, err)
 }
 
@@ -40,7 +40,7 @@ func (h *handler) getMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.svc.GetMessage(r.Context(), id)
+	out, err := h.svc.GetMessage(r.Context(), actor(r), id)
 	return h.reply(w, out, err)
 }
 

@@ -24,7 +24,7 @@ func (h *handler) queryReactors(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	out, err := h.svc.QueryReactors(r.Context(), q)
+	out, err := h.svc.QueryReactors(r.Context(), actor(r), q)
 	return h.reply(w, out, err)
 }
 
@@ -89,6 +89,6 @@ func (h *handler) mostReacted(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	out, err := h.svc.MostReacted(r.Context(), q)
+	out, err := h.svc.MostReacted(r.Context(), actor(r), q)
 	return h.reply(w, out, err)
 }

@@ -17,7 +17,7 @@ func (h *handler) queryRules(list chat.RuleList) func(http.ResponseWriter, *http
 		if err := p.Err(); err != nil {
 			return err
 		}
-		out, err := h.svc.QueryRules(r.Context(), list, ids)
+		out, err := h.svc.QueryRules(r.Context(), actor(r), list, ids)
 		return h.reply(w, out, err)
 	}
 }
@@ -33,7 +33,7 @@ func (h *handler) addRules(list chat.RuleList) func(http.ResponseWriter, *http.R
 		if err := p.Err(); err != nil {
 			return err
 		}
-		out, err := h.svc.AddRules(r.Context(), list, patterns, exact)
+		out, err := h.svc.AddRules(r.Context(), actor(r), list, patterns, exact)
 		return h.reply(w, out, err)
 	}
 }
@@ -50,7 +50,7 @@ func (h *handler) deleteRules(list chat.RuleList) func(http.ResponseWriter, *htt
 		if err := p.Err(); err != nil {
 			return err
 		}
-		return h.done(w, h.svc.DeleteRules(r.Context(), list, ids))
+		return h.done(w, h.svc.DeleteRules(r.Context(), actor(r), list, ids))
 	}
 }
 
@@ -71,7 +71,7 @@ func (h *handler) updateRule(list chat.RuleList) func(http.ResponseWriter, *http
 		if err := p.Err(); err != nil {
 			return err
 		}
-		out, err := h.svc.UpdateRule(r.Context(), list, old, newID, exact)
+		out, err := h.svc.UpdateRule(r.Context(), actor(r), list, old, newID, exact)
 		return h.reply(w, out, err)
 	}
 }

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -13,7 +14,12 @@ import (
 )
 
 func sqliteStore(t *testing.T) chat.Store {
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "chat.db"), nil)
+	return sqliteStoreAt(t, filepath.Join(t.TempDir(), "chat.db"))
+}
+
+// sqliteStoreAt opens the SQLite store in the file path.
+func sqliteStoreAt(t *testing.T, path string) chat.Store {
+	s, err := sqlite.Open(context.Background(), path, nil)
 	if errors.Is(err, sqlite.ErrNeedsCgo) {
 		t.Skip(err.Error()) // a build without cgo has no SQLite driver
 	}
@@ -29,4 +35,27 @@ func TestAPISQLite(t *testing.T) {
 		t.Skip("the SQLite run is skipped in -short mode")
 	}
 	runSuite(t, sqliteStore)
+}
+
+// TestAuthorizationMatrixSQLite runs the authorization matrix against the
+// SQLite store. The fixture is built once; every call gets a copy of its
+// database file.
+func TestAuthorizationMatrixSQLite(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the SQLite run is skipped in -short mode")
+	}
+	dir := t.TempDir()
+	tmplPath := filepath.Join(dir, "template.db")
+	st, err := sqlite.Open(context.Background(), tmplPath, nil)
+	require.NoError(t, err)
+	tmpl := newMatrixEnv(t, func(*testing.T) chat.Store { return st })
+	require.NoError(t, st.Close())
+	raw, err := os.ReadFile(tmplPath)
+	require.NoError(t, err)
+	runMatrix(t, func(t *testing.T) *matrixEnv {
+		path := filepath.Join(t.TempDir(), "chat.db")
+		require.NoError(t, os.WriteFile(path, raw, 0o600))
+		return tmpl.reopen(t, sqliteStoreAt(t, path))
+	})
 }

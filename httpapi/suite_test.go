@@ -32,6 +32,7 @@ func runSuite(t *testing.T, newStore storeFactory) {
 		{"Channels", testChannels},
 		{"ChannelQuery", testChannelQuery},
 		{"Membership", testMembership},
+		{"ReadState", testReadState},
 		{"Mute", testMute},
 		{"Close", testClose},
 		{"Messages", testMessages},

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	chat "github.com/chatengine/chat"
 )
@@ -21,7 +22,7 @@ func (h *handler) queryUsers(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	out, err := h.svc.QueryUsers(r.Context(), q)
+	out, err := h.svc.QueryUsers(r.Context(), actor(r), q)
 	return h.reply(w, out, err)
 }
 
@@ -31,7 +32,7 @@ func (h *handler) getUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.svc.GetUser(r.Context(), id)
+	out, err := h.svc.GetUser(r.Context(), actor(r), id)
 	return h.reply(w, out, err)
 }
 
@@ -110,7 +111,7 @@ func (h *handler) queryRoles(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	out, err := h.svc.QueryRoles(r.Context(), filter)
+	out, err := h.svc.QueryRoles(r.Context(), actor(r), filter)
 	return h.reply(w, out, err)
 }
 
@@ -124,6 +125,44 @@ func (h *handler) putRoles(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	out, err := h.svc.PutRoles(r.Context(), ids, perms)
+	out, err := h.svc.PutRoles(r.Context(), actor(r), ids, perms)
 	return h.reply(w, out, err)
+}
+
+// mintUserToken serves POST /users/{userId}/token {ttl?}: ttl in seconds,
+// absent for the configured default, 0 for a token without expiry.
+func (h *handler) mintUserToken(w http.ResponseWriter, r *http.Request) error {
+	id, p, err := h.pathAndParams(w, r, "userId")
+	if err != nil {
+		return err
+	}
+	ttl := p.int64Ptr("ttl")
+	if err := p.Err(); err != nil {
+		return err
+	}
+	var d time.Duration // the configured default
+	if ttl != nil {
+		switch {
+		case *ttl < 0 || *ttl > maxTokenTTL:
+			return badRequest("ttl", "must be 0 (no expiry) to %d seconds", maxTokenTTL)
+		case *ttl == 0:
+			d = -1 // no expiry
+		default:
+			d = time.Duration(*ttl) * time.Second
+		}
+	}
+	out, err := h.svc.IssueUserToken(r.Context(), actor(r), id, d)
+	return h.reply(w, out, err)
+}
+
+// maxTokenTTL is the longest ttl of a minted user token: 10 years.
+const maxTokenTTL = 10 * 366 * 24 * 3600
+
+// revokeUserTokens serves POST /users/{userId}/tokens/revoke.
+func (h *handler) revokeUserTokens(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathParam(r, "userId")
+	if err != nil {
+		return err
+	}
+	return h.done(w, h.svc.RevokeUserTokens(r.Context(), actor(r), id))
 }

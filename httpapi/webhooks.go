@@ -23,7 +23,7 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	hook, err := h.svc.CreateWebhook(r.Context(), rawURL, events)
+	hook, err := h.svc.CreateWebhook(r.Context(), actor(r), rawURL, events)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request) error {
 
 // listWebhooks serves GET /webhooks (secrets are not shown).
 func (h *handler) listWebhooks(w http.ResponseWriter, r *http.Request) error {
-	out, err := h.svc.ListWebhooks(r.Context())
+	out, err := h.svc.ListWebhooks(r.Context(), actor(r))
 	return h.reply(w, out, err)
 }
 
@@ -45,7 +45,7 @@ func (h *handler) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return h.done(w, h.svc.DeleteWebhook(r.Context(), id))
+	return h.done(w, h.svc.DeleteWebhook(r.Context(), actor(r), id))
 }
 
 // rotateWebhookSecret serves POST /webhooks/{webhookId}/secret:
@@ -55,7 +55,7 @@ func (h *handler) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	hook, err := h.svc.RotateWebhookSecret(r.Context(), id)
+	hook, err := h.svc.RotateWebhookSecret(r.Context(), actor(r), id)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (h *handler) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	out, err := h.svc.ListDeliveries(r.Context(), id, limit, token)
+	out, err := h.svc.ListDeliveries(r.Context(), actor(r), id, limit, token)
 	return h.reply(w, out, err)
 }
 
@@ -86,5 +86,5 @@ func (h *handler) redeliver(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return h.done(w, h.svc.Redeliver(r.Context(), id, req))
+	return h.done(w, h.svc.Redeliver(r.Context(), actor(r), id, req))
 }

@@ -189,7 +189,7 @@ func crash2Child(t *testing.T, backend, where string) {
 		s = openSQLite(t, where)
 	}
 	svc := adminService(t, s)
-	h, err := svc.CreateWebhook(ctx, os.Getenv(crash2URLEnv), nil)
+	h, err := svc.CreateWebhook(ctx, "admin", os.Getenv(crash2URLEnv), nil)
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)

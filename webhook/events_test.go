@@ -148,10 +148,10 @@ func TestEveryEventDelivered(t *testing.T) {
 			svc := adminService(t, s)
 
 			all, some := newEventSink(t), newEventSink(t)
-			hAll, err := svc.CreateWebhook(ctx, all.URL+"/all", nil)
+			hAll, err := svc.CreateWebhook(ctx, "admin", all.URL+"/all", nil)
 			require.NoError(t, err)
 			all.setSecret(hAll.Secret)
-			hSome, err := svc.CreateWebhook(ctx, some.URL+"/some", []string{chat.EventChannelDidCreate, chat.EventReactionDidAdd})
+			hSome, err := svc.CreateWebhook(ctx, "admin", some.URL+"/some", []string{chat.EventChannelDidCreate, chat.EventReactionDidAdd})
 			require.NoError(t, err)
 			some.setSecret(hSome.Secret)
 			start(t, s, testConfig(func(c *Config) { c.PollInterval = 20 * time.Millisecond }))
@@ -365,25 +365,25 @@ func TestRotateSecretReenables(t *testing.T) {
 		sink.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
-	h, err := svc.CreateWebhook(ctx, front.URL, nil)
+	h, err := svc.CreateWebhook(ctx, "admin", front.URL, nil)
 	require.NoError(t, err)
 	start(t, s, testConfig(func(c *Config) { c.PollInterval = 20 * time.Millisecond }))
 
 	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		l, err := svc.ListWebhooks(ctx)
+		l, err := svc.ListWebhooks(ctx, "admin")
 		return err == nil && len(l.Webhooks) == 1 && l.Webhooks[0].IsDisabled
 	}, patience, 10*time.Millisecond, "a 410 disables the webhook")
 
 	gone.Lock()
 	goneOn = false
 	gone.Unlock()
-	rotated, err := svc.RotateWebhookSecret(ctx, h.WebhookID)
+	rotated, err := svc.RotateWebhookSecret(ctx, "admin", h.WebhookID)
 	require.NoError(t, err)
 	require.False(t, rotated.IsDisabled, "rotating re-enables")
 	require.Empty(t, rotated.DisabledReason)
-	l, err := svc.ListWebhooks(ctx)
+	l, err := svc.ListWebhooks(ctx, "admin")
 	require.NoError(t, err)
 	require.False(t, l.Webhooks[0].IsDisabled)
 	sink.setSecret(rotated.Secret)

@@ -109,7 +109,12 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	hook, err := svc.CreateWebhook(ctx, recvURL, []string{chat.EventChannelDidCreate})
+	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	hook, err := svc.CreateWebhook(ctx, admin.UserID, recvURL, []string{chat.EventChannelDidCreate})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -43,6 +43,7 @@ type config struct {
 	writeTimeout    time.Duration
 	gcPercent       int
 	postgresSchema  string
+	userTokenSecret string
 }
 
 // defaults are the values used when neither a flag nor its variable is set.
@@ -97,6 +98,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest time from reading a request's headers to the end of its response")
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
+	fs.StringVar(&c.userTokenSecret, "user-token-secret", "", "secret signing end users' tokens (HS256 JWTs); default: a random secret made on first start and kept in the store")
 }
 
 // cli runs one invocation of the server binary.

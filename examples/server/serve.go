@@ -126,11 +126,16 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		Logger:          log,
 		OnRecorded:      func(state string) { m.webhooks.WithLabelValues(state).Inc() },
 	})
+	var userSecret []byte
+	if cfg.userTokenSecret != "" {
+		userSecret = []byte(cfg.userTokenSecret)
+	}
 	// The Service's transactions are timed; the dispatcher keeps the
 	// store itself, whose commit signals (chat.OutboxWatcher) it uses.
 	svc, err := chat.New(ctx, m.timeStore(st), chat.Config{
-		Logger: log,
-		Limits: chat.Limits{MaxFileBytes: cfg.maxUploadBytes, MaxImagePixels: cfg.maxImagePixels},
+		Logger:          log,
+		UserTokenSecret: userSecret,
+		Limits:          chat.Limits{MaxFileBytes: cfg.maxUploadBytes, MaxImagePixels: cfg.maxImagePixels},
 		WebhookURLCheck: func(u string) error {
 			return webhook.CheckURL(u, allowPrivate)
 		},

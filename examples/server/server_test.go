@@ -452,7 +452,7 @@ func TestGracefulShutdown(t *testing.T) {
 	defer st.Close()
 	svc, err := chat.New(context.Background(), st, chat.Config{})
 	require.NoError(t, err)
-	ml, err := svc.QueryMessages(context.Background(), chat.MessageQuery{ChannelID: "c"})
+	ml, err := svc.QueryMessages(context.Background(), "admin", chat.MessageQuery{ChannelID: "c"})
 	require.NoError(t, err)
 	require.Len(t, ml.Messages, 1)
 }
@@ -560,4 +560,43 @@ func TestGCPercent(t *testing.T) {
 	c := &cli{env: envOf(map[string]string{"GOGC": "150"})}
 	require.Equal(t, "150 (environment)", c.setGC(&config{gcPercent: 300}, "sqlite"))
 	require.Equal(t, 123, debug.SetGCPercent(100))
+}
+
+// -user-token-secret signs the end users' tokens: a token the host mints
+// with it authenticates, one signed with another secret does not.
+func TestUserTokenSecretFlag(t *testing.T) {
+	t.Parallel()
+	secret := "the host application's user-token secret"
+	s := start(t, "-store", "memory", "-user-token-secret", secret)
+	good, err := chat.MintUserToken([]byte(secret), "alice", time.Now(), time.Hour)
+	require.NoError(t, err)
+	code, body := s.call(t, good, "PUT", "/api/v2/users", map[string]any{"userId": "alice", "displayName": "Alice"})
+	require.Equal(t, 200, code, "%v", body)
+	code, body = s.call(t, good, "GET", "/api/v2/users/alice", nil)
+	require.Equal(t, 200, code, "%v", body)
+	bad, err := chat.MintUserToken([]byte("another secret"), "alice", time.Now(), time.Hour)
+	require.NoError(t, err)
+	code, body = s.call(t, bad, "GET", "/api/v2/users/alice", nil)
+	require.Equal(t, 401, code)
+	require.EqualValues(t, 400100, body["code"])
+}
+
+// Without the flag, the secret generated on first start is kept in the
+// store: a user token minted by the API still works after a restart.
+func TestUserTokenSecretKeptInStore(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "chat.db")
+	s := start(t, "-store", "sqlite:"+path)
+	tok := s.token(t)
+	code, body := s.call(t, tok, "POST", "/api/v2/users/alice/token", map[string]any{"ttl": 3600})
+	require.Equal(t, 200, code, "%v", body)
+	userToken := body["token"].(string)
+	code, _ = s.call(t, userToken, "GET", "/api/v2/users/alice", nil)
+	require.Equal(t, 200, code)
+	require.NoError(t, s.stop(t))
+
+	s2 := start(t, "-store", "sqlite:"+path)
+	code, body = s2.call(t, userToken, "GET", "/api/v2/users/alice", nil)
+	require.Equal(t, 200, code, "%v", body)
+	require.NoError(t, s2.stop(t))
 }

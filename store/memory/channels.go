@@ -268,6 +268,12 @@ func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
 	}
 	v := normChannelUser(cu)
 	old := t.d.members[v.ChannelID][v.UserID]
+	// The read marker is MarkRead's alone: kept when the relation is
+	// replaced, 0 for a new one.
+	v.ReadToSegment, v.UnreadCount = 0, 0
+	if old != nil {
+		v.ReadToSegment = old.ReadToSegment
+	}
 	setKey(t, innerMap(t, t.d.members, v.ChannelID), v.UserID, v)
 	setKey(t, innerMap(t, t.d.userChans, v.UserID), v.ChannelID, v)
 	t.memberChange(v.ChannelID, v.UserID, old, v)
@@ -307,4 +313,58 @@ func (t *tx) DeleteChannelUsers(_ context.Context, channelID string) error {
 		replace(t, p, v)
 	}
 	return nil
+}
+
+func (t *tx) MarkRead(_ context.Context, channelID, userID string, segment int64) (*chat.ChannelUser, error) {
+	if err := t.writable(); err != nil {
+		return nil, err
+	}
+	cu, ok := t.d.members[channelID][userID]
+	if !ok {
+		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no relation to channel %q", userID, channelID)
+	}
+	if segment > cu.ReadToSegment {
+		// members and userChans hold the same pointer: both see it.
+		v := *cu
+		v.ReadToSegment = segment
+		replace(t, cu, v)
+	}
+	return cpChannelUser(cu), nil
+}
+
+// UnreadCounts counts from the channel's messageCount, less the user's own
+// messages above the marker (chanAuthor) and the deleted messages of
+// others above it (chanMsgs.deleted), as the SQL adapters do.
+func (t *tx) UnreadCounts(_ context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+	if err := t.readable(); err != nil {
+		return nil, err
+	}
+	d := t.d
+	out := make([]int64, len(cus))
+	for i, cu := range cus {
+		c, ok := d.channels[cu.ChannelID]
+		if !ok {
+			continue
+		}
+		r := cu.ReadToSegment
+		n := c.MessageCount - r
+		ch, okc := d.strIDs[cu.ChannelID]
+		u, oku := d.strIDs[cu.UserID]
+		if okc && oku {
+			if own := d.chanAuthor[chanAuthorKey{ch, u}]; own != nil {
+				j, _ := d.search(*own, r+1)
+				n -= int64(len(*own) - j)
+			}
+		}
+		if cm := d.chanMsgs[cu.ChannelID]; cm != nil {
+			j, _ := d.search(cm.deleted, r+1)
+			for _, p := range cm.deleted[j:] {
+				if !oku || d.allMsgs[p].user != u {
+					n--
+				}
+			}
+		}
+		out[i] = max(n, 0)
+	}
+	return out, nil
 }

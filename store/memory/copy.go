@@ -276,11 +276,16 @@ func normUser(u *chat.User) (*chat.User, error) {
 	out.Hashflag = cloneHashflag(u.Hashflag)
 	out.CreatedAt = nt(u.CreatedAt)
 	out.UpdatedAt = nt(u.UpdatedAt)
+	if u.TokensRevokedAt != nil {
+		r := nt(*u.TokensRevokedAt)
+		out.TokensRevokedAt = &r
+	}
 	return &out, nil
 }
 
 func cpUser(u *chat.User) *chat.User {
 	out := *u
+	out.TokensRevokedAt = cpt(u.TokensRevokedAt)
 	out.Metadata = copyMap(u.Metadata)
 	out.Roles = slices.Clone(u.Roles)
 	out.Hashflag = cloneHashflag(u.Hashflag)

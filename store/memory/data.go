@@ -34,6 +34,9 @@ type data struct {
 	chanMsgs map[string]*chanMsgs
 	children map[string]*msgList
 	byAuthor map[string]*msgList
+	// Per channel and author, that author's messages there in segment
+	// order: the user's own messages above a read marker.
+	chanAuthor map[chanAuthorKey]*msgList
 
 	strs    []string         // interned strings (see intern), by number
 	strIDs  map[string]strID // and their numbers
@@ -83,7 +86,13 @@ type flagKey struct{ kind, target string }
 type chanMsgs struct {
 	all msgList
 	top msgList
+	// deleted holds the deleted messages in segment order: the deleted
+	// messages above a read marker.
+	deleted msgList
 }
+
+// chanAuthorKey is a channel and an author (interned strings).
+type chanAuthorKey struct{ ch, user strID }
 
 func newData() *data {
 	return &data{
@@ -95,6 +104,7 @@ func newData() *data {
 		chanMsgs:    map[string]*chanMsgs{},
 		children:    map[string]*msgList{},
 		byAuthor:    map[string]*msgList{},
+		chanAuthor:  map[chanAuthorKey]*msgList{},
 		strIDs:      map[string]strID{},
 		users:       map[string]*chat.User{},
 		roles:       map[string]*chat.Role{},

@@ -86,6 +86,18 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 			d.allMsgs = d.allMsgs[:n-1]
 		}
 	})
+	if sm.deleted {
+		d.insertSeg(&cm.deleted, pos)
+		t.onUndo(func() { d.removeSeg(&cm.deleted, pos) })
+	}
+	ca := chanAuthorKey{sm.ch, sm.user}
+	own := d.chanAuthor[ca]
+	if own == nil {
+		own = &msgList{}
+		setKey(t, d.chanAuthor, ca, own)
+	}
+	d.insertSeg(own, pos)
+	t.onUndo(func() { d.removeSeg(own, pos) })
 	if sm.parentID != "" {
 		if p, ok := d.msgs[sm.parentID]; ok {
 			v := *p
@@ -135,6 +147,7 @@ func (t *tx) UpdateMessage(_ context.Context, m *chat.Message) error {
 		return err
 	}
 	v := *p
+	t.deletedChange(p, in.deleted)
 	v.data = in.data
 	v.deleted = in.deleted
 	v.updated = in.updated
@@ -223,12 +236,35 @@ func (t *tx) softDelete(m *msg, now int64) bool {
 	if m.deleted {
 		return false
 	}
+	t.deletedChange(m, true)
 	v := *m
 	v.deleted = true
 	v.data = emptyData
 	v.updated = now
 	replace(t, m, v)
 	return true
+}
+
+// deletedChange keeps the channel's list of deleted messages in step when
+// m's deleted flag is about to become deleted.
+func (t *tx) deletedChange(m *msg, deleted bool) {
+	if m.deleted == deleted {
+		return
+	}
+	d := t.d
+	cm := d.chanMsgs[d.str(m.ch)]
+	i, ok := d.search(cm.all, m.seg)
+	if !ok {
+		return
+	}
+	pos := cm.all[i]
+	if deleted {
+		d.insertSeg(&cm.deleted, pos)
+		t.onUndo(func() { d.removeSeg(&cm.deleted, pos) })
+	} else {
+		d.removeSeg(&cm.deleted, pos)
+		t.onUndo(func() { d.insertSeg(&cm.deleted, pos) })
+	}
 }
 
 // emptyData is the encoding of an empty object (the data of a deleted

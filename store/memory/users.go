@@ -92,6 +92,7 @@ func (t *tx) UpdateUser(_ context.Context, u *chat.User) error {
 	v.FlagCount = in.FlagCount
 	v.Hashflag = in.Hashflag
 	v.IsGlobalBan = in.IsGlobalBan
+	v.TokensRevokedAt = in.TokensRevokedAt
 	v.UpdatedAt = in.UpdatedAt
 	replace(t, p, v)
 	return nil

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -247,6 +248,10 @@ func prefixCols(alias, cols string) string {
 
 const channelUserCols = `channel_id, user_id, membership, mute_timeout, created_at, updated_at`
 
+// channelUserSel adds to channelUserCols (what PutChannelUser writes) the
+// read marker, which only MarkRead writes.
+const channelUserSel = channelUserCols + `, read_to_segment`
+
 func (t *tx) channelUsers(ctx context.Context, tmpl string, args ...any) ([]*chat.ChannelUser, error) {
 	var out []*chat.ChannelUser
 	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
@@ -255,7 +260,7 @@ func (t *tx) channelUsers(ctx context.Context, tmpl string, args ...any) ([]*cha
 			mute             sql.NullTime
 			created, updated time.Time
 		)
-		if err := r.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &mute, &created, &updated); err != nil {
+		if err := r.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &mute, &created, &updated, &cu.ReadToSegment); err != nil {
 			return err
 		}
 		cu.MuteTimeout = ctp(mute)
@@ -304,7 +309,7 @@ func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*cha
 	if err := t.lockChannel(ctx, channelID); err != nil {
 		return nil, err
 	}
-	cus, err := t.channelUsers(ctx, `SELECT `+channelUserCols+` FROM {s}channel_users
+	cus, err := t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
 		WHERE channel_id = $1 AND user_id = $2`+t.lockRows(), channelID, userID)
 	if err != nil {
 		return nil, err
@@ -325,24 +330,88 @@ func (t *tx) GetChannelUsers(ctx context.Context, channelID string, userIDs []st
 		return nil, err
 	}
 	if userIDs == nil {
-		return t.channelUsers(ctx, `SELECT `+channelUserCols+` FROM {s}channel_users
+		return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
 			WHERE channel_id = $1 ORDER BY user_id`+t.lockRows(), channelID)
 	}
-	return t.channelUsers(ctx, `SELECT `+channelUserCols+` FROM {s}channel_users
+	return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
 		WHERE channel_id = $1 AND user_id = ANY($2::text[]) ORDER BY user_id`+t.lockRows(), channelID, textArray(userIDs))
 }
 
 // ListMemberships reads without locks: it spans channels.
 func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []string) ([]*chat.ChannelUser, error) {
 	if channelIDs == nil {
-		return t.channelUsers(ctx, `SELECT `+channelUserCols+` FROM {s}channel_users
+		return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
 			WHERE user_id = $1 ORDER BY channel_id`, userID)
 	}
 	if len(channelIDs) == 0 {
 		return nil, nil
 	}
-	return t.channelUsers(ctx, `SELECT `+channelUserCols+` FROM {s}channel_users
+	return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
 		WHERE user_id = $1 AND channel_id = ANY($2::text[]) ORDER BY channel_id`, userID, textArray(channelIDs))
+}
+
+// MarkRead raises the marker in one statement, under the channel's row
+// lock (the channel first, then the relation, as every transaction):
+// GREATEST keeps it from moving back whatever the order of concurrent
+// calls. PutChannelUser never writes the marker.
+func (t *tx) MarkRead(ctx context.Context, channelID, userID string, segment int64) (*chat.ChannelUser, error) {
+	if err := t.lockChannel(ctx, channelID); err != nil {
+		return nil, err
+	}
+	cus, err := t.channelUsers(ctx, `UPDATE {s}channel_users SET read_to_segment = GREATEST(read_to_segment, $3)
+		WHERE channel_id = $1 AND user_id = $2 RETURNING `+channelUserSel, channelID, userID, segment)
+	if err != nil {
+		return nil, err
+	}
+	if len(cus) == 0 {
+		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no relation to channel %q", userID, channelID)
+	}
+	return cus[0], nil
+}
+
+// unreadQuery is the statement of UnreadCounts; its arguments are
+// unreadArgs. Each relation reads its channel by primary key (a join
+// would let the planner hash the whole channels table for a page).
+const unreadQuery = `SELECT GREATEST(0, COALESCE((SELECT c.message_count FROM {s}channels c WHERE c.channel_id = q.ch), q.r) - q.r
+		- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r)
+		- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.is_deleted AND m.channel_segment > q.r
+			AND m.user_id <> q.u))
+	FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS q(ch, u, r, i)
+	ORDER BY q.i`
+
+// unreadArgs returns the channel ids, user ids and markers of cus as the
+// three arrays of unreadQuery.
+func unreadArgs(cus []*chat.ChannelUser) []any {
+	chs, us, rs := make([]string, len(cus)), make([]string, len(cus)), make([]int64, len(cus))
+	for i, cu := range cus {
+		chs[i], us[i], rs[i] = cu.ChannelID, cu.UserID, cu.ReadToSegment
+	}
+	return []any{textArray(chs), textArray(us), pq.Int64Array(rs)}
+}
+
+// UnreadCounts counts, in one statement, each relation's segments above
+// its marker less the user's own messages (messages_author_idx) and the
+// deleted messages of others (messages_deleted_idx) above it: index range
+// counts, never a read of the unread messages themselves. It takes no
+// locks.
+func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+	if len(cus) == 0 {
+		return nil, nil
+	}
+	out := make([]int64, 0, len(cus))
+	err := t.query(ctx, unreadQuery, unreadArgs(cus), func(r *sql.Rows) error {
+		var n int64
+		err := r.Scan(&n)
+		out = append(out, n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != len(cus) {
+		return nil, fmt.Errorf("postgres: unread counts: %d rows for %d relations", len(out), len(cus))
+	}
+	return out, nil
 }
 
 // PutChannelUser inserts or replaces the relation and adjusts memberCount

@@ -9,5 +9,11 @@ func (s *Store) MessageQuery(f chat.MessageFilter) (string, []any) {
 	return s.stmt(q).sql, args
 }
 
+// UnreadQuery returns the schema-qualified SQL and the arguments that
+// UnreadCounts runs for cus.
+func (s *Store) UnreadQuery(cus []*chat.ChannelUser) (string, []any) {
+	return s.stmt(unreadQuery).sql, unreadArgs(cus)
+}
+
 // DBErr exposes the driver error translation.
 var DBErr = dbErr

@@ -411,7 +411,9 @@ func TestDeadlockRetried(t *testing.T) {
 		if retry {
 			require.NoError(t, errs[0])
 			require.NoError(t, errs[1])
-			require.EqualValues(t, 3, runs.Load(), "the aborted transaction ran again")
+			// Under load the deadlock detector may fire again on the rerun, so
+			// the aborted function runs at least once more.
+			require.GreaterOrEqual(t, runs.Load(), int64(3), "the aborted transaction ran again")
 		} else {
 			failed := errs[0]
 			if failed == nil {

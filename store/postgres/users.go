@@ -12,7 +12,8 @@ import (
 	"github.com/lib/pq"
 )
 
-const userCols = `user_id, display_name, roles, metadata, flag_count, hashflag, is_global_ban, created_at, updated_at`
+const userCols = `user_id, display_name, roles, metadata, flag_count, hashflag, is_global_ban, created_at, updated_at,
+	tokens_revoked_at`
 
 func scanUser(r scanner) (*chat.User, error) {
 	var (
@@ -20,8 +21,9 @@ func scanUser(r scanner) (*chat.User, error) {
 		roles            pq.StringArray
 		md, hf           []byte
 		created, updated time.Time
+		revoked          sql.NullTime
 	)
-	if err := r.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan, &created, &updated); err != nil {
+	if err := r.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan, &created, &updated, &revoked); err != nil {
 		return nil, err
 	}
 	var err error
@@ -33,6 +35,7 @@ func scanUser(r scanner) (*chat.User, error) {
 	}
 	u.Roles = arrayOut(roles)
 	u.CreatedAt, u.UpdatedAt = ct(created), ct(updated)
+	u.TokensRevokedAt = ctp(revoked)
 	return &u, nil
 }
 
@@ -127,9 +130,9 @@ func (t *tx) CreateUser(ctx context.Context, u *chat.User) error {
 		return err
 	}
 	n, err := t.exec(ctx, `INSERT INTO {s}users (`+userCols+`, search_name, search_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
 		u.UserID, u.DisplayName, textArray(u.Roles), md, u.FlagCount, hashflagArg(u.Hashflag), u.IsGlobalBan,
-		timeArg(u.CreatedAt), timeArg(u.UpdatedAt), searchKey(u.DisplayName), searchKey(u.UserID))
+		timeArg(u.CreatedAt), timeArg(u.UpdatedAt), timePtrArg(u.TokensRevokedAt), searchKey(u.DisplayName), searchKey(u.UserID))
 	if err != nil {
 		return err
 	}
@@ -222,10 +225,10 @@ func (t *tx) UpdateUser(ctx context.Context, u *chat.User) error {
 		return err
 	}
 	n, err := t.exec(ctx, `UPDATE {s}users SET display_name = $2, search_name = $3, roles = $4, metadata = $5,
-		flag_count = $6, hashflag = $7, is_global_ban = $8, updated_at = $9
+		flag_count = $6, hashflag = $7, is_global_ban = $8, updated_at = $9, tokens_revoked_at = $10
 		WHERE user_id = $1`,
 		u.UserID, u.DisplayName, searchKey(u.DisplayName), textArray(u.Roles), md, u.FlagCount,
-		hashflagArg(u.Hashflag), u.IsGlobalBan, timeArg(u.UpdatedAt))
+		hashflagArg(u.Hashflag), u.IsGlobalBan, timeArg(u.UpdatedAt), timePtrArg(u.TokensRevokedAt))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -192,13 +194,18 @@ func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.C
 	return list(t, ctx, scanChannel, q.String(), args...)
 }
 
-const channelUserCols = "channel_id, user_id, membership, is_muted, mute_timeout, created_at, updated_at"
+// channelUserCols are the columns PutChannelUser writes; channelUserSel
+// adds the read marker, which only MarkRead writes.
+const (
+	channelUserCols = "channel_id, user_id, membership, is_muted, mute_timeout, created_at, updated_at"
+	channelUserSel  = channelUserCols + ", read_to_segment"
+)
 
 func scanChannelUser(sc scanner) (*chat.ChannelUser, error) {
 	var cu chat.ChannelUser
 	var mute sql.NullInt64
 	var created, updated int64
-	if err := sc.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &cu.IsMuted, &mute, &created, &updated); err != nil {
+	if err := sc.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &cu.IsMuted, &mute, &created, &updated, &cu.ReadToSegment); err != nil {
 		return nil, err
 	}
 	cu.MuteTimeout = fromMsp(mute)
@@ -208,7 +215,7 @@ func scanChannelUser(sc scanner) (*chat.ChannelUser, error) {
 
 // GetChannelUser implements chat.ChannelStore.
 func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
-	rows, err := keyed(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+	rows, err := keyed(t, ctx, scanChannelUser, "SELECT "+channelUserSel+
 		" FROM channel_users WHERE channel_id = ? AND user_id = ?", channelID, userID)
 	if err != nil {
 		return nil, err
@@ -222,13 +229,13 @@ func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*cha
 // GetChannelUsers implements chat.ChannelStore.
 func (t *tx) GetChannelUsers(ctx context.Context, channelID string, userIDs []string) ([]*chat.ChannelUser, error) {
 	if userIDs == nil {
-		return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+		return list(t, ctx, scanChannelUser, "SELECT "+channelUserSel+
 			" FROM channel_users WHERE channel_id = "+textParam+" ORDER BY user_id", channelID)
 	}
 	if len(userIDs) == 0 {
 		return nil, nil
 	}
-	return keyed(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+	return keyed(t, ctx, scanChannelUser, "SELECT "+channelUserSel+
 		" FROM channel_users WHERE channel_id = "+textParam+" AND user_id IN "+inIDs+" ORDER BY user_id", channelID, jsonIDs(userIDs))
 }
 
@@ -236,13 +243,13 @@ func (t *tx) GetChannelUsers(ctx context.Context, channelID string, userIDs []st
 // returns every relation of the user.
 func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []string) ([]*chat.ChannelUser, error) {
 	if channelIDs == nil {
-		return list(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+		return list(t, ctx, scanChannelUser, "SELECT "+channelUserSel+
 			" FROM channel_users WHERE user_id = "+textParam+" ORDER BY channel_id", userID)
 	}
 	if len(channelIDs) == 0 {
 		return nil, nil
 	}
-	return keyed(t, ctx, scanChannelUser, "SELECT "+channelUserCols+
+	return keyed(t, ctx, scanChannelUser, "SELECT "+channelUserSel+
 		" FROM channel_users WHERE user_id = "+textParam+" AND channel_id IN "+inIDs+" ORDER BY channel_id", userID, jsonIDs(channelIDs))
 }
 
@@ -295,6 +302,58 @@ func (t *tx) PutChannelUser(ctx context.Context, cu *chat.ChannelUser) error {
 		return err
 	}
 	return t.addMemberCount(ctx, cu.ChannelID, membershipDelta(old, cu.Membership))
+}
+
+// MarkRead implements chat.ChannelStore.
+func (t *tx) MarkRead(ctx context.Context, channelID, userID string, segment int64) (*chat.ChannelUser, error) {
+	rows, err := keyed(t, ctx, scanChannelUser, "UPDATE channel_users SET read_to_segment = max(read_to_segment, ?)"+
+		" WHERE channel_id = ? AND user_id = ? RETURNING "+channelUserSel, segment, channelID, userID)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, notFound("channel user", channelID+"/"+userID)
+	}
+	return rows[0], nil
+}
+
+// unreadQuery counts, for each [channelId, userId, readToSegment] of a
+// JSON array, the channel's segments above the marker less the user's own
+// messages (messages_author_idx) and the deleted messages of others
+// (messages_deleted_idx) above it: index range counts, never a read of the
+// unread messages themselves.
+const unreadQuery = `SELECT max(0, coalesce((SELECT c.message_count FROM channels c WHERE c.channel_id = q.ch), q.r) - q.r
+	- (SELECT count(*) FROM messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r)
+	- (SELECT count(*) FROM messages m WHERE m.channel_id = q.ch AND m.is_deleted = 1 AND m.channel_segment > q.r AND m.user_id <> q.u))
+FROM (SELECT key AS i, CAST(json_extract(value, '$[0]') AS TEXT) AS ch, CAST(json_extract(value, '$[1]') AS TEXT) AS u,
+	CAST(json_extract(value, '$[2]') AS INTEGER) AS r FROM json_each(?)) q
+ORDER BY q.i`
+
+// UnreadCounts implements chat.ChannelStore with one statement (see
+// unreadQuery).
+func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+	if len(cus) == 0 {
+		return nil, nil
+	}
+	in := make([][3]any, len(cus))
+	for i, cu := range cus {
+		in[i] = [3]any{cu.ChannelID, cu.UserID, cu.ReadToSegment}
+	}
+	arg, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := list(t, ctx, func(sc scanner) (int64, error) {
+		var n int64
+		return n, sc.Scan(&n)
+	}, unreadQuery, string(arg))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != len(cus) {
+		return nil, fmt.Errorf("sqlite: unread counts: %d rows for %d relations", len(out), len(cus))
+	}
+	return out, nil
 }
 
 // DeleteChannelUser implements chat.ChannelStore.

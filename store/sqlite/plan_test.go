@@ -166,6 +166,12 @@ func TestQueryPlans(t *testing.T) {
 			_, err := tx.QueryMessages(ctx, chat.MessageFilter{ChannelID: "c", UserID: "u", IncludeDeleted: true, Descending: true, Limit: 1})
 			return err
 		}, []string{"messages_author_idx (channel_id=? AND user_id=?)"}},
+		{"unread counts of a page of relations", func(tx chat.Tx) error {
+			_, err := tx.UnreadCounts(ctx, []*chat.ChannelUser{{ChannelID: "c", UserID: "u", ReadToSegment: 5}, {ChannelID: "d", UserID: "u"}})
+			return err
+		}, []string{"USING COVERING INDEX messages_author_idx (channel_id=? AND user_id=? AND channel_segment>?)",
+			"USING COVERING INDEX messages_deleted_idx (channel_id=? AND channel_segment>?)",
+			"USING INDEX sqlite_autoindex_channels_1 (channel_id=?)"}},
 		{"blobs of a channel", func(tx chat.Tx) error {
 			return tx.DeleteChannelBlobs(ctx, "c")
 		}, []string{"blobs_channel_idx (channel_id=?)"}},

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"time"
 	"unicode"
@@ -11,14 +12,15 @@ import (
 )
 
 const userCols = `u.user_id, u.display_name, u.roles, u.metadata, u.flag_count, u.hashflag, u.is_global_ban,
-	u.created_at, u.updated_at`
+	u.created_at, u.updated_at, u.tokens_revoked_at`
 
 func scanUser(sc scanner) (*chat.User, error) {
 	var u chat.User
 	var roles, md, hf string
 	var created, updated int64
+	var revoked sql.NullInt64
 	if err := sc.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan,
-		&created, &updated); err != nil {
+		&created, &updated, &revoked); err != nil {
 		return nil, err
 	}
 	if err := fromJSON(roles, &u.Roles); err != nil {
@@ -31,11 +33,12 @@ func scanUser(sc scanner) (*chat.User, error) {
 		return nil, err
 	}
 	u.CreatedAt, u.UpdatedAt = fromMs(created), fromMs(updated)
+	u.TokensRevokedAt = fromMsp(revoked)
 	return &u, nil
 }
 
 const insertUser = `INSERT INTO users (user_id, display_name, search_name, search_id, roles, metadata,
-	flag_count, hashflag, is_global_ban, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)`
+	flag_count, hashflag, is_global_ban, created_at, updated_at, tokens_revoked_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // CreateUser implements chat.UserStore.
 func (t *tx) CreateUser(ctx context.Context, u *chat.User) error {
@@ -52,7 +55,7 @@ func (t *tx) CreateUser(ctx context.Context, u *chat.User) error {
 		return err
 	}
 	_, err = t.exec(ctx, insertUser, u.UserID, u.DisplayName, foldKey(u.DisplayName), foldKey(u.UserID),
-		roles, md, u.FlagCount, hf, u.IsGlobalBan, ms(u.CreatedAt), ms(u.UpdatedAt))
+		roles, md, u.FlagCount, hf, u.IsGlobalBan, ms(u.CreatedAt), ms(u.UpdatedAt), msp(u.TokensRevokedAt))
 	return asConflict(err, "user", u.UserID)
 }
 
@@ -65,7 +68,7 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 	hf, _ := jsonText(chat.Hashflag{})
 	for _, id := range ids {
 		if _, err := t.exec(ctx, insertUser+" ON CONFLICT (user_id) DO NOTHING",
-			id, id, foldKey(id), foldKey(id), "null", "null", 0, hf, false, n, n); err != nil {
+			id, id, foldKey(id), foldKey(id), "null", "null", 0, hf, false, n, n, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -128,8 +131,9 @@ func (t *tx) UpdateUser(ctx context.Context, u *chat.User) error {
 		return err
 	}
 	n, err := t.execN(ctx, `UPDATE users SET display_name = ?, search_name = ?, roles = ?, metadata = ?,
-	flag_count = ?, hashflag = ?, is_global_ban = ?, updated_at = ? WHERE user_id = ?`,
-		u.DisplayName, foldKey(u.DisplayName), roles, md, u.FlagCount, hf, u.IsGlobalBan, ms(u.UpdatedAt), u.UserID)
+	flag_count = ?, hashflag = ?, is_global_ban = ?, updated_at = ?, tokens_revoked_at = ? WHERE user_id = ?`,
+		u.DisplayName, foldKey(u.DisplayName), roles, md, u.FlagCount, hf, u.IsGlobalBan, ms(u.UpdatedAt),
+		msp(u.TokensRevokedAt), u.UserID)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // Run runs the conformance suite against the adapter that h makes. Every
-// area is a subtest (Tx, Channels, Members, Messages, AppendMessage, Users, Roles, Rules,
+// area is a subtest (Tx, Channels, Members, ReadState, Messages, AppendMessage, Users, Roles, Rules,
 // Reactions, Flags, Admins, Webhooks, Outbox, Blobs, Meta, Concurrency,
 // Persistence, OutboxWatcher) and every case inside runs in parallel on its
 // own store from h.New, so adapters must allow several live stores at once.
@@ -44,6 +44,7 @@ func Run(t *testing.T, h Harness) {
 		{"Tx", txCases},
 		{"Channels", channelCases},
 		{"Members", memberCases},
+		{"ReadState", readCases},
 		{"Messages", messageCases},
 		{"AppendMessage", appendCases},
 		{"Users", userCases},
@@ -398,6 +399,10 @@ func cUser(t *testing.T, u *chat.User) chat.User {
 	v.Hashflag = chash(v.Hashflag)
 	v.CreatedAt = ct(t, v.CreatedAt)
 	v.UpdatedAt = ct(t, v.UpdatedAt)
+	if v.TokensRevokedAt != nil {
+		r := ct(t, *v.TokensRevokedAt)
+		v.TokensRevokedAt = &r
+	}
 	return v
 }
 

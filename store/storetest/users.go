@@ -18,6 +18,7 @@ var userCases = []tcase{
 	{"EnsureUsers", testEnsureUsers},
 	{"GetUsers", testGetUsers},
 	{"Update", testUserUpdate},
+	{"TokensRevokedAt", testUserTokensRevokedAt},
 	{"QueryFilters", testUserQueryFilters},
 	{"QueryPaging", testUserQueryPaging},
 	{"QueryPagingConcurrentInserts", testUserPagingConcurrent},
@@ -115,6 +116,40 @@ func testUserUpdate(t *testing.T, e *env) {
 	require.Empty(t, got.Roles)
 	require.Empty(t, got.Metadata)
 	require.Empty(t, got.Hashflag.Hash)
+}
+
+// testUserTokensRevokedAt: the revocation time of a user's tokens is
+// stored by CreateUser and UpdateUser, read back by every read, cleared by
+// an update without it, and absent on users made by EnsureUsers.
+func testUserTokensRevokedAt(t *testing.T, e *env) {
+	u := fullUser()
+	rev := at(150)
+	u.TokensRevokedAt = &rev
+	e.createUsers(u)
+	require.Equal(t, cUser(t, u), cUser(t, e.user("user-1")))
+	got := read(e, func(tx chat.Tx) ([]*chat.User, error) { return tx.GetUsers(e.ctx, []string{"user-1"}) })
+	require.NotNil(t, got[0].TokensRevokedAt)
+	require.True(t, rev.Equal(got[0].TokensRevokedAt.Time))
+
+	later := at(4242)
+	u.TokensRevokedAt = &later
+	e.update(func(tx chat.Tx) error { return tx.UpdateUser(e.ctx, u) })
+	require.True(t, later.Equal(e.user("user-1").TokensRevokedAt.Time), "UpdateUser writes it")
+	qs := read(e, func(tx chat.Tx) ([]*chat.User, error) {
+		return tx.QueryUsers(e.ctx, chat.UserFilter{Search: "user-1", Limit: 5})
+	})
+	require.Len(t, qs, 1)
+	require.True(t, later.Equal(qs[0].TokensRevokedAt.Time), "QueryUsers reads it")
+
+	u.TokensRevokedAt = nil
+	e.update(func(tx chat.Tx) error { return tx.UpdateUser(e.ctx, u) })
+	require.Nil(t, e.user("user-1").TokensRevokedAt, "an update without it clears it")
+
+	made := write(e, func(tx chat.Tx) ([]*chat.User, error) {
+		return tx.EnsureUsers(e.ctx, []string{"fresh"}, at(10).Time)
+	})
+	require.Nil(t, made[0].TokensRevokedAt)
+	require.Nil(t, e.user("fresh").TokensRevokedAt)
 }
 
 // users for the query cases, in userId order (byte order).
