@@ -32,14 +32,13 @@ func (s *Service) CreateAdmin(ctx context.Context, name, userID string) (*Admin,
 	if err := s.checkID("userId", userID); err != nil {
 		return nil, "", err
 	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
+	token, err := newAdminToken()
+	if err != nil {
 		return nil, "", err
 	}
-	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	now := s.Now()
 	a := &Admin{Name: name, UserID: userID, TokenHash: HashToken(token), CreatedAt: now}
-	err := s.update(ctx, func(tx Tx, _ *events) error {
+	err = s.update(ctx, func(tx Tx, _ *events) error {
 		if err := tx.CreateAdmin(ctx, a); err != nil {
 			if ErrorCode(err) == CodeConflict {
 				return Errorf(CodeConflict, "admin %s already exists", quote(name))
@@ -107,6 +106,36 @@ func (s *Service) ListAdmins(ctx context.Context) ([]Admin, error) {
 func (s *Service) HasAdmins(ctx context.Context) (bool, error) {
 	as, err := s.ListAdmins(ctx)
 	return len(as) > 0, err
+}
+
+// RotateAdmin gives an existing admin a new access token and returns it;
+// the old token stops working at once. A revoked admin is active again
+// under the new token (rotation is how a revoked name is reused). Errors:
+// CodeBadRequest, CodeNotFound.
+func (s *Service) RotateAdmin(ctx context.Context, name string) (string, error) {
+	if err := s.checkID("name", name); err != nil {
+		return "", err
+	}
+	token, err := newAdminToken()
+	if err != nil {
+		return "", err
+	}
+	err = s.update(ctx, func(tx Tx, _ *events) error {
+		return notFound(tx.RotateAdmin(ctx, name, HashToken(token)), "admin", name)
+	})
+	if err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// newAdminToken returns a fresh random admin access token.
+func newAdminToken() (string, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:]), nil
 }
 
 // RevokeAdmin revokes an admin's token; the next request with it fails.

@@ -343,6 +343,10 @@ type AdminStore interface {
 	// RevokeAdmin sets revokedAt (kept if already set); CodeNotFound if
 	// absent.
 	RevokeAdmin(ctx context.Context, name string, now time.Time) error
+	// RotateAdmin replaces the admin's token hash and clears revokedAt
+	// (a revoked admin is active again under the new token); CodeNotFound
+	// if absent, CodeConflict if another admin holds the hash.
+	RotateAdmin(ctx context.Context, name string, hash []byte) error
 }
 
 // WebhookStore persists webhook registrations.

@@ -68,6 +68,18 @@ type Config struct {
 	BatchSize int
 	// Workers is how many deliveries are POSTed concurrently. Default 32.
 	Workers int
+	// PerWebhook is the most deliveries of one webhook this dispatcher
+	// POSTs at once, so that a slow or dead receiver holds at most that
+	// many workers and the other webhooks keep the rest. A claim that
+	// finds a webhook at its limit puts the extra deliveries back, due
+	// BusyDelay later, in the claim's own transaction: they are never
+	// leased and never attempted, so they cost no attempt. The limit is per
+	// dispatcher: N processes sharing a store send at most N*PerWebhook of
+	// one webhook at once. Default Workers/2, at least 1.
+	PerWebhook int
+	// BusyDelay is how far a claim pushes back a delivery whose webhook is
+	// at its PerWebhook limit. Default 1 s.
+	BusyDelay time.Duration
 	// PollInterval is how often the outbox is polled when the store cannot
 	// signal commits (chat.OutboxWatcher) and nothing woke the dispatcher;
 	// with a watcher it is the fallback for missed signals and for leases
@@ -92,6 +104,12 @@ type Config struct {
 	// Logger receives warnings and per-attempt debug records. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// OnRecorded, when not nil, is called after each attempt is recorded,
+	// with the state the delivery moved to: chat.DeliveryDelivered,
+	// chat.DeliveryPending (it will be retried) or chat.DeliveryFailed. It
+	// runs on the goroutine recording attempts, so it must be quick (a
+	// metrics counter). Default nil.
+	OnRecorded func(state string)
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
 }
@@ -139,6 +157,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Workers <= 0 {
 		c.Workers = 32
+	}
+	if c.PerWebhook <= 0 {
+		c.PerWebhook = max(1, c.Workers/2)
+	}
+	if c.BusyDelay <= 0 {
+		c.BusyDelay = time.Second
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,9 @@ type Dispatcher struct {
 
 	inflight atomic.Int64   // claimed and not yet finished
 	wg       sync.WaitGroup // one per claimed delivery until finished
+
+	busyMu sync.Mutex
+	busy   map[string]int // deliveries in flight per webhook id
 
 	nextMu sync.Mutex
 	next   timeHeap // retry times this dispatcher scheduled, not yet claimed
@@ -91,6 +95,7 @@ func New(store chat.Store, cfg Config) *Dispatcher {
 		results: make(chan *result, cfg.Workers),
 		done:    make(chan struct{}),
 		hooks:   map[string]*chat.Webhook{},
+		busy:    map[string]int{},
 	}
 	if d.client == nil {
 		d.client = cfg.newClient()
@@ -172,6 +177,10 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 // every delivery it claimed has been recorded or abandoned.
 func (d *Dispatcher) Done() <-chan struct{} { return d.done }
 
+// InFlight returns how many deliveries this dispatcher has claimed and not
+// yet recorded.
+func (d *Dispatcher) InFlight() int { return int(d.inflight.Load()) }
+
 // Wake makes the dispatcher look for due deliveries now. The Service's
 // Config.OnCommit fits it when the store cannot signal commits. It never
 // blocks.
@@ -221,7 +230,7 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 			holdUntil = time.Time{}
 			n := min(free, d.cfg.BatchSize)
 			claimedAt := d.cfg.Now()
-			items, storeNext, err := d.claim(ctx, claimedAt, n)
+			items, full, storeNext, err := d.claim(ctx, claimedAt, n)
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -231,7 +240,7 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 				for _, it := range items {
 					d.dispatch(workCtx, it)
 				}
-				if len(items) == n {
+				if full {
 					continue // more may be due
 				}
 				now := d.cfg.Now()
@@ -265,17 +274,18 @@ const claimHold = 2 * time.Millisecond
 func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.BatchSize)/8) }
 
 // claim leases up to n due deliveries and resolves their webhooks in one
-// transaction. When fewer than n were due it also returns the store's
-// earliest nextAttemptAt (zero when none).
-func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) ([]item, time.Time, error) {
-	var items []item
-	var next time.Time
-	err := d.store.Update(ctx, func(tx chat.Tx) error {
-		items, next = items[:0], time.Time{}
+// transaction. Deliveries of a webhook at its PerWebhook limit are put back
+// in the same transaction, due BusyDelay later. full reports that the store
+// had n due deliveries (more may be due). When it had fewer, claim also
+// returns the store's earliest nextAttemptAt (zero when none).
+func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []item, full bool, next time.Time, err error) {
+	err = d.store.Update(ctx, func(tx chat.Tx) error {
+		items, full, next = items[:0], false, time.Time{}
 		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n)
 		if err != nil {
 			return err
 		}
+		full = len(ds) == n
 		if len(ds) > 0 {
 			v, err := tx.WebhooksVersion(ctx)
 			if err != nil {
@@ -285,7 +295,15 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) ([]item, t
 				d.hookVersion, d.hooks = v, map[string]*chat.Webhook{}
 			}
 		}
+		taken := d.inFlight()
 		for _, dl := range ds {
+			if taken[dl.WebhookID] >= d.cfg.PerWebhook {
+				if err := tx.RescheduleDelivery(ctx, dl.RequestID, now.Add(d.cfg.BusyDelay)); err != nil {
+					return err
+				}
+				continue
+			}
+			taken[dl.WebhookID]++
 			h, ok := d.hooks[dl.WebhookID]
 			if !ok {
 				h, err = tx.GetWebhook(ctx, dl.WebhookID)
@@ -299,7 +317,7 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) ([]item, t
 			}
 			items = append(items, item{d: dl, hook: h})
 		}
-		if len(ds) < n {
+		if !full {
 			t, ok, err := tx.NextDeliveryAt(ctx)
 			if err != nil {
 				return err
@@ -313,15 +331,36 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) ([]item, t
 	if err != nil {
 		// Nothing was leased; drop a cache that may hold a rolled-back view.
 		d.hookVersion, d.hooks = 0, map[string]*chat.Webhook{}
-		return nil, time.Time{}, err
+		return nil, false, time.Time{}, err
 	}
-	return items, next, nil
+	return items, full, next, nil
+}
+
+// inFlight returns a copy of the number of deliveries in flight per
+// webhook. Only the loop adds to the counts, so they can only fall while a
+// claim works from the copy.
+func (d *Dispatcher) inFlight() map[string]int {
+	d.busyMu.Lock()
+	defer d.busyMu.Unlock()
+	return maps.Clone(d.busy)
+}
+
+// setBusy adds delta to the in-flight count of webhook id.
+func (d *Dispatcher) setBusy(id string, delta int) {
+	d.busyMu.Lock()
+	defer d.busyMu.Unlock()
+	if n := d.busy[id] + delta; n > 0 {
+		d.busy[id] = n
+	} else {
+		delete(d.busy, id)
+	}
 }
 
 // dispatch runs one attempt in its own goroutine. The loop never claims
 // more than Workers deliveries, so the results channel never blocks.
 func (d *Dispatcher) dispatch(ctx context.Context, it item) {
 	d.inflight.Add(1)
+	d.setBusy(it.d.WebhookID, 1)
 	d.wg.Add(1)
 	go func() {
 		d.results <- d.attempt(ctx, it)
@@ -347,6 +386,9 @@ func (d *Dispatcher) finisher(ctx context.Context) {
 			}
 		}
 		d.finish(ctx, batch)
+		for _, r := range batch {
+			d.setBusy(r.d.WebhookID, -1)
+		}
 		d.inflight.Add(-int64(len(batch)))
 		for range batch {
 			d.wg.Done()
@@ -452,6 +494,9 @@ func (d *Dispatcher) recorded(r *result, lost error) {
 		d.log.Warn("webhook: lease lost before the attempt was recorded; another dispatcher owns the delivery",
 			"requestId", a.RequestID, "attempt", a.Attempt, "err", lost)
 		return
+	}
+	if d.cfg.OnRecorded != nil {
+		d.cfg.OnRecorded(r.state)
 	}
 	switch {
 	case r.state == chat.DeliveryDelivered:

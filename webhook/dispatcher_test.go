@@ -699,10 +699,12 @@ func requireOneSuccess(t *testing.T, s chat.Store, rc *testReceiver, id string, 
 
 // ownerConfig is testConfig for one of several dispatchers sharing a store:
 // its lease owner is owner, and each of its requests carries owner in the
-// X-Test-Owner header.
+// X-Test-Owner header. Its deliveries all go to one webhook, so the
+// per-webhook limit is the worker count.
 func ownerConfig(owner string, workers int, mod ...func(*Config)) Config {
 	return testConfig(append(mod, func(c *Config) {
 		c.Owner, c.Workers, c.BatchSize, c.PollInterval = owner, workers, 10, 20*time.Millisecond
+		c.PerWebhook = workers
 		def := c.withDefaults()
 		client := def.newClient()
 		client.Transport = ownerTag{client.Transport, owner}

@@ -7,6 +7,7 @@
 //	go run ./examples/server -unsafe-dev-sign-in   # the chat page at /chat/ signs in any user id (local only)
 //	go run ./examples/server admin create NAME [-user-id ID]
 //	go run ./examples/server admin list
+//	go run ./examples/server admin rotate NAME
 //	go run ./examples/server admin revoke NAME
 //	go run ./examples/server migrate
 //	go run ./examples/server version

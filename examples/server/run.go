@@ -37,6 +37,9 @@ type config struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	drainDelay      time.Duration
+	adminTokenFile  string
+	metricsAddr     string
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	gcPercent       int
@@ -57,6 +60,7 @@ var defaults = config{
 	logLevel:        "info",
 	logFormat:       "text",
 	shutdownTimeout: 30 * time.Second,
+	drainDelay:      5 * time.Second,
 	readTimeout:     5 * time.Minute,
 	writeTimeout:    10 * time.Minute,
 	chatPage:        true,
@@ -93,6 +97,9 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log level: debug | info | warn | error")
 	fs.StringVar(&c.logFormat, "log-format", c.logFormat, "log format: text | json")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", c.shutdownTimeout, "how long SIGINT/SIGTERM waits for requests and webhook deliveries in flight")
+	fs.DurationVar(&c.drainDelay, "drain-delay", c.drainDelay, "on SIGINT/SIGTERM, how long /readyz answers 503 while the server still accepts connections, before it stops accepting")
+	fs.StringVar(&c.adminTokenFile, "first-admin-token-file", "", "write the token of the admin created on first start to this file (mode 0600, must not exist) instead of printing it on stderr")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve /metrics on this separate address (host:port) instead of beside /livez on -addr")
 	fs.DurationVar(&c.readTimeout, "read-timeout", c.readTimeout, "longest time to read one request, body included (a slower client is cut off)")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest time from reading a request's headers to the end of its response")
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
@@ -111,6 +118,9 @@ type cli struct {
 	// ready, when not nil, is called with the listening address once the
 	// server accepts connections (tests listen on 127.0.0.1:0).
 	ready func(addr string)
+	// metricsReady, when not nil, is called with the address of the
+	// separate metrics listener (-metrics-addr) once it accepts.
+	metricsReady func(addr string)
 }
 
 // run executes the command line args (without the program name): the
@@ -127,6 +137,8 @@ Commands:
   admin create NAME [-user-id ID]
                                 create an admin account; prints its access token alone on stdout
   admin list                    list admin accounts
+  admin rotate NAME             give an admin a new access token (the old one stops working;
+                                a revoked admin is active again); prints it alone on stdout
   admin revoke NAME             revoke an admin's access token
   migrate                       bring the store's schema up to date and exit
   version                       print the version
@@ -232,7 +244,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	switch cmd {
 	case "admin":
 		if len(rest) == 0 {
-			return usagef("admin: missing subcommand (create, list or revoke)")
+			return usagef("admin: missing subcommand (create, list, rotate or revoke)")
 		}
 		sub := rest[0]
 		pos, err = c.parse("admin "+sub, &cfg, set, rest[1:], func(fs *flag.FlagSet) {
@@ -376,12 +388,16 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 		if len(args) != 1 {
 			return usagef("usage: admin revoke NAME")
 		}
+	case "rotate":
+		if len(args) != 1 {
+			return usagef("usage: admin rotate NAME")
+		}
 	case "list":
 		if len(args) != 0 {
 			return usagef("usage: admin list")
 		}
 	default:
-		return usagef("admin: unknown subcommand %q (create, list or revoke)", sub)
+		return usagef("admin: unknown subcommand %q (create, list, rotate or revoke)", sub)
 	}
 	svc, st, err := c.openService(ctx, cfg)
 	if err != nil {
@@ -391,6 +407,9 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 	switch sub {
 	case "create":
 		a, token, err := svc.CreateAdmin(ctx, args[0], userID)
+		if chat.ErrorCode(err) == chat.CodeConflict {
+			return chat.Errorf(chat.CodeConflict, "admin %q already exists; to give it a new token run `admin rotate %s`", args[0], args[0])
+		}
 		if err != nil {
 			return err
 		}
@@ -400,6 +419,14 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 		if cfg.store == "memory" {
 			fmt.Fprintln(c.stderr, "Note: -store memory keeps nothing; this admin is gone already. Use a sqlite: or postgres:// store.")
 		}
+		return nil
+	case "rotate":
+		token, err := svc.RotateAdmin(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.stdout, token)
+		fmt.Fprintf(c.stderr, "Admin %q has a new access token (above, shown only once); its old token no longer works.\n", args[0])
 		return nil
 	case "revoke":
 		if err := svc.RevokeAdmin(ctx, args[0]); err != nil {

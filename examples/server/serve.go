@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -118,16 +119,21 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	}()
 
 	allowPrivate := cfg.allowPrivate
-	disp := webhook.New(st, webhook.Config{
+	var disp *webhook.Dispatcher
+	m := newMetrics(func() int { return disp.InFlight() })
+	disp = webhook.New(st, webhook.Config{
 		AllowPrivate:    allowPrivate,
 		SignatureHeader: cfg.webhookHeader,
 		Logger:          log,
+		OnRecorded:      func(state string) { m.webhooks.WithLabelValues(state).Inc() },
 	})
 	var userSecret []byte
 	if cfg.userTokenSecret != "" {
 		userSecret = []byte(cfg.userTokenSecret)
 	}
-	svc, err := chat.New(ctx, st, chat.Config{
+	// The Service's transactions are timed; the dispatcher keeps the
+	// store itself, whose commit signals (chat.OutboxWatcher) it uses.
+	svc, err := chat.New(ctx, m.timeStore(st), chat.Config{
 		Logger:          log,
 		UserTokenSecret: userSecret,
 		Limits:          chat.Limits{MaxFileBytes: cfg.maxUploadBytes, MaxImagePixels: cfg.maxImagePixels},
@@ -140,7 +146,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		return fmt.Errorf("starting the chat service: %w", err)
 	}
 
-	if err := c.firstAdmin(ctx, svc, kind); err != nil {
+	if err := c.firstAdmin(ctx, svc, kind, cfg.adminTokenFile); err != nil {
 		return err
 	}
 	if cfg.webhookURL != "" {
@@ -163,6 +169,10 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	})
 	var draining atomic.Bool
 	r := chi.NewRouter()
+	r.Use(m.middleware)
+	if cfg.metricsAddr == "" {
+		r.Method(http.MethodGet, "/metrics", m.handler())
+	}
 	r.Get("/livez", func(w http.ResponseWriter, _ *http.Request) {
 		writeStatus(w, http.StatusOK, "ok")
 	})
@@ -199,6 +209,24 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		return fmt.Errorf("starting the event stream: %w", err)
 	}
 
+	if cfg.metricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			ln.Close()
+			_ = disp.Stop(context.Background())
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+		log.Info("metrics listening", "url", "http://"+mln.Addr().String()+"/metrics")
+		if c.metricsReady != nil {
+			c.metricsReady(mln.Addr().String())
+		}
+	}
+
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
@@ -218,8 +246,23 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		return fmt.Errorf("http server: %w", err)
 	}
 
-	log.Info("shutting down", "timeout", cfg.shutdownTimeout)
+	// Drain: /readyz fails at once so that load balancers stop sending
+	// new requests, while the listener stays open for the drain delay to
+	// serve those already on their way. Keep-alive connections close after
+	// their next response, so clients reconnect to another instance.
+	log.Info("shutting down", "drainDelay", cfg.drainDelay, "timeout", cfg.shutdownTimeout)
 	draining.Store(true)
+	srv.SetKeepAlivesEnabled(false)
+	if cfg.drainDelay > 0 {
+		t := time.NewTimer(cfg.drainDelay)
+		select {
+		case <-t.C:
+		case err := <-serveErr:
+			t.Stop()
+			serveErr <- err // read again below
+		}
+	}
+	log.Info("drain delay over; refusing new connections and finishing requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	var errs []error
@@ -245,8 +288,10 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 }
 
 // firstAdmin creates the admin "admin" when the store has no admin account
-// and prints its token, once, to stderr.
-func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind string) error {
+// and prints its token, once, to stderr as plain text outside the log
+// records, or, when tokenFile is set, writes it to that new file with mode
+// 0600 (readable by the owner only) and prints only the file's name.
+func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind, tokenFile string) error {
 	has, err := svc.HasAdmins(ctx)
 	if err != nil {
 		return fmt.Errorf("looking for admin accounts: %w", err)
@@ -260,6 +305,19 @@ func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind string) er
 	}
 	if err != nil {
 		return fmt.Errorf("creating the first admin: %w", err)
+	}
+	if tokenFile != "" {
+		f, err := os.OpenFile(tokenFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("writing the first admin's token (-first-admin-token-file): %w", err)
+		}
+		_, werr := fmt.Fprintln(f, token)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return fmt.Errorf("writing the first admin's token to %s: %w", tokenFile, err)
+		}
+		fmt.Fprintf(c.stderr, "\nNo admin account existed, so admin %q (user %q) was created.\n"+
+			"Its access token was written to %s (readable by its owner only).\n\n", a.Name, a.UserID, tokenFile)
+		return nil
 	}
 	note := ""
 	if kind == "memory" {

@@ -262,7 +262,7 @@ func start(t *testing.T, args ...string) *server {
 	ready := make(chan string, 1)
 	c := &cli{env: envOf(nil), stdout: io.Discard, stderr: s.stderr, ready: func(addr string) { ready <- addr }}
 	go func() {
-		s.done <- c.run(ctx, append([]string{"-addr", "127.0.0.1:0", "-shutdown-timeout", "10s"}, args...))
+		s.done <- c.run(ctx, append([]string{"-addr", "127.0.0.1:0", "-shutdown-timeout", "10s", "-drain-delay", "0s"}, args...))
 	}()
 	select {
 	case addr := <-ready:

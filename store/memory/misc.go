@@ -160,6 +160,26 @@ func (t *tx) RevokeAdmin(_ context.Context, name string, now time.Time) error {
 	return nil
 }
 
+func (t *tx) RotateAdmin(_ context.Context, name string, hash []byte) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	p, ok := t.d.admins[name]
+	if !ok {
+		return notFound("admin", name)
+	}
+	if other, ok := t.d.adminHashes[string(hash)]; ok && other != name {
+		return conflict("admin token already in use")
+	}
+	v := *p
+	v.TokenHash = append([]byte(nil), hash...)
+	v.RevokedAt = nil
+	delKey(t, t.d.adminHashes, string(p.TokenHash))
+	setKey(t, t.d.adminHashes, string(v.TokenHash), name)
+	replace(t, p, v)
+	return nil
+}
+
 // ---- blobs ----
 
 func (t *tx) PutBlob(_ context.Context, b *chat.Blob) error {

@@ -222,6 +222,18 @@ func (t *tx) RevokeAdmin(ctx context.Context, name string, now time.Time) error 
 	return nil
 }
 
+func (t *tx) RotateAdmin(ctx context.Context, name string, hash []byte) error {
+	n, err := t.exec(ctx, `UPDATE {s}admins SET token_hash = $2, revoked_at = NULL WHERE name = $1`,
+		name, bytesArg(hash))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return chat.Errorf(chat.CodeNotFound, "admin %q not found", name)
+	}
+	return nil
+}
+
 // bytesArg passes a byte slice as bytea; nil becomes empty, never NULL.
 func bytesArg(b []byte) []byte {
 	if b == nil {

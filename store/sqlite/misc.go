@@ -225,6 +225,18 @@ func (t *tx) RevokeAdmin(ctx context.Context, name string, now time.Time) error 
 	return nil
 }
 
+// RotateAdmin implements chat.AdminStore.
+func (t *tx) RotateAdmin(ctx context.Context, name string, hash []byte) error {
+	n, err := t.execN(ctx, "UPDATE admins SET token_hash = ?, revoked_at = NULL WHERE name = ?", hash, name)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound("admin", name)
+	}
+	return nil
+}
+
 // Blobs.
 
 // PutBlob implements chat.BlobStore.

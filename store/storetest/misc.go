@@ -24,6 +24,7 @@ var flagCases = []tcase{
 var adminCases = []tcase{
 	{"CreateGetList", testAdmins},
 	{"Revoke", testAdminRevoke},
+	{"Rotate", testAdminRotate},
 	{"Isolation", testAdminIsolation},
 }
 
@@ -246,6 +247,26 @@ func testAdminRevoke(t *testing.T, e *env) {
 	require.NotNil(t, list[0].RevokedAt)
 	err := e.s.Update(e.ctx, func(tx chat.Tx) error { return tx.RevokeAdmin(e.ctx, "missing", base) })
 	requireNotFound(t, err, "RevokeAdmin")
+}
+
+func testAdminRotate(t *testing.T, e *env) {
+	e.update(func(tx chat.Tx) error { return tx.CreateAdmin(e.ctx, admin("ops", "old", 1)) })
+	e.update(func(tx chat.Tx) error { return tx.CreateAdmin(e.ctx, admin("other", "taken", 2)) })
+	e.update(func(tx chat.Tx) error { return tx.RevokeAdmin(e.ctx, "ops", at(10).Time) })
+	e.update(func(tx chat.Tx) error { return tx.RotateAdmin(e.ctx, "ops", []byte("new")) })
+	_, err := readErr(e, func(tx chat.Tx) (*chat.Admin, error) { return tx.GetAdminByTokenHash(e.ctx, []byte("old")) })
+	requireNotFound(t, err, "the old hash after a rotation")
+	got := read(e, func(tx chat.Tx) (*chat.Admin, error) { return tx.GetAdminByTokenHash(e.ctx, []byte("new")) })
+	require.Equal(t, "ops", got.Name)
+	require.Nil(t, got.RevokedAt, "rotating revives a revoked admin")
+	require.True(t, at(1).Equal(got.CreatedAt.Time), "createdAt kept")
+
+	err = e.s.Update(e.ctx, func(tx chat.Tx) error { return tx.RotateAdmin(e.ctx, "ops", []byte("taken")) })
+	require.Equal(t, chat.CodeConflict, chat.ErrorCode(err), "a hash another admin holds: %v", err)
+	got = read(e, func(tx chat.Tx) (*chat.Admin, error) { return tx.GetAdminByTokenHash(e.ctx, []byte("new")) })
+	require.Equal(t, "ops", got.Name, "a refused rotation changes nothing")
+	err = e.s.Update(e.ctx, func(tx chat.Tx) error { return tx.RotateAdmin(e.ctx, "missing", []byte("x")) })
+	requireNotFound(t, err, "RotateAdmin")
 }
 
 func testAdminIsolation(t *testing.T, e *env) {

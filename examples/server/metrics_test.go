@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func scrape(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// TestMetrics: /metrics answers without a token beside /livez, labels
+// requests with the chi route pattern (never the raw path) and exports
+// the store, webhook, stream, Go runtime and process metrics.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	s := start(t, "-store", "memory")
+	tok := s.token(t)
+	code, _ := s.call(t, tok, "POST", "/api/v2/channel", map[string]any{"channelId": "secret-room", "type": "standard"})
+	require.Equal(t, 200, code)
+	code, _ = s.call(t, tok, "GET", "/api/v2/channel/secret-room", nil)
+	require.Equal(t, 200, code)
+	code, _ = s.call(t, tok, "GET", "/api/v2/channel/nope", nil)
+	require.Equal(t, 404, code)
+
+	code, text := scrape(t, s.base+"/metrics")
+	require.Equal(t, 200, code)
+	for _, want := range []string{
+		`chat_http_requests_total{code="200",method="POST",route="/api/v2/channel"} 1`,
+		`chat_http_requests_total{code="200",method="GET",route="/api/v2/channel/{channelId}"} 1`,
+		`chat_http_requests_total{code="404",method="GET",route="/api/v2/channel/{channelId}"} 1`,
+		`chat_http_request_duration_seconds_count{method="GET",route="/api/v2/channel/{channelId}"} 2`,
+		`chat_webhook_deliveries_total{result="delivered"} 0`,
+		`chat_webhook_deliveries_total{result="failed"} 0`,
+		"chat_webhook_backlog 0",
+		"chat_stream_connections 0",
+		`chat_store_operation_duration_seconds_count{op="update"}`,
+		`chat_store_operation_duration_seconds_count{op="view"}`,
+		"go_goroutines ",
+		"process_cpu_seconds_total ",
+	} {
+		require.Contains(t, text, want)
+	}
+	require.NotContains(t, text, "secret-room", "a raw path in a label")
+	require.NotContains(t, text, "nope", "a raw path in a label")
+}
+
+// TestMetricsAddr: -metrics-addr moves /metrics to its own listener.
+func TestMetricsAddr(t *testing.T) {
+	t.Parallel()
+	maddr := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	c := &cli{env: envOf(nil), stdout: io.Discard, stderr: &syncBuffer{},
+		ready: func(a string) { ready <- a }, metricsReady: func(a string) { maddr <- a }}
+	done := make(chan error, 1)
+	go func() {
+		done <- c.run(ctx, []string{"-store", "memory", "-addr", "127.0.0.1:0", "-drain-delay", "0s",
+			"-metrics-addr", "127.0.0.1:0"})
+	}()
+	var base, mbase string
+	for base == "" || mbase == "" {
+		select {
+		case a := <-ready:
+			base = "http://" + a
+		case a := <-maddr:
+			mbase = "http://" + a
+		case err := <-done:
+			cancel()
+			t.Fatalf("server stopped: %v", err)
+		case <-time.After(30 * time.Second):
+			cancel()
+			t.Fatal("server did not start")
+		}
+	}
+	code, text := scrape(t, mbase+"/metrics")
+	require.Equal(t, 200, code)
+	require.True(t, strings.Contains(text, "chat_http_requests_total") || strings.Contains(text, "chat_stream_connections 0"))
+	code, _ = scrape(t, base+"/metrics")
+	require.Equal(t, 404, code, "/metrics still on the API address")
+	code, text = scrape(t, mbase+"/metrics")
+	require.Equal(t, 200, code)
+	require.Contains(t, text, `chat_http_requests_total{code="404",method="GET",route="unmatched"} 1`)
+	cancel()
+	require.NoError(t, <-done)
+}
