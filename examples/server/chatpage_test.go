@@ -149,6 +149,20 @@ func poll(expr string) chromedp.Action[chromedp.Void] {
 // css selects the first element matching a CSS selector.
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 
+// present waits until an element sel selects exists (see clickLive for
+// why list items are not waited on with chromedp.WaitVisible).
+func present(sel string) chromedp.Action[chromedp.Void] {
+	return poll(`document.querySelector(` + jsString(sel) + `) !== null`)
+}
+
+// clickLive clicks the element sel selects once it exists, finding and
+// clicking it in one JavaScript turn. The page re-renders its channel
+// lists on every refresh, so a node found by one DevTools call may be gone
+// by the next (chromedp.Click on a list item raced with that).
+func clickLive(sel string) chromedp.Action[chromedp.Void] {
+	return poll(`(() => { const e = document.querySelector(` + jsString(sel) + `); if (!e) return false; e.click(); return true; })()`)
+}
+
 // evaluate returns the value of a JavaScript expression in the tab.
 func evaluate[T any](t *testing.T, tb *tab, expr string) T {
 	t.Helper()
@@ -255,7 +269,7 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 		chromedp.SendKeys(css(`#create-id`), channelID),
 		chromedp.SendKeys(css(`#create-name`), channelName),
 		chromedp.Click(css(`#create-form button`)),
-		chromedp.WaitVisible(css(chanItem)),
+		present(chanItem),
 		chromedp.WaitVisible(css(`#composer`)),
 		poll(`document.getElementById('channel-title').textContent === `+jsString(channelName)),
 		chromedp.SendKeys(css(`#send-text`), aliceText),
@@ -267,24 +281,24 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 	// it, it shows one unread message.
 	joinButton := `#public-channels li[data-channel-id="` + channelID + `"] button.join`
 	bob.run(t, "join and see the unread count",
-		chromedp.WaitVisible(css(joinButton)),
+		present(joinButton),
 		poll(`document.querySelector('#public-channels li[data-channel-id="`+channelID+`"] .name').textContent === `+jsString(channelName)),
-		chromedp.Click(css(joinButton)),
-		chromedp.WaitVisible(css(chanItem+` .unread`)),
+		clickLive(joinButton),
+		present(chanItem+` .unread`),
 		poll(`document.querySelector('`+chanItem+` .unread').textContent === "1"`),
 	)
 
 	// Opening the channel shows alice's message, as text, and marks it
 	// read: after a reload (the server's state) the count is gone.
 	bob.run(t, "open the channel",
-		chromedp.Click(css(chanItem+` button.name`)),
+		clickLive(chanItem+` button.name`),
 		poll(messageShown("alice", aliceText)),
 		poll(`document.querySelectorAll('#messages img, #messages script, #messages b').length === 0`),
 		poll(`document.querySelector('`+chanItem+` .unread') === null`),
 	)
 	bob.run(t, "reload: the channel is read",
 		chromedp.Reload(),
-		chromedp.WaitVisible(css(chanItem)),
+		present(chanItem),
 		// The list came from the server after the reload (nothing is open).
 		poll(`document.getElementById('channel-title').textContent === "Pick a channel"`),
 		poll(`document.querySelector('`+chanItem+`') !== null && document.querySelector('`+chanItem+` .unread') === null`),
@@ -292,7 +306,7 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 
 	// Bob answers; alice, still in the channel, sees it.
 	bob.run(t, "send",
-		chromedp.Click(css(chanItem+` button.name`)),
+		clickLive(chanItem+` button.name`),
 		chromedp.WaitVisible(css(`#composer`)),
 		chromedp.SendKeys(css(`#send-text`), bobText),
 		chromedp.Click(css(`#send-form button`)),
