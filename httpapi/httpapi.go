@@ -52,6 +52,14 @@ type Config struct {
 	// stream). The host starts and stops it. Default nil: both answer 404
 	// (400400).
 	Events *stream.Hub
+	// AdminRateLimit limits the requests of each admin account (all its
+	// requests share one bucket, in this process). Default: no limit
+	// (DefaultAdminRateLimit is the example server's).
+	AdminRateLimit RateLimit
+	// UserRateLimit limits the requests of each end user (one bucket per
+	// user id, in this process). Default: no limit (DefaultUserRateLimit
+	// is the example server's).
+	UserRateLimit RateLimit
 }
 
 func (c Config) withDefaults() Config {
@@ -76,6 +84,8 @@ type handler struct {
 	cfg Config
 	log *slog.Logger
 	mux *chi.Mux
+	// adminLimits and userLimits are the request buckets; nil when off.
+	adminLimits, userLimits *limiter
 }
 
 // New returns the admin API handler for svc. It serves the routes listed
@@ -88,7 +98,8 @@ type handler struct {
 // package documentation).
 func New(svc *chat.Service, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
-	h := &handler{svc: svc, cfg: cfg, log: cfg.Logger, mux: chi.NewRouter()}
+	h := &handler{svc: svc, cfg: cfg, log: cfg.Logger, mux: chi.NewRouter(),
+		adminLimits: newLimiter(cfg.AdminRateLimit), userLimits: newLimiter(cfg.UserRateLimit)}
 	h.mux.Use(h.requestID, h.accessLog, h.recoverPanic)
 	for _, rt := range h.routes() {
 		if rt.link {
@@ -449,7 +460,8 @@ func (h *handler) recoverPanic(next http.Handler) http.Handler {
 // auth authenticates the bearer token and puts the caller in the context:
 // an admin for a token with the admin prefix (chat_), else the end user of
 // a user token (a JWT). A globally banned user is refused here, on every
-// call (403/400312).
+// call (403/400312). The caller's request is then counted against its rate
+// limit (see Config.AdminRateLimit).
 func (h *handler) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearer(r.Header.Get("Authorization"))
@@ -475,6 +487,9 @@ func (h *handler) auth(next http.Handler) http.Handler {
 			r = r.WithContext(context.WithValue(r.Context(), infoKey, ri))
 		}
 		ri.admin, ri.user = a, u
+		if !h.rateLimit(w, r, a, u) {
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/httpapi"
 	"github.com/chatengine/chat/stream"
 )
 
@@ -48,6 +49,10 @@ type config struct {
 	unsafeDevSignIn bool
 	userTokenSecret string
 	eventRetention  time.Duration
+	adminRate       float64
+	adminBurst      int
+	userRate        float64
+	userBurst       int
 }
 
 // defaults are the values used when neither a flag nor its variable is set.
@@ -65,6 +70,10 @@ var defaults = config{
 	writeTimeout:    10 * time.Minute,
 	chatPage:        true,
 	eventRetention:  stream.DefaultEventRetention,
+	adminRate:       httpapi.DefaultAdminRateLimit.Rate,
+	adminBurst:      httpapi.DefaultAdminRateLimit.Burst,
+	userRate:        httpapi.DefaultUserRateLimit.Rate,
+	userBurst:       httpapi.DefaultUserRateLimit.Burst,
 }
 
 // usageError is a mistake on the command line (exit status 2).
@@ -107,6 +116,10 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
 	fs.BoolVar(&c.chatPage, "chat-page", c.chatPage, "serve the end users' chat page at /chat/")
 	fs.BoolVar(&c.unsafeDevSignIn, "unsafe-dev-sign-in", false, "UNSAFE, local development only: the chat page signs anybody in as any user id they type")
+	fs.Float64Var(&c.adminRate, "admin-rate", c.adminRate, "API requests per second each admin account may make on average, per process; 0 turns the admin limit off")
+	fs.IntVar(&c.adminBurst, "admin-burst", c.adminBurst, "API requests an admin account may make at once (the bucket size); 0 means twice -admin-rate")
+	fs.Float64Var(&c.userRate, "user-rate", c.userRate, "API requests per second each end user may make on average, per process; 0 turns the user limit off")
+	fs.IntVar(&c.userBurst, "user-burst", c.userBurst, "API requests an end user may make at once (the bucket size); 0 means twice -user-rate")
 	fs.StringVar(&c.userTokenSecret, "user-token-secret", "", "secret signing end users' tokens (HS256 JWTs); default: a random secret made on first start and kept in the store")
 }
 
@@ -321,6 +334,14 @@ func (cfg *config) validate() error {
 		return usagef("-webhook-secret needs -webhook-url")
 	case cfg.unsafeDevSignIn && !cfg.chatPage:
 		return usagef("-unsafe-dev-sign-in needs the chat page (-chat-page=true)")
+	case !(cfg.adminRate >= 0 && cfg.adminRate <= 1e9):
+		return usagef("-admin-rate must be 0 (no limit) or a positive number of requests per second")
+	case !(cfg.userRate >= 0 && cfg.userRate <= 1e9):
+		return usagef("-user-rate must be 0 (no limit) or a positive number of requests per second")
+	case cfg.adminBurst < 0:
+		return usagef("-admin-burst must be 0 (twice -admin-rate) or positive")
+	case cfg.userBurst < 0:
+		return usagef("-user-burst must be 0 (twice -user-rate) or positive")
 	}
 	if _, err := parseLevel(cfg.logLevel); err != nil {
 		return err

@@ -166,6 +166,8 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		Logger:               log,
 		AccessLog:            true,
 		AllowPrivateWebhooks: allowPrivate,
+		AdminRateLimit:       httpapi.RateLimit{Rate: cfg.adminRate, Burst: cfg.adminBurst},
+		UserRateLimit:        httpapi.RateLimit{Rate: cfg.userRate, Burst: cfg.userBurst},
 	})
 	var draining atomic.Bool
 	r := chi.NewRouter()

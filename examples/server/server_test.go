@@ -85,7 +85,22 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			require.Equal(t, 30*time.Second, c.shutdownTimeout)
 			require.Equal(t, 5*time.Minute, c.readTimeout)
 			require.Equal(t, 10*time.Minute, c.writeTimeout)
+			require.Equal(t, 100.0, c.adminRate)
+			require.Equal(t, 200, c.adminBurst)
+			require.Equal(t, 20.0, c.userRate)
+			require.Equal(t, 40, c.userBurst)
 		}},
+		{name: "rate limits", args: []string{"-admin-rate", "0", "-user-burst", "0"},
+			env: map[string]string{"CHAT_USER_RATE": "2.5", "CHAT_ADMIN_BURST": "9"},
+			check: func(t *testing.T, c config) {
+				require.Zero(t, c.adminRate)
+				require.Equal(t, 9, c.adminBurst)
+				require.Equal(t, 2.5, c.userRate)
+				require.Zero(t, c.userBurst)
+			}},
+		{name: "negative admin rate", args: []string{"-admin-rate", "-1"}, err: "-admin-rate"},
+		{name: "NaN user rate", env: map[string]string{"CHAT_USER_RATE": "NaN"}, err: "-user-rate"},
+		{name: "negative user burst", args: []string{"-user-burst", "-5"}, err: "-user-burst"},
 		{name: "env only", env: map[string]string{
 			"CHAT_STORE": "memory", "CHAT_ADDR": "127.0.0.1:9999", "CHAT_ALLOW_PRIVATE_WEBHOOKS": "true",
 			"CHAT_WEBHOOK_URL": "http://127.0.0.1:1/hook", "CHAT_WEBHOOK_SECRET": "s3cret",
