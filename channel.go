@@ -656,8 +656,12 @@ func muteUntil(now Time, d time.Duration) (*Time, int64, error) {
 
 // MuteChannel mutes a channel for d (rounded up to whole milliseconds),
 // or until unmuted with MuteForever, or unmutes it with Unmute. A mute
-// expires by time alone. Emits channel.didMute. Errors: CodeBadRequest
-// (d negative, naming mutePeriod), CodeNotFound, CodeForbidden (closed).
+// expires by time alone. Emits channel.didMute; unmuting a muted channel
+// also emits channel.didUnmute (reason "manual"), and a mute that had
+// ended by time and was not announced yet is announced first
+// (channel.didUnmute, reason "expired"; see ExpireMutes). Errors:
+// CodeBadRequest (d negative, naming mutePeriod), CodeNotFound,
+// CodeForbidden (closed).
 func (s *Service) MuteChannel(ctx context.Context, actorID, channelID string, d time.Duration) error {
 	if err := s.checkID("channelId", channelID); err != nil {
 		return err
@@ -667,7 +671,7 @@ func (s *Service) MuteChannel(ctx context.Context, actorID, channelID string, d 
 	if err != nil {
 		return err
 	}
-	return s.update(ctx, func(tx Tx, ev *events) error {
+	err = s.update(ctx, func(tx Tx, ev *events) error {
 		if _, err := s.authorize(ctx, tx, actorID, actMuteChannel, channelID); err != nil {
 			return err
 		}
@@ -675,22 +679,57 @@ func (s *Service) MuteChannel(ctx context.Context, actorID, channelID string, d 
 		if err != nil {
 			return err
 		}
+		was := muteState(c.MuteTimeout, now)
 		c.MuteTimeout = until
 		c.UpdatedAt = now
 		if err := tx.UpdateChannel(ctx, c); err != nil {
 			return err
 		}
+		if was == muteLapsed {
+			ended := *c
+			ended.MuteTimeout = nil
+			presentChannel(&ended, now.Time)
+			ev.add(EventChannelDidUnmute, ChannelEventData{Channel: ended, UserIDs: []string{}, Reason: UnmuteExpired, Users: []User{}})
+		}
 		presentChannel(c, now.Time)
 		p := period
 		ev.add(EventChannelDidMute, ChannelEventData{Channel: *c, UserIDs: []string{}, ActorID: actorID, MutePeriod: &p, Users: []User{}})
+		if was == muteActive && until == nil {
+			ev.add(EventChannelDidUnmute, ChannelEventData{Channel: *c, UserIDs: []string{}, ActorID: actorID, Reason: UnmuteManual, Users: []User{}})
+		}
 		return nil
 	})
+	if err == nil && until != nil {
+		s.muteWritten()
+	}
+	return err
+}
+
+// The states of a mute at a moment: none, running, or ended by time but
+// not announced yet (MuteTimeout set and not after the moment).
+const (
+	muteNone = iota
+	muteActive
+	muteLapsed
+)
+
+func muteState(timeout *Time, now Time) int {
+	switch {
+	case timeout == nil:
+		return muteNone
+	case timeout.After(now.Time):
+		return muteActive
+	}
+	return muteLapsed
 }
 
 // MuteUsers mutes or unmutes members of a channel (d as in
 // MuteChannel). Users who are not members are CodeBadRequest with a
-// FieldError naming them. Emits channel.didMute with the userIds. Errors
-// also: CodeNotFound, CodeForbidden (closed).
+// FieldError naming them. Emits channel.didMute with the userIds; unmuting
+// members who were muted also emits channel.didUnmuteUsers naming them
+// (reason "manual"), and mutes of these members that had ended by time and
+// were not announced yet are announced first (channel.didUnmuteUsers,
+// reason "expired"). Errors also: CodeNotFound, CodeForbidden (closed).
 func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, userIDs []string, d time.Duration) error {
 	if err := s.checkID("channelId", channelID); err != nil {
 		return err
@@ -704,7 +743,7 @@ func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, user
 	if err != nil {
 		return err
 	}
-	return s.update(ctx, func(tx Tx, ev *events) error {
+	err = s.update(ctx, func(tx Tx, ev *events) error {
 		if _, err := s.authorize(ctx, tx, actorID, actMuteUsers, channelID); err != nil {
 			return err
 		}
@@ -733,8 +772,17 @@ func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, user
 			e.Detail = []Detail{FieldError{Field: "userIds", UserIDs: missing}}
 			return e
 		}
+		var lapsed, lifted []string
 		for _, id := range ids {
 			cu := members[id]
+			switch muteState(cu.MuteTimeout, now) {
+			case muteLapsed:
+				lapsed = append(lapsed, id)
+			case muteActive:
+				if until == nil {
+					lifted = append(lifted, id)
+				}
+			}
 			cu.MuteTimeout = until
 			cu.UpdatedAt = now
 			if err := tx.PutChannelUser(ctx, cu); err != nil {
@@ -745,11 +793,34 @@ func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, user
 		if err != nil {
 			return err
 		}
+		byID := make(map[string]*User, len(us))
+		for _, u := range us {
+			byID[u.UserID] = u
+		}
+		some := func(ids []string) []User {
+			var out []*User
+			for _, id := range ids {
+				if u := byID[id]; u != nil {
+					out = append(out, u)
+				}
+			}
+			return userValues(out)
+		}
 		presentChannel(c, now.Time)
+		if len(lapsed) > 0 {
+			ev.add(EventChannelDidUnmuteUsers, ChannelEventData{Channel: *c, UserIDs: lapsed, Reason: UnmuteExpired, Users: some(lapsed)})
+		}
 		p := period
 		ev.add(EventChannelDidMute, ChannelEventData{Channel: *c, UserIDs: ids, ActorID: actorID, MutePeriod: &p, Users: userValues(us)})
+		if len(lifted) > 0 {
+			ev.add(EventChannelDidUnmuteUsers, ChannelEventData{Channel: *c, UserIDs: lifted, ActorID: actorID, Reason: UnmuteManual, Users: some(lifted)})
+		}
 		return nil
 	})
+	if err == nil && until != nil {
+		s.muteWritten()
+	}
+	return err
 }
 
 // BanUsers bans users from a channel: their membership goes, all their

@@ -128,6 +128,8 @@ type Service struct {
 	userKey   []byte
 	tokenTTL  time.Duration
 	jwtParser *jwt.Parser
+	// muteSet wakes the mute expirer when a mute with an end is written.
+	muteSet chan struct{}
 }
 
 // New returns a Service over store. It reads or creates the paging key
@@ -137,7 +139,7 @@ func New(ctx context.Context, store Store, cfg Config) (*Service, error) {
 		return nil, errors.New("chat: nil store")
 	}
 	var err error
-	s := &Service{store: store, cfg: cfg, lim: cfg.Limits}
+	s := &Service{store: store, cfg: cfg, lim: cfg.Limits, muteSet: make(chan struct{}, 1)}
 	s.lim.fill()
 	s.now = cfg.Now
 	if s.now == nil {

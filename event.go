@@ -26,6 +26,8 @@ const (
 	EventMessageDidFlag        = "message.didFlag"
 	EventMessageDidUpdate      = "message.didUpdate"
 	EventChannelDidUpdate      = "channel.didUpdate"
+	EventChannelDidUnmute      = "channel.didUnmute"
+	EventChannelDidUnmuteUsers = "channel.didUnmuteUsers"
 )
 
 // EventNames lists every event the engine emits.
@@ -34,7 +36,7 @@ var EventNames = []string{
 	EventMessageDidDelete, EventChannelDidClose, EventChannelDidRemoveUsers, EventChannelDidMute,
 	EventChannelDidBanUsers, EventChannelDidUnbanUsers, EventUserDidUpdate, EventUserDidGlobalBan,
 	EventUserDidGlobalUnban, EventReactionDidAdd, EventReactionDidRemove, EventMessageDidFlag,
-	EventMessageDidUpdate, EventChannelDidUpdate,
+	EventMessageDidUpdate, EventChannelDidUpdate, EventChannelDidUnmute, EventChannelDidUnmuteUsers,
 }
 
 // Envelope is the body of every webhook delivery.
@@ -59,13 +61,15 @@ type MessageEventData struct {
 // members (channel.didCreate), the joined users (channel.didJoin) or the
 // users the action applied to. AdderID is set on channel.didAddUsers;
 // MutePeriod on channel.didMute (UserIDs empty when the whole channel was
-// muted).
+// muted); Reason on channel.didUnmute and channel.didUnmuteUsers
+// (UnmuteExpired or UnmuteManual; ActorID is empty when the mute expired).
 type ChannelEventData struct {
 	Channel    Channel  `json:"channel"`
 	UserIDs    []string `json:"userIds"`
 	AdderID    string   `json:"adderId,omitempty"`
 	ActorID    string   `json:"actorId,omitempty"`
 	MutePeriod *int64   `json:"mutePeriod,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
 	Users      []User   `json:"users"`
 }
 

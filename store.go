@@ -44,6 +44,7 @@ type Tx interface {
 	EventStore
 	BlobStore
 	MetaStore
+	MuteExpiryStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order
