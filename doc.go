@@ -78,7 +78,10 @@
 //   - A channel's displayName defaults to its channelId; a user's to its
 //     userId.
 //   - isMuted is derived from muteTimeout when read, so mutes expire by time
-//     alone; an expired mute reads as muteTimeout null. MuteForever
+//     alone; an expired mute reads as muteTimeout null. An Expirer (or
+//     Service.ExpireMutes) announces each mute that ended by time with
+//     channel.didUnmute or channel.didUnmuteUsers, once, whichever process
+//     sharing the store gets to it first. MuteForever
 //     (mutePeriod -1 on the wire) mutes until 9999-12-31T23:59:59.999Z
 //     (Forever), and so does a period that ends after it.
 //   - User search is a case-insensitive prefix match on displayName or

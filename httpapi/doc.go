@@ -39,6 +39,18 @@
 // altered or expired link is 403 with code 400300. The links are the
 // data.urls and data.url of the image and file messages the API returns.
 //
+// # Rate limits
+//
+// With Config.AdminRateLimit or Config.UserRateLimit set, each admin
+// account and each end user has a token bucket of requests
+// (golang.org/x/time/rate), in this process. Every response to an
+// authenticated caller carries X-RateLimit-Limit (the burst),
+// X-RateLimit-Remaining (whole requests left) and X-RateLimit-Reset
+// (seconds until the bucket is full); a request over the limit is
+// answered with 429, code 400311 and Retry-After, and does nothing.
+// Requests that fail authentication and signed file links are not
+// counted; an event stream counts once, when it opens.
+//
 // # Request decoding
 //
 // Every endpoint with parameters accepts a JSON body (application/json,

@@ -45,6 +45,13 @@ func main() {
 	}
 	defer hooks.Stop(context.Background())
 
+	// Announces mutes that end by time (channel.didUnmute, channel.didUnmuteUsers).
+	expirer := chat.NewExpirer(svc, chat.ExpirerConfig{})
+	if err := expirer.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer expirer.Stop(context.Background())
+
 	// The Service is usable directly from Go...
 	if ok, _ := svc.HasAdmins(ctx); !ok {
 		_, token, err := svc.CreateAdmin(ctx, "ops", "")

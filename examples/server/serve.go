@@ -210,6 +210,21 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		_ = disp.Stop(context.Background())
 		return fmt.Errorf("starting the event stream: %w", err)
 	}
+	// The expirer announces mutes that end by time (channel.didUnmute,
+	// channel.didUnmuteUsers); every process runs one, each lapse is
+	// announced once. Stopped before the store closes (deferred later).
+	expirer := chat.NewExpirer(svc, chat.ExpirerConfig{Logger: log})
+	if err := expirer.Start(ctx); err != nil {
+		ln.Close()
+		_ = disp.Stop(context.Background())
+		_ = hub.Stop(context.Background())
+		return fmt.Errorf("starting the mute expirer: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		_ = expirer.Stop(sctx)
+	}()
 
 	if cfg.metricsAddr != "" {
 		mln, err := net.Listen("tcp", cfg.metricsAddr)
