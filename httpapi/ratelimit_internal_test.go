@@ -77,3 +77,22 @@ func TestRateLimitEviction(t *testing.T) {
 	require.Zero(t, v.wait)
 	require.Equal(t, 18, v.remaining, "19 tokens back in 1.9 s, one spent")
 }
+
+// BenchmarkLimiterTake measures one request against a bucket among
+// 10,000 callers (the map lookup, the limiter and the header values),
+// parallel over GOMAXPROCS goroutines.
+func BenchmarkLimiterTake(b *testing.B) {
+	l := newLimiter(RateLimit{Rate: 1e9, Burst: 1 << 30})
+	keys := make([]string, 10_000)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	now := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			l.take(keys[i%len(keys)], now)
+			i++
+		}
+	})
+}

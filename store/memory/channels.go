@@ -22,6 +22,7 @@ func (t *tx) CreateChannel(_ context.Context, c *chat.Channel) error {
 	}
 	setKey(t, t.d.channels, sc.ChannelID, sc)
 	sortedInsert(t, &t.d.chanOrder, sc, cmpChannel)
+	t.trackMute(sc.ChannelID, "", sc.MuteTimeout)
 	// Relations written before the channel existed (usually none).
 	for userID, cu := range t.d.members[sc.ChannelID] {
 		if cu.Membership == chat.MembershipMember {
@@ -80,6 +81,7 @@ func (t *tx) UpdateChannel(_ context.Context, c *chat.Channel) error {
 	v.IsRateLimited = in.IsRateLimited
 	v.RateLimitWindow = in.RateLimitWindow
 	replace(t, p, v)
+	t.trackMute(v.ChannelID, "", v.MuteTimeout)
 	return nil
 }
 
@@ -276,6 +278,7 @@ func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
 	}
 	setKey(t, innerMap(t, t.d.members, v.ChannelID), v.UserID, v)
 	setKey(t, innerMap(t, t.d.userChans, v.UserID), v.ChannelID, v)
+	t.trackMute(v.ChannelID, v.UserID, v.MuteTimeout)
 	t.memberChange(v.ChannelID, v.UserID, old, v)
 	t.addMemberCount(v.ChannelID, isMember(v)-isMember(old))
 	return nil
@@ -291,6 +294,7 @@ func (t *tx) DeleteChannelUser(_ context.Context, channelID, userID string) erro
 	}
 	delKey(t, t.d.members[channelID], userID)
 	delKey(t, t.d.userChans[userID], channelID)
+	t.trackMute(channelID, userID, nil)
 	t.memberChange(channelID, userID, old, nil)
 	t.addMemberCount(channelID, -isMember(old))
 	return nil
@@ -303,6 +307,7 @@ func (t *tx) DeleteChannelUsers(_ context.Context, channelID string) error {
 	if rel, ok := t.d.members[channelID]; ok {
 		for userID, cu := range rel {
 			delKey(t, t.d.userChans[userID], channelID)
+			t.trackMute(channelID, userID, nil)
 			t.memberChange(channelID, userID, cu, nil)
 		}
 		delKey(t, t.d.members, channelID)

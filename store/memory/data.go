@@ -15,6 +15,9 @@ type data struct {
 	// queries walk chanOrder from the end for newest first.
 	channels  map[string]*chat.Channel
 	chanOrder []*chat.Channel
+	// The channels (userID "") and relations whose MuteTimeout is set:
+	// what LapsedMutes and NextMuteEnd read (see expiry.go).
+	muted map[muteKey]struct{}
 
 	// Relations by channel and by user (the same pointers in both).
 	members   map[string]map[string]*chat.ChannelUser // channelID -> userID
@@ -102,6 +105,7 @@ type chanAuthorKey struct{ ch, user strID }
 func newData() *data {
 	return &data{
 		channels:    map[string]*chat.Channel{},
+		muted:       map[muteKey]struct{}{},
 		members:     map[string]map[string]*chat.ChannelUser{},
 		userChans:   map[string]map[string]*chat.ChannelUser{},
 		memberOf:    map[string]*[]*chat.Channel{},

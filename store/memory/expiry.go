@@ -11,38 +11,66 @@ import (
 
 var _ chat.MuteExpiryStore = (*tx)(nil)
 
-// lapsed reports whether a mute timeout is set and not after now.
-func lapsed(timeout *chat.Time, now time.Time) bool {
-	return timeout != nil && !timeout.After(now)
+// muteKey names a muted channel (UserID "") or relation in data.muted.
+type muteKey struct {
+	ChannelID, UserID string
+}
+
+// trackMute keeps data.muted in step with a write of the channel's
+// (userID "") or the relation's mute timeout; timeout nil also stands for
+// a deleted relation.
+func (t *tx) trackMute(channelID, userID string, timeout *chat.Time) {
+	k := muteKey{channelID, userID}
+	if timeout != nil {
+		if _, ok := t.d.muted[k]; !ok {
+			setKey(t, t.d.muted, k, struct{}{})
+		}
+		return
+	}
+	delKey(t, t.d.muted, k)
+}
+
+// mutedRecords calls fn for each open channel (cu nil) and member
+// relation (of an open channel) whose MuteTimeout is set.
+func (t *tx) mutedRecords(fn func(c *chat.Channel, cu *chat.ChannelUser)) {
+	for k := range t.d.muted {
+		c, ok := t.d.channels[k.ChannelID]
+		if !ok || c.IsClosed {
+			continue
+		}
+		if k.UserID == "" {
+			if c.MuteTimeout != nil {
+				fn(c, nil)
+			}
+			continue
+		}
+		cu := t.d.members[k.ChannelID][k.UserID]
+		if cu != nil && cu.Membership == chat.MembershipMember && cu.MuteTimeout != nil {
+			fn(c, cu)
+		}
+	}
 }
 
 // LapsedMutes implements chat.MuteExpiryStore. Write transactions hold
-// the store's lock, so there is nothing to skip. It walks every channel
-// and relation: the memory store is for tests and small deployments.
+// the store's lock, so there is nothing to skip. It reads the muted
+// records only (data.muted).
 func (t *tx) LapsedMutes(_ context.Context, now time.Time, limit int) ([]*chat.Channel, []*chat.ChannelUser, error) {
 	if err := t.readable(); err != nil {
 		return nil, nil, err
 	}
 	var chans []*chat.Channel
-	for _, c := range t.d.chanOrder {
-		if !c.IsClosed && lapsed(c.MuteTimeout, now) {
+	var cus []*chat.ChannelUser
+	t.mutedRecords(func(c *chat.Channel, cu *chat.ChannelUser) {
+		switch {
+		case cu == nil && !c.MuteTimeout.After(now):
 			chans = append(chans, c)
+		case cu != nil && !cu.MuteTimeout.After(now):
+			cus = append(cus, cu)
 		}
-	}
+	})
 	slices.SortFunc(chans, func(a, b *chat.Channel) int {
 		return cmp.Or(a.MuteTimeout.Compare(b.MuteTimeout.Time), cmp.Compare(a.ChannelID, b.ChannelID))
 	})
-	var cus []*chat.ChannelUser
-	for channelID, rel := range t.d.members {
-		if c, ok := t.d.channels[channelID]; !ok || c.IsClosed {
-			continue
-		}
-		for _, cu := range rel {
-			if cu.Membership == chat.MembershipMember && lapsed(cu.MuteTimeout, now) {
-				cus = append(cus, cu)
-			}
-		}
-	}
 	slices.SortFunc(cus, func(a, b *chat.ChannelUser) int {
 		return cmp.Or(a.MuteTimeout.Compare(b.MuteTimeout.Time), cmp.Compare(a.ChannelID, b.ChannelID), cmp.Compare(a.UserID, b.UserID))
 	})
@@ -65,25 +93,14 @@ func (t *tx) NextMuteEnd(_ context.Context) (time.Time, bool, error) {
 	}
 	var next time.Time
 	ok := false
-	see := func(v *chat.Time) {
-		if v != nil && (!ok || v.Before(next)) {
+	t.mutedRecords(func(c *chat.Channel, cu *chat.ChannelUser) {
+		v := c.MuteTimeout
+		if cu != nil {
+			v = cu.MuteTimeout
+		}
+		if !ok || v.Before(next) {
 			next, ok = v.Time, true
 		}
-	}
-	for _, c := range t.d.chanOrder {
-		if !c.IsClosed {
-			see(c.MuteTimeout)
-		}
-	}
-	for channelID, rel := range t.d.members {
-		if c, found := t.d.channels[channelID]; !found || c.IsClosed {
-			continue
-		}
-		for _, cu := range rel {
-			if cu.Membership == chat.MembershipMember {
-				see(cu.MuteTimeout)
-			}
-		}
-	}
+	})
 	return next, ok, nil
 }

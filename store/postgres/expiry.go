@@ -12,6 +12,39 @@ import (
 
 var _ chat.MuteExpiryStore = (*tx)(nil)
 
+// The statements of LapsedMutes and NextMuteEnd. Each reads a partial
+// index of migration 0008 (channels_mute_idx, channel_users_mute_idx),
+// which holds only the muted rows; TestExplainMuteExpiry checks the plans.
+const (
+	// lapsedChannelsQuery: the open channels whose mute ended ($1 now,
+	// $2 limit); LapsedMutes adds the lock clause.
+	lapsedChannelsQuery = `SELECT ` + channelCols + ` FROM {s}channels
+		WHERE mute_timeout <= $1 AND NOT is_closed
+		ORDER BY mute_timeout, channel_id LIMIT $2`
+	// lapsedMemberChannelsQuery: the open channels with members whose
+	// mute ended, earliest first. The channel is looked up per relation by
+	// a scalar subquery (its primary key), which the planner does not turn
+	// into a join: a generic plan would hash all channels.
+	lapsedMemberChannelsQuery = `SELECT cu.channel_id FROM {s}channel_users cu
+		WHERE cu.mute_timeout <= $1 AND cu.membership = 'member'
+			AND (SELECT NOT c.is_closed FROM {s}channels c WHERE c.channel_id = cu.channel_id)
+		GROUP BY cu.channel_id ORDER BY min(cu.mute_timeout), cu.channel_id LIMIT $2`
+	// lapsedMembersQuery: one channel's members whose mute ended ($1
+	// channel, $2 now, $3 limit); LapsedMutes adds the lock clause.
+	lapsedMembersQuery = `SELECT ` + channelUserSel + ` FROM {s}channel_users
+		WHERE channel_id = $1 AND mute_timeout <= $2 AND membership = 'member'
+		ORDER BY mute_timeout, user_id LIMIT $3`
+	// nextMuteEndQuery: the earliest mute end of an open channel or a
+	// member (least ignores NULLs). The members' part walks the index in
+	// order and stops at the first relation of an open channel.
+	nextMuteEndQuery = `SELECT least(
+		(SELECT min(mute_timeout) FROM {s}channels WHERE mute_timeout IS NOT NULL AND NOT is_closed),
+		(SELECT cu.mute_timeout FROM {s}channel_users cu
+			WHERE cu.mute_timeout IS NOT NULL AND cu.membership = 'member'
+				AND (SELECT NOT c.is_closed FROM {s}channels c WHERE c.channel_id = cu.channel_id)
+			ORDER BY cu.mute_timeout LIMIT 1))`
+)
+
 // LapsedMutes implements chat.MuteExpiryStore. In an Update every row is
 // taken with FOR NO KEY UPDATE SKIP LOCKED, so expirers in several
 // processes split the lapsed mutes between them and none waits for
@@ -26,9 +59,7 @@ func (t *tx) LapsedMutes(ctx context.Context, now time.Time, limit int) ([]*chat
 	if t.write {
 		skip = " FOR NO KEY UPDATE SKIP LOCKED"
 	}
-	chans, err := t.channels(ctx, `SELECT `+channelCols+` FROM {s}channels
-		WHERE mute_timeout <= $1 AND NOT is_closed
-		ORDER BY mute_timeout, channel_id LIMIT $2`+skip, at, limit)
+	chans, err := t.channels(ctx, lapsedChannelsQuery+skip, at, limit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -37,11 +68,7 @@ func (t *tx) LapsedMutes(ctx context.Context, now time.Time, limit int) ([]*chat
 	}
 
 	var ids []string
-	err = t.query(ctx, `SELECT cu.channel_id FROM {s}channel_users cu
-		JOIN {s}channels c ON c.channel_id = cu.channel_id
-		WHERE cu.mute_timeout <= $1 AND cu.membership = 'member' AND NOT c.is_closed
-		GROUP BY cu.channel_id ORDER BY min(cu.mute_timeout), cu.channel_id LIMIT $2`,
-		[]any{at, limit}, func(r *sql.Rows) error {
+	err = t.query(ctx, lapsedMemberChannelsQuery, []any{at, limit}, func(r *sql.Rows) error {
 			var id string
 			err := r.Scan(&id)
 			ids = append(ids, id)
@@ -63,9 +90,7 @@ func (t *tx) LapsedMutes(ctx context.Context, now time.Time, limit int) ([]*chat
 			continue // held by another transaction, or closed meanwhile
 		}
 		t.lockedChannel(id)
-		rel, err := t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
-			WHERE channel_id = $1 AND mute_timeout <= $2 AND membership = 'member'
-			ORDER BY mute_timeout, user_id LIMIT $3`+t.lockRows(), id, at, limit-len(cus))
+		rel, err := t.channelUsers(ctx, lapsedMembersQuery+t.lockRows(), id, at, limit-len(cus))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -81,10 +106,7 @@ func (t *tx) LapsedMutes(ctx context.Context, now time.Time, limit int) ([]*chat
 // the partial indexes of migration 0008.
 func (t *tx) NextMuteEnd(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullTime
-	err := t.queryRow(ctx, `SELECT least(
-		(SELECT min(mute_timeout) FROM {s}channels WHERE mute_timeout IS NOT NULL AND NOT is_closed),
-		(SELECT min(cu.mute_timeout) FROM {s}channel_users cu JOIN {s}channels c ON c.channel_id = cu.channel_id
-			WHERE cu.mute_timeout IS NOT NULL AND cu.membership = 'member' AND NOT c.is_closed))`, nil, &next)
+	err := t.queryRow(ctx, nextMuteEndQuery, nil, &next)
 	if err != nil || !next.Valid {
 		return time.Time{}, false, err
 	}

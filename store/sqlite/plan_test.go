@@ -182,6 +182,14 @@ func TestQueryPlans(t *testing.T) {
 			}
 			return err
 		}, []string{"admins_token_idx (token_hash=?)"}},
+		{"lapsed mutes", func(tx chat.Tx) error {
+			_, _, err := tx.LapsedMutes(ctx, now, 100)
+			return err
+		}, []string{"channels_mute_idx (mute_timeout<?)", "channel_users_mute_idx (mute_timeout<?)"}},
+		{"next mute end", func(tx chat.Tx) error {
+			_, _, err := tx.NextMuteEnd(ctx)
+			return err
+		}, []string{"channels_mute_idx", "channel_users_mute_idx"}},
 	}
 	var report strings.Builder
 	for _, c := range cases {
