@@ -69,11 +69,11 @@ func (t *tx) LapsedMutes(ctx context.Context, now time.Time, limit int) ([]*chat
 
 	var ids []string
 	err = t.query(ctx, lapsedMemberChannelsQuery, []any{at, limit}, func(r *sql.Rows) error {
-			var id string
-			err := r.Scan(&id)
-			ids = append(ids, id)
-			return err
-		})
+		var id string
+		err := r.Scan(&id)
+		ids = append(ids, id)
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
