@@ -13,8 +13,9 @@ import (
 // (10,000 channels, about 11,000 relations) where 100 channels and 100
 // members are muted until later, the idle look of a mute expirer: one
 // Update with LapsedMutes (finding nothing) and NextMuteEnd, what every
-// process does at least once a second. The ceiling in the same run is
-// GetChannels of 10 ids in a View.
+// process does at least once a second. The ceilings in the same run are
+// GetChannels of 10 ids in an Update (which locks the rows, as the look
+// does) and in a View.
 func BenchMuteExpiry(b *testing.B, s chat.Store) {
 	ctx := context.Background()
 	later := chat.NewTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -68,6 +69,20 @@ func BenchMuteExpiry(b *testing.B, s chat.Store) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("page-%05d", i*997)
 	}
+	b.Run("ceiling-update-get-10-channels", func(b *testing.B) {
+		for b.Loop() {
+			err := s.Update(ctx, func(tx chat.Tx) error {
+				cs, err := tx.GetChannels(ctx, ids)
+				if err == nil && len(cs) != len(ids) {
+					err = fmt.Errorf("got %d channels", len(cs))
+				}
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("ceiling-get-10-channels", func(b *testing.B) {
 		for b.Loop() {
 			err := s.View(ctx, func(tx chat.Tx) error {
