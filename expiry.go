@@ -181,7 +181,7 @@ func NewExpirer(s *Service, cfg ExpirerConfig) *Expirer {
 }
 
 // Start starts announcing; it runs until Stop (ctx only bounds the start).
-// Starting twice is an error.
+// Starting twice, or after Stop, is an error.
 func (e *Expirer) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -190,6 +190,9 @@ func (e *Expirer) Start(ctx context.Context) error {
 	defer e.mu.Unlock()
 	if e.started {
 		return errors.New("chat: expirer already started")
+	}
+	if e.stopped {
+		return errors.New("chat: expirer stopped")
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	e.started, e.cancel, e.done = true, cancel, make(chan struct{})

@@ -311,6 +311,10 @@ func TestExpirerAnnounces(t *testing.T) {
 
 	require.NoError(t, x.Stop(e.ctx))
 	require.NoError(t, x.Stop(e.ctx), "Stop is idempotent")
+	require.Error(t, x.Start(e.ctx), "no start after Stop")
+	unstarted := chat.NewExpirer(e.svc, chat.ExpirerConfig{})
+	require.NoError(t, unstarted.Stop(e.ctx), "Stop before Start")
+	require.Error(t, unstarted.Start(e.ctx))
 	evs, _ = eventsAfter(t, e.store, last)
 	require.Len(t, evs, 1, "announced once")
 }
