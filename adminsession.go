@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -82,12 +83,20 @@ func checkAdminPassword(password string) error {
 	return nil
 }
 
+// passwordCost is the configured bcrypt cost.
+func (s *Service) passwordCost() int {
+	if c := s.cfg.AdminPasswordCost; c >= bcrypt.MinCost && c <= bcrypt.MaxCost {
+		return c
+	}
+	return AdminPasswordCost
+}
+
 // hashAdminPassword validates password and returns its bcrypt hash.
-func hashAdminPassword(password string) ([]byte, error) {
+func (s *Service) hashAdminPassword(password string) ([]byte, error) {
 	if err := checkAdminPassword(password); err != nil {
 		return nil, err
 	}
-	h, err := bcrypt.GenerateFromPassword([]byte(password), AdminPasswordCost)
+	h, err := bcrypt.GenerateFromPassword([]byte(password), s.passwordCost())
 	if err != nil {
 		return nil, WrapError(CodeInternal, err, "hashing the password failed")
 	}
@@ -99,7 +108,7 @@ func hashAdminPassword(password string) ([]byte, error) {
 // CodeBadRequest naming "password" (fewer than MinAdminPasswordChars
 // characters, more than MaxAdminPasswordBytes bytes, control characters).
 func (s *Service) CreateAdminWithPassword(ctx context.Context, name, userID, password string) (*Admin, string, error) {
-	h, err := hashAdminPassword(password)
+	h, err := s.hashAdminPassword(password)
 	if err != nil {
 		return nil, "", err
 	}
@@ -113,7 +122,7 @@ func (s *Service) SetAdminPassword(ctx context.Context, name, password string) e
 	if err := s.checkID("name", name); err != nil {
 		return err
 	}
-	h, err := hashAdminPassword(password)
+	h, err := s.hashAdminPassword(password)
 	if err != nil {
 		return err
 	}
@@ -126,9 +135,24 @@ func (s *Service) SetAdminPassword(ctx context.Context, name, password string) e
 	})
 }
 
-// dummyHash is compared against when the admin does not exist, so that a
-// wrong name costs as much time as a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not a password of anybody"), AdminPasswordCost)
+// dummyHashes holds, per bcrypt cost, a hash compared against when the
+// admin does not exist or has no password, so that a wrong name costs as
+// much time as a wrong password. Made on first use.
+var dummyHashes sync.Map // int -> []byte
+
+// burnCompare spends the time of one password comparison.
+func (s *Service) burnCompare(password string) {
+	cost := s.passwordCost()
+	h, ok := dummyHashes.Load(cost)
+	if !ok {
+		b, err := bcrypt.GenerateFromPassword([]byte("not the password of anybody"), cost)
+		if err != nil {
+			return
+		}
+		h, _ = dummyHashes.LoadOrStore(cost, b)
+	}
+	_ = bcrypt.CompareHashAndPassword(h.([]byte), []byte(password))
+}
 
 // errSignIn is the one answer to every failed sign-in: it does not tell
 // which of name and password was wrong.
@@ -154,14 +178,14 @@ func (s *Service) SignInAdmin(ctx context.Context, name, password string) (*Admi
 		return err
 	})
 	if ErrorCode(err) == CodeNotFound {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		s.burnCompare(password)
 		return nil, nil, "", errSignIn()
 	}
 	if err != nil {
 		return nil, nil, "", err
 	}
 	if len(a.PasswordHash) == 0 {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		s.burnCompare(password)
 		return nil, nil, "", errSignIn()
 	}
 	if bcrypt.CompareHashAndPassword(a.PasswordHash, []byte(password)) != nil {
