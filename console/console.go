@@ -124,7 +124,7 @@ func New(svc *chat.Service, cfg Config) http.Handler {
 		panic(err) // the embedded tree is part of the binary
 	}
 	files := http.FileServerFS(assets)
-	for _, name := range []string{"app.js", "style.css"} {
+	for _, name := range []string{"app.js", "style.css", "favicon.svg"} {
 		h.mux.Handle("GET /static/"+name, http.StripPrefix("/static", files))
 	}
 	h.signinRoutes()
