@@ -165,7 +165,7 @@ func settle(expr string) chromedp.Action[chromedp.Void] {
 // person would, and waits until the page it leads to has loaded.
 func press(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		if _, err := settle(`(function () { var e = document.querySelector(` + jsString(sel) + `); if (!e) return false;
+		if _, err := settle(`(function () { var e = document.querySelector(`+jsString(sel)+`); if (!e) return false;
   window.leaving = true; setTimeout(function () { e.click(); }, 0); return true; })()`)(ctx, t); err != nil {
 			return err
 		}
