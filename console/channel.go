@@ -158,7 +158,7 @@ func (h *handler) channel(q *req) {
 		if chat.ErrorCode(err) != chat.CodeNotFound {
 			status = http.StatusBadRequest
 		}
-		q.render(status, "notfound", "channels", "Channel not found", h.human(err))
+		q.render(status, "message", "channels", "Channel not found", h.human(err))
 		return
 	}
 	users := map[string]chat.User{}

@@ -223,12 +223,12 @@ func (rt *router) get(pattern string, fn func(q *req)) {
 func (rt *router) post(pattern string, fn func(q *req)) {
 	rt.h.mux.HandleFunc("POST "+pattern, func(w http.ResponseWriter, r *http.Request) {
 		if !sameOrigin(r) {
-			http.Error(w, "Forbidden: cross-site request", http.StatusForbidden)
+			rt.h.refuse(w, r, http.StatusForbidden, "Refused", "This form was sent from another site, so nothing was changed.")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
-			http.Error(w, "Bad request: the form could not be read", http.StatusBadRequest)
+			rt.h.refuse(w, r, http.StatusBadRequest, "Refused", "The form could not be read (is it larger than 1 MiB?), so nothing was changed.")
 			return
 		}
 		q, ok := rt.h.authenticate(w, r)
@@ -236,7 +236,7 @@ func (rt *router) post(pattern string, fn func(q *req)) {
 			return
 		}
 		if !q.sess.CheckCSRF(r.PostForm.Get("csrf")) {
-			http.Error(w, "Forbidden: the form's security token is missing or out of date; reload the page and try again", http.StatusForbidden)
+			rt.h.refuse(w, r, http.StatusForbidden, "Refused", "The form's security token is missing or out of date, so nothing was changed. Reload the page and try again.")
 			return
 		}
 		fn(q)
@@ -281,8 +281,14 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (*req, bo
 		http.Redirect(w, r, h.cfg.Prefix+"/signin", http.StatusSeeOther)
 		return nil, false
 	}
-	http.Error(w, "Unauthorized: sign in again", http.StatusUnauthorized)
+	h.refuse(w, r, http.StatusUnauthorized, "Signed out", "You are not signed in, or your session ended, so nothing was changed. Sign in again.")
 	return nil, false
+}
+
+// refuse answers a request that changed nothing with a page saying why,
+// with a link to the sign-in page.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
+	h.renderPage(w, r, status, "message", view{Title: title, Flash: &flash{Kind: "error", Text: msg}})
 }
 
 // secureRequest reports whether cookies of r are marked Secure.

@@ -82,10 +82,10 @@ type browser struct {
 func (p *panel) browser(addr string) *browser {
 	jar, err := cookiejar.New(nil)
 	require.NoError(p.t, err)
-	c := p.srv.Client()
+	c := *p.srv.Client() // a copy: each browser has its own cookies
 	c.Jar = jar
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &browser{p: p, c: c, addr: addr}
+	return &browser{p: p, c: &c, addr: addr}
 }
 
 func (b *browser) do(method, path string, form url.Values, hdr map[string]string) (*http.Response, string) {

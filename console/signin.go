@@ -71,18 +71,19 @@ func newFormToken() string {
 // window, attempts answer 429 with Retry-After (no password is checked).
 func (h *handler) signin(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
-		http.Error(w, "Forbidden: cross-site request", http.StatusForbidden)
+		h.refuse(w, r, http.StatusForbidden, "Refused", "This sign-in was sent from another site.")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		http.Error(w, "Bad request: the form could not be read", http.StatusBadRequest)
+		h.refuse(w, r, http.StatusBadRequest, "Refused", "The sign-in form could not be read.")
 		return
 	}
 	c, err := r.Cookie(signinCookie)
 	form := r.PostForm.Get("signin")
 	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(form)) != 1 {
-		http.Error(w, "Forbidden: the sign-in form is out of date; reload the page and try again", http.StatusForbidden)
+		h.showSignin(w, r, http.StatusForbidden, r.PostForm.Get("name"), &flash{Kind: "error",
+			Text: "The sign-in form was out of date (or sent from another site); try again."})
 		return
 	}
 	name := r.PostForm.Get("name")

@@ -31,16 +31,10 @@ func (h *handler) usersRoutes(rt *router) {
 		if roles == nil {
 			roles = []string{}
 		}
-		// global-admin is not assignable here: it is kept as it is.
-		cur, err := h.svc.GetUser(q.r.Context(), q.actor(), id)
-		if err != nil {
-			return "", err
-		}
+		// global-admin belongs to admin accounts: the Service keeps it on
+		// a user that has it and refuses to give it, so the form leaves it out.
 		roles = slices.DeleteFunc(roles, func(r string) bool { return r == chat.RoleGlobalAdmin })
-		if slices.Contains(cur.Users[0].Roles, chat.RoleGlobalAdmin) {
-			roles = append(roles, chat.RoleGlobalAdmin)
-		}
-		_, err = h.svc.UpdateUser(q.r.Context(), q.actor(), chat.UpdateUser{UserID: id, Roles: &roles})
+		_, err := h.svc.UpdateUser(q.r.Context(), q.actor(), chat.UpdateUser{UserID: id, Roles: &roles})
 		return "Roles saved.", err
 	}))
 	rt.post("/users/{id}/ban", h.userAction(func(q *req, id string) (string, error) {
@@ -135,7 +129,7 @@ func (h *handler) user(q *req) {
 	id := q.pathID("id")
 	ul, err := h.svc.GetUser(q.r.Context(), q.actor(), id)
 	if err != nil {
-		q.render(http.StatusNotFound, "notfound", "users", "User not found", h.human(err))
+		q.render(http.StatusNotFound, "message", "users", "User not found", h.human(err))
 		return
 	}
 	u := ul.Users[0]

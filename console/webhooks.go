@@ -95,7 +95,7 @@ func (h *handler) deliveries(q *req) {
 		}
 	}
 	if err != nil {
-		q.render(http.StatusNotFound, "notfound", "webhooks", "Webhook not found", h.human(err))
+		q.render(http.StatusNotFound, "message", "webhooks", "Webhook not found", h.human(err))
 		return
 	}
 	dl, err := h.svc.ListDeliveries(q.r.Context(), q.actor(), id, 20, q.form("token"))
