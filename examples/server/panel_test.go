@@ -174,6 +174,10 @@ func press(sel string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// allLabelled is true when every visible form control of the page has a
+// label (hidden inputs carry tokens and ids only).
+const allLabelled = `Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea')).every(function (e) { return e.labels && e.labels.length > 0; })`
+
 // flashShows is true when the page's flash message contains text.
 func flashShows(text string) string {
 	return `(function () { var f = document.getElementById('flash'); return !!f && f.textContent.indexOf(` + jsString(text) + `) >= 0; })()`
@@ -229,6 +233,7 @@ func TestPanelInBrowser(t *testing.T) {
 		chromedp.Navigate(panelURL),
 		chromedp.WaitVisible(css(`#signin-name`)),
 		settle(flashShows("Please sign in.")),
+		settle(allLabelled),
 		chromedp.SendKeys(css(`#signin-name`), "ops"),
 		chromedp.SendKeys(css(`#signin-password`), opsPassword),
 		press(`#signin-form button`),
@@ -236,6 +241,7 @@ func TestPanelInBrowser(t *testing.T) {
 		settle(`document.getElementById('admin-name').textContent === "ops"`),
 		settle(flashShows("Welcome, ops.")),
 		settle(`document.querySelector('h1').textContent === "Dashboard"`),
+		settle(allLabelled),
 	)
 
 	// Register a webhook first, so that what follows is delivered to it.
@@ -248,6 +254,7 @@ func TestPanelInBrowser(t *testing.T) {
 		settle(flashShows("Webhook registered")),
 		settle(`document.getElementById('secret-value').value.indexOf('whsec_') === 0`),
 		present(`#webhook-list li a.url`),
+		settle(allLabelled),
 	)
 
 	// Create a channel with two members.
@@ -263,6 +270,7 @@ func TestPanelInBrowser(t *testing.T) {
 		settle(`document.querySelector('h1').textContent === "The <Lobby>"`),
 		present(`#member-list li[data-user-id="alice"]`),
 		present(`#member-list li[data-user-id="bob"]`),
+		settle(allLabelled),
 	)
 
 	// Post through the panel as the admin's user.
@@ -323,6 +331,7 @@ func TestPanelInBrowser(t *testing.T) {
 		chromedp.SendKeys(css(`#t-text`), "oh DARN it"),
 		press(`#rule-test-form button`),
 		settle(`document.getElementById('rule-verdict').textContent.indexOf('Refused: text contains a blacklisted word (rule "darn")') === 0`),
+		settle(allLabelled),
 	)
 	ops.run(t, "a message with the word is refused",
 		chromedp.Navigate(panelURL+"channels/lobby"),
@@ -357,10 +366,13 @@ func TestPanelInBrowser(t *testing.T) {
 		press(`#user-search-form button`),
 		present(`#user-list tr[data-user-id="alice"]`),
 		settle(`document.querySelector('#user-list tr[data-user-id="bob"]') === null`),
+		settle(allLabelled),
 	)
 	ops.run(t, "all users", chromedp.Navigate(panelURL+"users"), present(`#user-list tr[data-user-id="bob"]`))
 	screenshot(t, ops, "panel-users", 1200, 800)
-	ops.run(t, "channels", chromedp.Navigate(panelURL+"channels"), present(`#channel-list tr[data-channel-id="lobby"]`))
+	ops.run(t, "channels", chromedp.Navigate(panelURL+"channels"), present(`#channel-list tr[data-channel-id="lobby"]`), settle(allLabelled))
+	ops.run(t, "dashboard shows the activity", chromedp.Navigate(panelURL), settle(`Array.from(document.querySelectorAll('main table code')).some(function (c) { return c.textContent === 'message.didCreate'; })`))
+	ops.run(t, "roles and reactions pages", chromedp.Navigate(panelURL+"roles"), settle(allLabelled), chromedp.Navigate(panelURL+"reactions"), settle(allLabelled))
 	screenshot(t, ops, "panel-channels", 1200, 900)
 	ops.run(t, "a channel on a phone", chromedp.Navigate(panelURL+"channels/lobby"), present(`#messages li.message`))
 	screenshot(t, ops, "panel-phone", 390, 844)
@@ -376,6 +388,7 @@ func TestPanelInBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`#token-value`)),
 		settle(flashShows("Admin second created")),
 		present(`#admin-list li[data-admin="second"]`),
+		settle(allLabelled),
 	)
 	secondToken := evaluate[string](t, ops, `document.getElementById('token-value').value`)
 	apiAs(t, s, secondToken, "GET", "/api/v2/roles", nil)
