@@ -280,3 +280,30 @@ func TestWebhooksAndAdmins(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	require.True(t, strings.HasSuffix(res.Header.Get("Location"), "/admin/"))
 }
+
+func TestIDsWithSlashesAndSpaces(t *testing.T) {
+	t.Parallel()
+	p := newPanel(t, false)
+	ctx := context.Background()
+	const id = "team/a b?c#d"
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{"x/y"}})
+	require.NoError(t, err)
+	b := p.browser("10.6.0.1")
+	token := b.signedIn()
+	_, page := b.get("/admin/channels")
+	href := regexp.MustCompile(`href="(/admin/channels/team[^"]*)"`).FindStringSubmatch(page)
+	require.NotNil(t, href, page)
+	require.Equal(t, "/admin/channels/"+url.PathEscape(id), href[1])
+	res, page := b.get(href[1])
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, page, `<code id="channel-id">team/a b?c#d</code>`)
+	res, _ = b.post(href[1]+"/members/remove", url.Values{"csrf": {token}, "userId": {"x/y"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Equal(t, href[1], res.Header.Get("Location"))
+	cl, err := p.svc.GetChannel(ctx, p.root.UserID, id)
+	require.NoError(t, err)
+	require.Zero(t, cl.Channels[0].MemberCount)
+	res, page = b.get("/admin/users/" + url.PathEscape("x/y"))
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, page, `<code id="user-id">x/y</code>`)
+}

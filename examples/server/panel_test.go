@@ -5,20 +5,27 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/store/memory"
 	"github.com/chatengine/chat/store/sqlite"
 )
 
@@ -405,4 +412,47 @@ func TestPanelInBrowser(t *testing.T) {
 		settle(`document.getElementById('admin-name').textContent === "second"`),
 	)
 	ops.noErrors(t)
+}
+
+// TestPanelMountKeepsEscapedIDs checks that an id with a slash reaches the
+// panel whole through the server's router and prefix stripping.
+func TestPanelMountKeepsEscapedIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost})
+	require.NoError(t, err)
+	a, _, err := svc.CreateAdminWithPassword(ctx, "ops", "", "ops password 123")
+	require.NoError(t, err)
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "team/one", Type: chat.ChannelTypeStandard})
+	require.NoError(t, err)
+	r := chi.NewRouter()
+	cfg := defaults
+	mountPanel(r, svc, &cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar}
+
+	res, err := c.Get(srv.URL + "/admin/signin")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`name="signin" value="([^"]+)"`).FindSubmatch(body)
+	require.NotNil(t, m)
+	res, err = c.PostForm(srv.URL+"/admin/signin", url.Values{"signin": {string(m[1])}, "name": {"ops"}, "password": {"ops password 123"}})
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	res, err = c.Get(srv.URL + "/admin/channels/team%2Fone")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, 200, res.StatusCode, "%s", body)
+	require.Contains(t, string(body), `<code id="channel-id">team/one</code>`)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err = noRedirect.Get(srv.URL + "/admin")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, "/admin/", res.Header.Get("Location"))
 }
