@@ -319,7 +319,8 @@ func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind, tokenFile
 			return fmt.Errorf("writing the first admin's token to %s: %w", tokenFile, err)
 		}
 		fmt.Fprintf(c.stderr, "\nNo admin account existed, so admin %q (user %q) was created.\n"+
-			"Its access token was written to %s (readable by its owner only).\n\n", a.Name, a.UserID, tokenFile)
+			"Its access token was written to %s (readable by its owner only).\n"+
+			"To sign in to the admin panel at /admin/, set its password: server admin passwd %s\n\n", a.Name, a.UserID, tokenFile, a.Name)
 		return nil
 	}
 	note := ""
