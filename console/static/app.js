@@ -31,12 +31,7 @@
           if (html === null || html === last) {
             return;
           }
-          var firstLoad = last === null;
           last = html;
-          if (firstLoad && region.getAttribute('data-fresh') === null) {
-            // The page itself was just rendered with the same content.
-            region.setAttribute('data-fresh', '');
-          }
           var focused = document.activeElement;
           var focusKey = null;
           if (focused && region.contains(focused)) {
