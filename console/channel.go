@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -147,6 +148,7 @@ type messagesView struct {
 	Messages  []chat.Message
 	Users     map[string]chat.User
 	Older     string // link to the page of older messages
+	Parent    string // the message whose comments these are, if any
 	Error     string
 }
 
@@ -182,10 +184,11 @@ func (h *handler) channel(q *req) {
 }
 
 // loadMessages reads the newest 50 messages of a channel (deleted ones
-// too, marked), or those before the segment in the "before" parameter.
+// too, marked), or those before the segment in the "before" parameter;
+// with the "parent" parameter, that message's comments.
 func (h *handler) loadMessages(q *req, id string, closed bool) messagesView {
-	v := messagesView{ChannelID: id, Closed: closed}
-	mq := chat.MessageQuery{ChannelID: id, IncludeDeleted: true, Last: 50}
+	v := messagesView{ChannelID: id, Closed: closed, Parent: q.form("parent")}
+	mq := chat.MessageQuery{ChannelID: id, IncludeDeleted: true, Last: 50, ParentID: v.Parent}
 	if b := q.form("before"); b != "" {
 		if n, err := strconv.ParseInt(b, 10, 64); err == nil && n > 0 {
 			mq.Before = &n
@@ -202,7 +205,11 @@ func (h *handler) loadMessages(q *req, id string, closed bool) messagesView {
 		v.Users[u.UserID] = u
 	}
 	if len(ml.Messages) == 50 && ml.Messages[0].ChannelSegment > 1 {
-		v.Older = h.cfg.Prefix + "/channels/" + esc(id) + "?before=" + strconv.FormatInt(ml.Messages[0].ChannelSegment, 10)
+		older := url.Values{"before": {strconv.FormatInt(ml.Messages[0].ChannelSegment, 10)}}
+		if v.Parent != "" {
+			older.Set("parent", v.Parent)
+		}
+		v.Older = h.cfg.Prefix + "/channels/" + esc(id) + "?" + older.Encode()
 	}
 	return v
 }

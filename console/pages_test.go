@@ -307,3 +307,26 @@ func TestIDsWithSlashesAndSpaces(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Contains(t, page, `<code id="user-id">x/y</code>`)
 }
+
+func TestMessageComments(t *testing.T) {
+	t.Parallel()
+	p := newPanel(t, false)
+	ctx := context.Background()
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	require.NoError(t, err)
+	parent, err := p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "the post"}})
+	require.NoError(t, err)
+	pid := parent.Messages[0].MessageID
+	_, err = p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, ParentID: pid, Data: map[string]any{"text": "a comment"}})
+	require.NoError(t, err)
+	b := p.browser("10.7.0.1")
+	b.signedIn()
+	_, page := b.get("/admin/channels/c")
+	require.Contains(t, page, `href="/admin/channels/c?parent=`+pid+`" class="comments">1 comment(s)</a>`)
+	_, page = b.get("/admin/channels/c?parent=" + pid)
+	require.Contains(t, page, "a comment")
+	require.NotContains(t, page, ">the post<")
+	_, frag := b.get("/admin/channels/c/messages?parent=" + pid)
+	require.Contains(t, frag, "a comment", "the live refresh keeps to the comments")
+	require.NotContains(t, frag, ">the post<")
+}
