@@ -96,7 +96,7 @@ func (h *handler) signin(w http.ResponseWriter, r *http.Request) {
 			Text: "Too many failed sign-ins for this name or from this address. Try again in " + strconv.Itoa((secs+59)/60) + " minute(s)."})
 		return
 	}
-	a, sess, id, err := h.svc.SignInAdmin(r.Context(), name, password)
+	a, _, id, err := h.svc.SignInAdmin(r.Context(), name, password)
 	if err != nil {
 		if chat.ErrorCode(err) == chat.CodeUnauthorized {
 			h.throttle.fail(keys...)
@@ -106,7 +106,6 @@ func (h *handler) signin(w http.ResponseWriter, r *http.Request) {
 		h.showSignin(w, r, http.StatusServiceUnavailable, name, &flash{Kind: "error", Text: h.human(err)})
 		return
 	}
-	_ = sess
 	if _, err := h.svc.PruneAdminSessions(r.Context(), h.cfg.IdleTimeout); err != nil {
 		h.log.Warn("console: pruning idle sessions", "err", err)
 	}
