@@ -20,7 +20,7 @@
 // MintUserToken and verified with AuthenticateUser. Admin accounts sign in
 // to the admin panel (package console) with a bcrypt-hashed password
 // (SetAdminPassword, SignInAdmin), in sessions kept in the store
-// (AdminSessionFor, EndAdminSession). They return the records
+// (AdminSessionFor, EndAdminSession). The methods return the records
 // the API returns: a ChannelList (channels, their channelUsers and the
 // users they reference), a MessageList (messages and their authors), a
 // UserList, and so on, with Paging tokens on listings.
