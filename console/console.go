@@ -243,13 +243,19 @@ func (rt *router) post(pattern string, fn func(q *req)) {
 	})
 }
 
-// sameOrigin refuses requests that a browser marks as cross-site: an
-// Origin header naming another host, or Sec-Fetch-Site cross-site or
-// same-site. Requests without these headers (non-browser clients) pass on
-// to the CSRF token check.
+// sameOrigin refuses requests that a browser marks as cross-site:
+// Sec-Fetch-Site cross-site or same-site, or, from browsers that do not
+// send that header, an Origin header naming another host. (Sec-Fetch-Site
+// is computed by the browser, so it holds behind a proxy that rewrites the
+// Host header, where comparing Origin with Host would not.) Requests
+// without these headers (non-browser clients) go on to the CSRF token
+// check.
 func sameOrigin(r *http.Request) bool {
-	if s := r.Header.Get("Sec-Fetch-Site"); s == "cross-site" || s == "same-site" {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
 		return false
+	case "same-origin", "none":
+		return true
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
