@@ -229,6 +229,7 @@ func TestCSRF(t *testing.T) {
 		{"cross-site origin", url.Values{"channelId": {"c1"}, "csrf": {token}}, map[string]string{"Origin": "https://evil.example"}},
 		{"null origin", url.Values{"channelId": {"c1"}, "csrf": {token}}, map[string]string{"Origin": "null"}},
 		{"cross-site fetch metadata", url.Values{"channelId": {"c1"}, "csrf": {token}}, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+		{"same-site fetch metadata", url.Values{"channelId": {"c1"}, "csrf": {token}}, map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "https://other.example"}},
 	}
 	for _, c := range cases {
 		path := "/admin/channels"
@@ -256,6 +257,12 @@ func TestCSRF(t *testing.T) {
 		map[string]string{"Origin": p.srv.URL, "Sec-Fetch-Site": "same-origin"})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	require.True(t, p.channelExists("c1"))
+	// Behind a proxy that rewrites Host, the browser's same-origin mark
+	// decides (the token still has to match).
+	res, _ = b.do("POST", "/admin/channels", url.Values{"channelId": {"c2"}, "csrf": {token}},
+		map[string]string{"Origin": "https://chat.example.com", "Sec-Fetch-Site": "same-origin"})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.True(t, p.channelExists("c2"))
 }
 
 func TestSignOutEndsTheSession(t *testing.T) {
