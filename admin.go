@@ -23,6 +23,11 @@ func HashToken(token string) []byte {
 // returns the account and its access token, which is shown only here and
 // stored only as a hash. Errors: CodeBadRequest, CodeConflict (name taken).
 func (s *Service) CreateAdmin(ctx context.Context, name, userID string) (*Admin, string, error) {
+	return s.createAdmin(ctx, name, userID, nil)
+}
+
+// createAdmin is CreateAdmin with the panel password's hash (nil: none).
+func (s *Service) createAdmin(ctx context.Context, name, userID string, passwordHash []byte) (*Admin, string, error) {
 	if err := s.checkID("name", name); err != nil {
 		return nil, "", err
 	}
@@ -37,7 +42,7 @@ func (s *Service) CreateAdmin(ctx context.Context, name, userID string) (*Admin,
 		return nil, "", err
 	}
 	now := s.Now()
-	a := &Admin{Name: name, UserID: userID, TokenHash: HashToken(token), CreatedAt: now}
+	a := &Admin{Name: name, UserID: userID, TokenHash: HashToken(token), PasswordHash: passwordHash, CreatedAt: now}
 	err = s.update(ctx, func(tx Tx, _ *events) error {
 		if err := tx.CreateAdmin(ctx, a); err != nil {
 			if ErrorCode(err) == CodeConflict {
@@ -139,10 +144,15 @@ func newAdminToken() (string, error) {
 }
 
 // RevokeAdmin revokes an admin's token; the next request with it fails.
-// Idempotent. Errors: CodeNotFound.
+// It also ends the admin's panel sessions, and a revoked admin cannot sign
+// in to the panel. Idempotent. Errors: CodeNotFound.
 func (s *Service) RevokeAdmin(ctx context.Context, name string) error {
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, _ *events) error {
-		return notFound(tx.RevokeAdmin(ctx, name, now.Time), "admin", name)
+		if err := notFound(tx.RevokeAdmin(ctx, name, now.Time), "admin", name); err != nil {
+			return err
+		}
+		_, err := tx.DeleteAdminSessions(ctx, name)
+		return err
 	})
 }

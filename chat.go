@@ -105,6 +105,10 @@ type Config struct {
 	// enqueued webhook deliveries or logged events committed (the webhook dispatcher's Wake
 	// fits here when the store cannot signal by itself).
 	OnCommit func()
+	// AdminPasswordCost is the bcrypt cost of admin panel passwords
+	// hashed from now on (stored hashes keep theirs). Default
+	// AdminPasswordCost (12); tests may lower it to bcrypt.MinCost (4).
+	AdminPasswordCost int
 }
 
 // Service implements the chat rules on top of a Store. It is safe for

@@ -17,7 +17,10 @@
 // table of CONTRACT section 7, decided in one place (authz.go) from the
 // user's roles. A program acting as the system passes an admin account's
 // user id (see CreateAdmin). User tokens (HS256 JWTs) are minted with
-// MintUserToken and verified with AuthenticateUser. They return the records
+// MintUserToken and verified with AuthenticateUser. Admin accounts sign in
+// to the admin panel (package console) with a bcrypt-hashed password
+// (SetAdminPassword, SignInAdmin), in sessions kept in the store
+// (AdminSessionFor, EndAdminSession). The methods return the records
 // the API returns: a ChannelList (channels, their channelUsers and the
 // users they reference), a MessageList (messages and their authors), a
 // UserList, and so on, with Paging tokens on listings.

@@ -65,3 +65,26 @@ func eventScope(data any) (channelID string, userIDs []string) {
 	}
 	return channelID, userIDs
 }
+
+// RecentEvents returns up to n of the newest events of the log (n is
+// bounded to 1-100), newest first. The admin panel's dashboard shows them
+// as recent activity. Errors: only the store's.
+func (s *Service) RecentEvents(ctx context.Context, n int) ([]Event, error) {
+	n = max(1, min(n, 100))
+	var out []Event
+	err := s.view(ctx, func(tx Tx) error {
+		last, err := tx.LastEventID(ctx)
+		if err != nil {
+			return err
+		}
+		es, err := tx.ReadEvents(ctx, max(0, last-int64(n)), n)
+		if err != nil {
+			return err
+		}
+		for i := len(es) - 1; i >= 0; i-- {
+			out = append(out, *es[i])
+		}
+		return nil
+	})
+	return out, err
+}

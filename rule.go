@@ -331,3 +331,22 @@ func dedupe(ids []string) []string {
 	}
 	return out
 }
+
+// CheckText applies the blacklist and whitelist to text as they apply to a
+// message of an author without exemptions, changing nothing. It returns nil
+// when a message with that text would pass, else the error creating it
+// would return: CodeBlacklisted (the detail names the rule) or
+// CodeLinkNotAllowed (the detail names the link). The admin panel's rule
+// tester uses it.
+func (s *Service) CheckText(ctx context.Context, text string) error {
+	var rs *ruleSet
+	err := s.view(ctx, func(tx Tx) error {
+		var err error
+		rs, err = s.ruleSetTx(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return rs.checkTexts([]string{text}, nil)
+}

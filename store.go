@@ -39,6 +39,7 @@ type Tx interface {
 	ReactionStore
 	FlagStore
 	AdminStore
+	AdminSessionStore
 	WebhookStore
 	OutboxStore
 	EventStore
@@ -348,6 +349,11 @@ type AdminStore interface {
 	// (a revoked admin is active again under the new token); CodeNotFound
 	// if absent, CodeConflict if another admin holds the hash.
 	RotateAdmin(ctx context.Context, name string, hash []byte) error
+	// GetAdmin returns the admin (revoked ones too) or CodeNotFound.
+	GetAdmin(ctx context.Context, name string) (*Admin, error)
+	// SetAdminPassword replaces the admin's password hash (empty: none);
+	// CodeNotFound if absent.
+	SetAdminPassword(ctx context.Context, name string, hash []byte) error
 }
 
 // WebhookStore persists webhook registrations.

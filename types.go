@@ -236,13 +236,16 @@ type Reaction struct {
 }
 
 // Admin is an admin account. Its access token is stored only as a SHA-256
-// hash; the token itself is shown once, at creation.
+// hash; the token itself is shown once, at creation. PasswordHash is the
+// bcrypt hash of its admin panel password, empty while none is set (the
+// account cannot sign in to the panel then).
 type Admin struct {
-	Name      string `json:"name"`
-	UserID    string `json:"userId"`
-	TokenHash []byte `json:"-"`
-	CreatedAt Time   `json:"createdAt"`
-	RevokedAt *Time  `json:"revokedAt"`
+	Name         string `json:"name"`
+	UserID       string `json:"userId"`
+	TokenHash    []byte `json:"-"`
+	PasswordHash []byte `json:"-"`
+	CreatedAt    Time   `json:"createdAt"`
+	RevokedAt    *Time  `json:"revokedAt"`
 }
 
 // Flag target kinds.

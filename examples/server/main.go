@@ -1,11 +1,13 @@
 // Command server is the example chat server: it wires a store, the chat
-// Service, the admin HTTP API (package httpapi), the webhook dispatcher and
-// the end users' chat page at /chat/ (package chatpage) into one binary.
+// Service, the admin HTTP API (package httpapi), the webhook dispatcher, the
+// end users' chat page at /chat/ (package chatpage) and the admin panel at
+// /admin/ (package console) into one binary.
 //
 //	go run ./examples/server                  # 127.0.0.1:8080, SQLite in ./chat.db
 //	go run ./examples/server -store memory    # nothing kept on exit
 //	go run ./examples/server -unsafe-dev-sign-in   # the chat page at /chat/ signs in any user id (local only)
-//	go run ./examples/server admin create NAME [-user-id ID]
+//	go run ./examples/server admin create NAME [-user-id ID] [-password-stdin]
+//	go run ./examples/server admin passwd NAME     # the admin panel password
 //	go run ./examples/server admin list
 //	go run ./examples/server admin rotate NAME
 //	go run ./examples/server admin revoke NAME

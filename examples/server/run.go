@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -46,6 +47,8 @@ type config struct {
 	gcPercent       int
 	postgresSchema  string
 	chatPage        bool
+	panel           bool
+	panelIdle       time.Duration
 	unsafeDevSignIn bool
 	userTokenSecret string
 	eventRetention  time.Duration
@@ -69,6 +72,8 @@ var defaults = config{
 	readTimeout:     5 * time.Minute,
 	writeTimeout:    10 * time.Minute,
 	chatPage:        true,
+	panel:           true,
+	panelIdle:       30 * time.Minute,
 	eventRetention:  stream.DefaultEventRetention,
 	adminRate:       httpapi.DefaultAdminRateLimit.Rate,
 	adminBurst:      httpapi.DefaultAdminRateLimit.Burst,
@@ -115,6 +120,8 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.eventRetention, "event-retention", c.eventRetention, "how long events stay in the log, and so how far back an event stream may resume (a Go duration)")
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
 	fs.BoolVar(&c.chatPage, "chat-page", c.chatPage, "serve the end users' chat page at /chat/")
+	fs.BoolVar(&c.panel, "admin-panel", c.panel, "serve the admin panel at /admin/ (admins sign in with a password set by `admin passwd NAME`)")
+	fs.DurationVar(&c.panelIdle, "admin-panel-idle", c.panelIdle, "admin panel sessions end after this long without a request")
 	fs.BoolVar(&c.unsafeDevSignIn, "unsafe-dev-sign-in", false, "UNSAFE, local development only: the chat page signs anybody in as any user id they type")
 	fs.Float64Var(&c.adminRate, "admin-rate", c.adminRate, "API requests per second each admin account may make on average, per process; 0 turns the admin limit off")
 	fs.IntVar(&c.adminBurst, "admin-burst", c.adminBurst, "API requests an admin account may make at once (the bucket size); 0 means twice -admin-rate")
@@ -126,6 +133,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 // cli runs one invocation of the server binary.
 type cli struct {
 	env    func(string) string
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 	// ready, when not nil, is called with the listening address once the
@@ -140,15 +148,18 @@ type cli struct {
 // server by default, or a subcommand. env looks up environment variables.
 // The server runs until ctx is cancelled and then shuts down gracefully.
 func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
-	return (&cli{env: env, stdout: stdout, stderr: stderr}).run(ctx, args)
+	return (&cli{env: env, stdin: os.Stdin, stdout: stdout, stderr: stderr}).run(ctx, args)
 }
 
 const usageText = `Usage: server [flags] [command]
 
 Commands:
   serve (default)               run the HTTP server
-  admin create NAME [-user-id ID]
-                                create an admin account; prints its access token alone on stdout
+  admin create NAME [-user-id ID] [-password-stdin]
+                                create an admin account; prints its access token alone on stdout;
+                                with -password-stdin the first line of stdin is its panel password
+  admin passwd NAME             set or change an admin's panel password (prompted on a terminal,
+                                else the first line of stdin)
   admin list                    list admin accounts
   admin rotate NAME             give an admin a new access token (the old one stops working;
                                 a revoked admin is active again); prints it alone on stdout
@@ -252,17 +263,19 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	}
 
 	var userID string
+	var pwStdin bool
 	var pos []string
 	var err error
 	switch cmd {
 	case "admin":
 		if len(rest) == 0 {
-			return usagef("admin: missing subcommand (create, list, rotate or revoke)")
+			return usagef("admin: missing subcommand (create, list, passwd, rotate or revoke)")
 		}
 		sub := rest[0]
 		pos, err = c.parse("admin "+sub, &cfg, set, rest[1:], func(fs *flag.FlagSet) {
 			if sub == "create" {
 				fs.StringVar(&userID, "user-id", "", "chat user the admin acts as (default: NAME)")
+				fs.BoolVar(&pwStdin, "password-stdin", false, "also set the admin panel password from the first line of stdin")
 			}
 		})
 		pos = append([]string{sub}, pos...)
@@ -302,7 +315,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		}
 		return c.migrate(ctx, &cfg)
 	case "admin":
-		return c.admin(ctx, &cfg, pos, userID)
+		return c.admin(ctx, &cfg, pos, userID, pwStdin)
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected arguments: %s", strings.Join(pos, " "))
@@ -332,6 +345,8 @@ func (cfg *config) validate() error {
 		return usagef("-webhook-url needs -webhook-secret (or CHAT_WEBHOOK_SECRET)")
 	case cfg.webhookURL == "" && cfg.webhookSecret != "":
 		return usagef("-webhook-secret needs -webhook-url")
+	case cfg.panelIdle <= 0:
+		return usagef("-admin-panel-idle must be positive")
 	case cfg.unsafeDevSignIn && !cfg.chatPage:
 		return usagef("-unsafe-dev-sign-in needs the chat page (-chat-page=true)")
 	case !(cfg.adminRate >= 0 && cfg.adminRate <= 1e9):
@@ -398,12 +413,16 @@ func (c *cli) openService(ctx context.Context, cfg *config) (*chat.Service, chat
 	return svc, st, nil
 }
 
-func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID string) error {
+func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID string, pwStdin bool) error {
 	sub, args := pos[0], pos[1:]
 	switch sub {
 	case "create":
 		if len(args) != 1 {
-			return usagef("usage: admin create NAME [-user-id ID]")
+			return usagef("usage: admin create NAME [-user-id ID] [-password-stdin]")
+		}
+	case "passwd":
+		if len(args) != 1 {
+			return usagef("usage: admin passwd NAME")
 		}
 	case "revoke":
 		if len(args) != 1 {
@@ -418,7 +437,7 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 			return usagef("usage: admin list")
 		}
 	default:
-		return usagef("admin: unknown subcommand %q (create, list, rotate or revoke)", sub)
+		return usagef("admin: unknown subcommand %q (create, list, passwd, rotate or revoke)", sub)
 	}
 	svc, st, err := c.openService(ctx, cfg)
 	if err != nil {
@@ -427,7 +446,17 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 	defer st.Close()
 	switch sub {
 	case "create":
-		a, token, err := svc.CreateAdmin(ctx, args[0], userID)
+		var a *chat.Admin
+		var token string
+		if pwStdin {
+			var pw string
+			if pw, err = c.readPassword(c.stdin, args[0]); err != nil {
+				return fmt.Errorf("reading the password: %w", err)
+			}
+			a, token, err = svc.CreateAdminWithPassword(ctx, args[0], userID, pw)
+		} else {
+			a, token, err = svc.CreateAdmin(ctx, args[0], userID)
+		}
 		if chat.ErrorCode(err) == chat.CodeConflict {
 			return chat.Errorf(chat.CodeConflict, "admin %q already exists; to give it a new token run `admin rotate %s`", args[0], args[0])
 		}
@@ -448,6 +477,16 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 		}
 		fmt.Fprintln(c.stdout, token)
 		fmt.Fprintf(c.stderr, "Admin %q has a new access token (above, shown only once); its old token no longer works.\n", args[0])
+		return nil
+	case "passwd":
+		pw, err := c.readPassword(c.stdin, args[0])
+		if err != nil {
+			return fmt.Errorf("reading the password: %w", err)
+		}
+		if err := svc.SetAdminPassword(ctx, args[0], pw); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "Admin %q can sign in to the admin panel (/admin/) with this password; its open panel sessions were ended.\n", args[0])
 		return nil
 	case "revoke":
 		if err := svc.RevokeAdmin(ctx, args[0]); err != nil {

@@ -183,6 +183,9 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	if cfg.chatPage {
 		mountChatPage(r, svc, cfg, log)
 	}
+	if cfg.panel {
+		mountPanel(r, svc, cfg, log)
+	}
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -333,7 +336,8 @@ func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind, tokenFile
 			return fmt.Errorf("writing the first admin's token to %s: %w", tokenFile, err)
 		}
 		fmt.Fprintf(c.stderr, "\nNo admin account existed, so admin %q (user %q) was created.\n"+
-			"Its access token was written to %s (readable by its owner only).\n\n", a.Name, a.UserID, tokenFile)
+			"Its access token was written to %s (readable by its owner only).\n"+
+			"To sign in to the admin panel at /admin/, set its password: server admin passwd %s\n\n", a.Name, a.UserID, tokenFile, a.Name)
 		return nil
 	}
 	note := ""
@@ -342,8 +346,9 @@ func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind, tokenFile
 	}
 	fmt.Fprintf(c.stderr, "\nNo admin account existed, so admin %q (user %q) was created.\n"+
 		"Its access token is shown only this once:\n\n    %s\n\n"+
-		"Use it as \"Authorization: Bearer <token>\". Create more with: server admin create NAME%s\n\n",
-		a.Name, a.UserID, token, note)
+		"Use it as \"Authorization: Bearer <token>\". Create more with: server admin create NAME%s\n"+
+		"To sign in to the admin panel at /admin/, set its password: server admin passwd %s\n\n",
+		a.Name, a.UserID, token, note, a.Name)
 	return nil
 }
 

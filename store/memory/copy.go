@@ -326,6 +326,10 @@ func cpReaction(r *chat.Reaction) *chat.Reaction { out := *r; return &out }
 func normAdmin(a *chat.Admin) *chat.Admin {
 	out := *a
 	out.TokenHash = slices.Clone(a.TokenHash)
+	out.PasswordHash = nil
+	if len(a.PasswordHash) > 0 {
+		out.PasswordHash = slices.Clone(a.PasswordHash)
+	}
 	out.CreatedAt = nt(a.CreatedAt)
 	out.RevokedAt = ntp(a.RevokedAt)
 	return &out
@@ -334,6 +338,7 @@ func normAdmin(a *chat.Admin) *chat.Admin {
 func cpAdmin(a *chat.Admin) *chat.Admin {
 	out := *a
 	out.TokenHash = slices.Clone(a.TokenHash)
+	out.PasswordHash = slices.Clone(a.PasswordHash)
 	out.RevokedAt = cpt(a.RevokedAt)
 	return &out
 }

@@ -65,6 +65,8 @@ type data struct {
 
 	admins      map[string]*chat.Admin
 	adminHashes map[string]string // token hash -> admin name
+	// Admin panel sessions by id hash.
+	adminSessions map[string]*chat.AdminSession
 
 	webhooks     map[string]*chat.Webhook
 	hooksVersion int64
@@ -104,34 +106,35 @@ type chanAuthorKey struct{ ch, user strID }
 
 func newData() *data {
 	return &data{
-		channels:    map[string]*chat.Channel{},
-		muted:       map[muteKey]struct{}{},
-		members:     map[string]map[string]*chat.ChannelUser{},
-		userChans:   map[string]map[string]*chat.ChannelUser{},
-		memberOf:    map[string]*[]*chat.Channel{},
-		msgs:        map[string]*msg{},
-		chanMsgs:    map[string]*chanMsgs{},
-		children:    map[string]*msgList{},
-		byAuthor:    map[string]*msgList{},
-		chanAuthor:  map[chanAuthorKey]*msgList{},
-		strIDs:      map[string]strID{},
-		users:       map[string]*chat.User{},
-		roles:       map[string]*chat.Role{},
-		rules:       map[chat.RuleList]map[string]*chat.Rule{},
-		reactions:   map[reactKey]*chat.Reaction{},
-		reactIDs:    map[string]reactKey{},
-		msgReacts:   map[string]*reactList{},
-		reactNames:  map[string]map[string]*msg{},
-		flags:       map[flagKey]map[string]chat.Time{},
-		admins:      map[string]*chat.Admin{},
-		adminHashes: map[string]string{},
-		webhooks:    map[string]*chat.Webhook{},
-		deliveries:  map[string]*chat.Delivery{},
-		hookDels:    map[string]map[string]*chat.Delivery{},
-		attempts:    map[string][]*chat.DeliveryAttempt{},
-		blobs:       map[string]map[string]*chat.Blob{},
-		chanBlobs:   map[string]map[string]int{},
-		meta:        map[string]string{},
+		channels:      map[string]*chat.Channel{},
+		muted:         map[muteKey]struct{}{},
+		members:       map[string]map[string]*chat.ChannelUser{},
+		userChans:     map[string]map[string]*chat.ChannelUser{},
+		memberOf:      map[string]*[]*chat.Channel{},
+		msgs:          map[string]*msg{},
+		chanMsgs:      map[string]*chanMsgs{},
+		children:      map[string]*msgList{},
+		byAuthor:      map[string]*msgList{},
+		chanAuthor:    map[chanAuthorKey]*msgList{},
+		strIDs:        map[string]strID{},
+		users:         map[string]*chat.User{},
+		roles:         map[string]*chat.Role{},
+		rules:         map[chat.RuleList]map[string]*chat.Rule{},
+		reactions:     map[reactKey]*chat.Reaction{},
+		reactIDs:      map[string]reactKey{},
+		msgReacts:     map[string]*reactList{},
+		reactNames:    map[string]map[string]*msg{},
+		flags:         map[flagKey]map[string]chat.Time{},
+		admins:        map[string]*chat.Admin{},
+		adminHashes:   map[string]string{},
+		adminSessions: map[string]*chat.AdminSession{},
+		webhooks:      map[string]*chat.Webhook{},
+		deliveries:    map[string]*chat.Delivery{},
+		hookDels:      map[string]map[string]*chat.Delivery{},
+		attempts:      map[string][]*chat.DeliveryAttempt{},
+		blobs:         map[string]map[string]*chat.Blob{},
+		chanBlobs:     map[string]map[string]int{},
+		meta:          map[string]string{},
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 var _ chat.MuteExpiryStore = (*tx)(nil)
 
 // The statements of LapsedMutes and NextMuteEnd. Each reads a partial
-// index of migration 0008 (channels_mute_idx, channel_users_mute_idx),
+// index of the mute_expiry migration (channels_mute_idx, channel_users_mute_idx),
 // which holds only the muted rows; TestExplainMuteExpiry checks the plans.
 const (
 	// lapsedChannelsQuery: the open channels whose mute ended ($1 now,
@@ -103,7 +103,7 @@ func (t *tx) LapsedMutes(ctx context.Context, now time.Time, limit int) ([]*chat
 }
 
 // NextMuteEnd implements chat.MuteExpiryStore. Both minimums are read from
-// the partial indexes of migration 0008.
+// the partial indexes of the mute_expiry migration.
 func (t *tx) NextMuteEnd(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullTime
 	err := t.queryRow(ctx, nextMuteEndQuery, nil, &next)

@@ -163,7 +163,7 @@ func (t *tx) RulesVersion(ctx context.Context) (int64, error) {
 
 // ---- admins ----
 
-const adminCols = `name, user_id, token_hash, created_at, revoked_at`
+const adminCols = `name, user_id, token_hash, created_at, revoked_at, password_hash`
 
 func (t *tx) admins(ctx context.Context, tmpl string, args ...any) ([]*chat.Admin, error) {
 	var out []*chat.Admin
@@ -173,8 +173,11 @@ func (t *tx) admins(ctx context.Context, tmpl string, args ...any) ([]*chat.Admi
 			created time.Time
 			revoked sql.NullTime
 		)
-		if err := r.Scan(&a.Name, &a.UserID, &a.TokenHash, &created, &revoked); err != nil {
+		if err := r.Scan(&a.Name, &a.UserID, &a.TokenHash, &created, &revoked, &a.PasswordHash); err != nil {
 			return err
+		}
+		if len(a.PasswordHash) == 0 {
+			a.PasswordHash = nil
 		}
 		a.CreatedAt, a.RevokedAt = ct(created), ctp(revoked)
 		out = append(out, &a)
@@ -184,8 +187,8 @@ func (t *tx) admins(ctx context.Context, tmpl string, args ...any) ([]*chat.Admi
 }
 
 func (t *tx) CreateAdmin(ctx context.Context, a *chat.Admin) error {
-	n, err := t.exec(ctx, `INSERT INTO {s}admins (`+adminCols+`) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-		a.Name, a.UserID, bytesArg(a.TokenHash), timeArg(a.CreatedAt), timePtrArg(a.RevokedAt))
+	n, err := t.exec(ctx, `INSERT INTO {s}admins (`+adminCols+`) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+		a.Name, a.UserID, bytesArg(a.TokenHash), timeArg(a.CreatedAt), timePtrArg(a.RevokedAt), nullBytes(a.PasswordHash))
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ const channelUserSelCU = `cu.channel_id, cu.user_id, cu.membership, cu.is_muted,
 
 // LapsedMutes implements chat.MuteExpiryStore. SQLite has one writer at a
 // time, so a write transaction holds every row it reads: nothing to skip.
-// Both statements walk the partial indexes of migration 0007.
+// Both statements walk the partial indexes of the mute_expiry migration.
 func (t *tx) LapsedMutes(ctx context.Context, now time.Time, limit int) ([]*chat.Channel, []*chat.ChannelUser, error) {
 	at := now.UnixMilli()
 	chans, err := list(t, ctx, scanChannel, `SELECT `+channelCols+` FROM channels c

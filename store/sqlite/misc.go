@@ -168,14 +168,17 @@ func (t *tx) ClearFlags(ctx context.Context, kind, targetID string) error {
 
 // Admins.
 
-const adminCols = "name, user_id, token_hash, created_at, revoked_at"
+const adminCols = "name, user_id, token_hash, created_at, revoked_at, password_hash"
 
 func scanAdmin(sc scanner) (*chat.Admin, error) {
 	var a chat.Admin
 	var created int64
 	var revoked sql.NullInt64
-	if err := sc.Scan(&a.Name, &a.UserID, &a.TokenHash, &created, &revoked); err != nil {
+	if err := sc.Scan(&a.Name, &a.UserID, &a.TokenHash, &created, &revoked, &a.PasswordHash); err != nil {
 		return nil, err
+	}
+	if len(a.PasswordHash) == 0 {
+		a.PasswordHash = nil
 	}
 	a.CreatedAt, a.RevokedAt = fromMs(created), fromMsp(revoked)
 	return &a, nil
@@ -187,8 +190,8 @@ func (t *tx) CreateAdmin(ctx context.Context, a *chat.Admin) error {
 	if hash == nil {
 		hash = []byte{}
 	}
-	_, err := t.exec(ctx, "INSERT INTO admins ("+adminCols+") VALUES (?,?,?,?,?)",
-		a.Name, a.UserID, hash, ms(a.CreatedAt), msp(a.RevokedAt))
+	_, err := t.exec(ctx, "INSERT INTO admins ("+adminCols+") VALUES (?,?,?,?,?,?)",
+		a.Name, a.UserID, hash, ms(a.CreatedAt), msp(a.RevokedAt), nullBytes(a.PasswordHash))
 	return asConflict(err, "admin", a.Name)
 }
 

@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 		{"Reactions", reactionCases},
 		{"Flags", flagCases},
 		{"Admins", adminCases},
+		{"AdminSessions", adminSessionCases},
 		{"Webhooks", webhookCases},
 		{"Outbox", outboxCases},
 		{"Events", eventCases},

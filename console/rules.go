@@ -1,0 +1,89 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+
+	chat "github.com/chatengine/chat"
+)
+
+// rulesRoutes serves the blacklist and the whitelist, and a box that tests
+// a text against them (Service.CheckText: nothing is posted).
+func (h *handler) rulesRoutes(rt *router) {
+	rt.get("/rules", h.rules)
+	rt.post("/rules/{list}/add", h.ruleAction(func(q *req, l chat.RuleList) (string, error) {
+		ps := lines(q.r.PostForm.Get("patterns"))
+		if len(ps) == 0 {
+			return "", chat.InvalidField("regexs", "enter at least one word, URL or pattern")
+		}
+		_, err := h.svc.AddRules(q.r.Context(), q.actor(), l, ps, q.form("exact") == "yes")
+		return "Added to the " + string(l) + ".", err
+	}))
+	rt.post("/rules/{list}/delete", h.ruleAction(func(q *req, l chat.RuleList) (string, error) {
+		id := q.r.PostForm.Get("ruleId")
+		return "Removed from the " + string(l) + ".", h.svc.DeleteRules(q.r.Context(), q.actor(), l, []string{id})
+	}))
+	rt.post("/rules/{list}/update", h.ruleAction(func(q *req, l chat.RuleList) (string, error) {
+		_, err := h.svc.UpdateRule(q.r.Context(), q.actor(), l, q.r.PostForm.Get("ruleId"), q.r.PostForm.Get("newRuleId"), q.form("exact") == "yes")
+		return "Entry updated.", err
+	}))
+	rt.post("/rules/test", func(q *req) {
+		text := q.r.PostForm.Get("text")
+		v := h.rulesData(q)
+		v.Tested, v.Text = true, text
+		err := h.svc.CheckText(q.r.Context(), text)
+		var ce *chat.Error
+		switch {
+		case err == nil:
+			v.Verdict = "Allowed: a message with this text passes the blacklist and the whitelist."
+		case errors.As(err, &ce) && (ce.Code == chat.CodeBlacklisted || ce.Code == chat.CodeLinkNotAllowed):
+			v.Refused, v.Verdict = true, "Refused: "+ce.Message+"."
+		default:
+			v.Verdict = h.human(err)
+		}
+		q.render(http.StatusOK, "rules", "rules", "Blacklist & whitelist", v)
+	})
+}
+
+func (h *handler) ruleAction(fn func(q *req, l chat.RuleList) (string, error)) func(q *req) {
+	return func(q *req) {
+		l := chat.RuleList(q.pathID("list"))
+		if l != chat.Blacklist && l != chat.Whitelist {
+			http.NotFound(q.w, q.r)
+			return
+		}
+		msg, err := fn(q, l)
+		q.done("/rules", err, msg)
+	}
+}
+
+// ruleGroup is one list's entries.
+type ruleGroup struct {
+	List  chat.RuleList
+	Rules []chat.Rule
+}
+
+type rulesView struct {
+	Black, White ruleGroup
+	Error        string
+	Tested       bool
+	Text         string
+	Refused      bool
+	Verdict      string
+}
+
+func (h *handler) rulesData(q *req) rulesView {
+	v := rulesView{Black: ruleGroup{List: chat.Blacklist}, White: ruleGroup{List: chat.Whitelist}}
+	for _, g := range []*ruleGroup{&v.Black, &v.White} {
+		if rr, err := h.svc.QueryRules(q.r.Context(), q.actor(), g.List, nil); err == nil {
+			g.Rules = rr.Records
+		} else {
+			v.Error = h.human(err)
+		}
+	}
+	return v
+}
+
+func (h *handler) rules(q *req) {
+	q.render(http.StatusOK, "rules", "rules", "Blacklist & whitelist", h.rulesData(q))
+}

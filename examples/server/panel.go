@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"golang.org/x/term"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/console"
+)
+
+// mountPanel serves the admin panel (package console) at /admin/.
+func mountPanel(r chi.Router, svc *chat.Service, cfg *config, log *slog.Logger) {
+	panel := http.StripPrefix("/admin", console.New(svc, console.Config{
+		Prefix:      "/admin",
+		IdleTimeout: cfg.panelIdle,
+		Logger:      log,
+	}))
+	r.Handle("/admin/*", panel)
+	r.Get("/admin", func(w http.ResponseWriter, req *http.Request) {
+		http.Redirect(w, req, "/admin/", http.StatusMovedPermanently)
+	})
+}
+
+// readPassword reads a password: with a prompt and without echo when in
+// is a terminal (asked twice), else the first line of in.
+func (c *cli) readPassword(in io.Reader, name string) (string, error) {
+	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(c.stderr, "New panel password for admin %q: ", name)
+		p1, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(c.stderr)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprint(c.stderr, "Again: ")
+		p2, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(c.stderr)
+		if err != nil {
+			return "", err
+		}
+		if string(p1) != string(p2) {
+			return "", errors.New("the two passwords differ")
+		}
+		return string(p1), nil
+	}
+	if in == nil {
+		return "", errors.New("no password on standard input (give it as the first line)")
+	}
+	line, err := bufio.NewReader(io.LimitReader(in, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("no password on standard input (give it as the first line)")
+	}
+	return line, nil
+}

@@ -1,0 +1,15 @@
+-- 0008_admin_panel: admin panel sign-in. password_hash is the bcrypt hash
+-- of an admin's panel password (NULL: none set). admin_sessions holds the
+-- panel's sessions, keyed by the SHA-256 of the id in the browser's cookie,
+-- so that every server process on the database shares them.
+ALTER TABLE admins ADD COLUMN password_hash bytea;
+
+CREATE TABLE admin_sessions (
+    id_hash      bytea PRIMARY KEY,
+    name         text COLLATE "C" NOT NULL,
+    csrf_token   text NOT NULL,
+    created_at   timestamptz NOT NULL,
+    last_seen_at timestamptz NOT NULL
+);
+CREATE INDEX admin_sessions_name_idx ON admin_sessions (name);
+CREATE INDEX admin_sessions_seen_idx ON admin_sessions (last_seen_at);
