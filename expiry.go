@@ -163,9 +163,9 @@ type Expirer struct {
 	done    chan struct{}
 }
 
-// minExpiryWait is the shortest wait between two looks: a lapsed mute that
-// another transaction holds (and will announce) is not polled for in a
-// tight loop.
+// minExpiryWait is the wait after a look that left a lapsed mute behind
+// (another transaction holds it, and will announce it or free it), so that
+// it is not polled for in a tight loop.
 const minExpiryWait = 50 * time.Millisecond
 
 // NewExpirer returns an Expirer for s. It starts no goroutine.
@@ -250,7 +250,12 @@ func (e *Expirer) run(ctx context.Context) {
 			}
 			e.log.Error("chat: announcing expired mutes", "err", err)
 		case ok:
-			wait = min(max(next.Sub(e.svc.Now().Time), minExpiryWait), wait)
+			d := next.Sub(e.svc.Now().Time)
+			if d <= 0 {
+				// Lapsed but not taken: another transaction holds it.
+				d = minExpiryWait
+			}
+			wait = min(d, wait)
 		}
 		if !timer.Stop() {
 			select {
