@@ -45,6 +45,10 @@ func (s *Service) CreateAdmin(ctx context.Context, name, userID string) (*Admin,
 			}
 			return err
 		}
+		if err := s.audit(ctx, tx, actorFrom(ctx), AuditAdminCreate, AuditTargetAdmin, name, "",
+			map[string]any{"userId": userID}); err != nil {
+			return err
+		}
 		us, err := tx.EnsureUsers(ctx, []string{userID}, now.Time)
 		if err != nil {
 			return err
@@ -121,7 +125,10 @@ func (s *Service) RotateAdmin(ctx context.Context, name string) (string, error) 
 		return "", err
 	}
 	err = s.update(ctx, func(tx Tx, _ *events) error {
-		return notFound(tx.RotateAdmin(ctx, name, HashToken(token)), "admin", name)
+		if err := tx.RotateAdmin(ctx, name, HashToken(token)); err != nil {
+			return notFound(err, "admin", name)
+		}
+		return s.audit(ctx, tx, actorFrom(ctx), AuditAdminRotate, AuditTargetAdmin, name, "", nil)
 	})
 	if err != nil {
 		return "", err
@@ -143,6 +150,9 @@ func newAdminToken() (string, error) {
 func (s *Service) RevokeAdmin(ctx context.Context, name string) error {
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, _ *events) error {
-		return notFound(tx.RevokeAdmin(ctx, name, now.Time), "admin", name)
+		if err := tx.RevokeAdmin(ctx, name, now.Time); err != nil {
+			return notFound(err, "admin", name)
+		}
+		return s.audit(ctx, tx, actorFrom(ctx), AuditAdminRevoke, AuditTargetAdmin, name, "", nil)
 	})
 }
