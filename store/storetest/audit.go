@@ -122,7 +122,9 @@ func testAuditPaging(t *testing.T, e *env) {
 		auditEntry("a4", "x", "role.put", "role", "r", "", 3000),
 		auditEntry("a5", "y", "role.put", "role", "r", "", 4000),
 	)
-	cur := func(ms int64, id string) *chat.AuditCursor { return &chat.AuditCursor{CreatedAt: at(ms).Time, AuditID: id} }
+	cur := func(ms int64, id string) *chat.AuditCursor {
+		return &chat.AuditCursor{CreatedAt: at(ms).Time, AuditID: id}
+	}
 	require.Equal(t, []string{"a5", "a4"}, auditIDs(e.queryAudit(chat.AuditFilter{Limit: 2})))
 	e.appendAudit(auditEntry("a6", "x", "role.put", "role", "r", "", 5000))
 	require.Equal(t, []string{"a3", "a2"}, auditIDs(e.queryAudit(chat.AuditFilter{After: cur(3000, "a4"), Limit: 2})))
