@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 )
 
@@ -88,4 +89,27 @@ func checkResult(err error) (*CheckResult, error) {
 		detail = []Detail{}
 	}
 	return &CheckResult{Code: ce.Code, Message: ce.Error(), Detail: detail}, nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler: detail items are read with
+// ParseDetail.
+func (r *CheckResult) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Allowed bool              `json:"allowed"`
+		Code    Code              `json:"code"`
+		Message string            `json:"message"`
+		Detail  []json.RawMessage `json:"detail"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = CheckResult{Allowed: w.Allowed, Code: w.Code, Message: w.Message}
+	for _, raw := range w.Detail {
+		d, err := ParseDetail(raw)
+		if err != nil {
+			return err
+		}
+		r.Detail = append(r.Detail, d)
+	}
+	return nil
 }
