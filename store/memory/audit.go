@@ -98,7 +98,8 @@ func (t *tx) QueryAudit(_ context.Context, f chat.AuditFilter) ([]*chat.AuditEnt
 
 // SoftDeleteBatch implements chat.PurgeStore. The author's messages are
 // kept in creation order, which is not always createdAt order, so the
-// matching ones are sorted before the first f.Limit are taken.
+// matching ones are ordered before the first f.Limit are taken; one batch
+// reads every message of the author once.
 func (t *tx) SoftDeleteBatch(_ context.Context, f chat.PurgeFilter, now time.Time) ([]*chat.Message, error) {
 	if err := t.writable(); err != nil {
 		return nil, err
@@ -133,6 +134,12 @@ func (t *tx) SoftDeleteBatch(_ context.Context, f chat.PurgeFilter, now time.Tim
 			continue
 		}
 		found = append(found, m)
+		if f.Limit > 0 && len(found) >= 4*f.Limit {
+			// Keep the first f.Limit so far: a batch costs one pass over
+			// the author's messages, not a sort of all of them.
+			slices.SortFunc(found, cmpMsg)
+			found = found[:f.Limit]
+		}
 	}
 	slices.SortFunc(found, cmpMsg)
 	if f.Limit > 0 && len(found) > f.Limit {
