@@ -115,10 +115,12 @@ func (t *tx) QueryAudit(ctx context.Context, f chat.AuditFilter) ([]*chat.AuditE
 
 // SoftDeleteBatch implements chat.PurgeStore with one statement: the
 // batch is an index range of messages_user_created_idx after the cursor,
-// locked, then updated (the row version is bumped, so a concurrent
-// read-modify-write of one of the messages runs again and sees it
-// deleted). Absent bounds are the extreme values, so the statement text
-// is always the same.
+// locked (FOR UPDATE), then updated. A read-modify-write of a message
+// locks its row too (GetMessage in a write transaction), so the two
+// serialize: the purge skips a message another transaction deleted
+// meanwhile (READ COMMITTED re-checks NOT is_deleted on the locked row),
+// and a later reader sees it deleted. Absent bounds are the extreme
+// values, so the statement text is always the same.
 func (t *tx) SoftDeleteBatch(ctx context.Context, f chat.PurgeFilter, now time.Time) ([]*chat.Message, error) {
 	since, until := "-infinity", "infinity"
 	if !f.Since.IsZero() {
@@ -144,7 +146,7 @@ func (t *tx) SoftDeleteBatch(ctx context.Context, f chat.PurgeFilter, now time.T
 			LIMIT CASE WHEN $7::int < 0 THEN NULL ELSE $7::int END
 			FOR UPDATE
 		), u AS (
-			UPDATE {s}messages m SET is_deleted = true, data = '{}', updated_at = $8, version = m.version + 1
+			UPDATE {s}messages m SET is_deleted = true, data = '{}', updated_at = $8
 			FROM b WHERE m.message_id = b.message_id
 			RETURNING m.*
 		)
