@@ -82,6 +82,20 @@ func scanAudit(r scanner) (*chat.AuditEntry, error) {
 // the leading column of its index, whose (created_at, audit_id) order is
 // the keyset; the planner picks one and checks the others.
 func (t *tx) QueryAudit(ctx context.Context, f chat.AuditFilter) ([]*chat.AuditEntry, error) {
+	q, args := auditQuery(f)
+	var out []*chat.AuditEntry
+	err := t.query(ctx, q, args, func(r *sql.Rows) error {
+		e, err := scanAudit(r)
+		if err == nil {
+			out = append(out, e)
+		}
+		return err
+	})
+	return out, err
+}
+
+// auditQuery builds the SQL template and arguments of QueryAudit.
+func auditQuery(f chat.AuditFilter) (string, []any) {
 	var args argList
 	var where []string
 	for _, c := range []struct{ col, v string }{{"actor_id", f.ActorID}, {"target_id", f.TargetID}, {"channel_id", f.ChannelID}, {"action", f.Action}} {
@@ -101,16 +115,7 @@ func (t *tx) QueryAudit(ctx context.Context, f chat.AuditFilter) ([]*chat.AuditE
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += order + limitOffset(&args, f.Limit, 0)
-	var out []*chat.AuditEntry
-	err := t.query(ctx, q, args, func(r *sql.Rows) error {
-		e, err := scanAudit(r)
-		if err == nil {
-			out = append(out, e)
-		}
-		return err
-	})
-	return out, err
+	return q + order + limitOffset(&args, f.Limit, 0), args
 }
 
 // SoftDeleteBatch implements chat.PurgeStore with one statement: the
@@ -122,6 +127,27 @@ func (t *tx) QueryAudit(ctx context.Context, f chat.AuditFilter) ([]*chat.AuditE
 // and a later reader sees it deleted. Absent bounds are the extreme
 // values, so the statement text is always the same.
 func (t *tx) SoftDeleteBatch(ctx context.Context, f chat.PurgeFilter, now time.Time) ([]*chat.Message, error) {
+	return t.messages(ctx, purgeQuery, purgeArgs(f, now)...)
+}
+
+// purgeQuery is the statement of SoftDeleteBatch.
+const purgeQuery = `WITH b AS (
+		SELECT message_id FROM {s}messages
+		WHERE user_id = $1 AND (created_at, message_id) > ($2::timestamptz, $3::text COLLATE "C")
+			AND created_at >= $4::timestamptz AND created_at <= $5::timestamptz
+			AND ($6::text = '' OR channel_id = $6::text) AND NOT is_deleted
+		ORDER BY created_at, message_id
+		LIMIT CASE WHEN $7::int < 0 THEN NULL ELSE $7::int END
+		FOR UPDATE
+	), u AS (
+		UPDATE {s}messages m SET is_deleted = true, data = '{}', updated_at = $8
+		FROM b WHERE m.message_id = b.message_id
+		RETURNING m.*
+	)
+	SELECT ` + messageCols + ` FROM u ORDER BY created_at, message_id`
+
+// purgeArgs are the arguments of purgeQuery for f.
+func purgeArgs(f chat.PurgeFilter, now time.Time) []any {
 	since, until := "-infinity", "infinity"
 	if !f.Since.IsZero() {
 		since = timeText(f.Since)
@@ -137,20 +163,5 @@ func (t *tx) SoftDeleteBatch(ctx context.Context, f chat.PurgeFilter, now time.T
 	if limit <= 0 {
 		limit = -1
 	}
-	ms, err := t.messages(ctx, `WITH b AS (
-			SELECT message_id FROM {s}messages
-			WHERE user_id = $1 AND (created_at, message_id) > ($2::timestamptz, $3::text COLLATE "C")
-				AND created_at >= $4::timestamptz AND created_at <= $5::timestamptz
-				AND ($6::text = '' OR channel_id = $6::text) AND NOT is_deleted
-			ORDER BY created_at, message_id
-			LIMIT CASE WHEN $7::int < 0 THEN NULL ELSE $7::int END
-			FOR UPDATE
-		), u AS (
-			UPDATE {s}messages m SET is_deleted = true, data = '{}', updated_at = $8
-			FROM b WHERE m.message_id = b.message_id
-			RETURNING m.*
-		)
-		SELECT `+messageCols+` FROM u ORDER BY created_at, message_id`,
-		f.UserID, afterAt, afterID, since, until, f.ChannelID, limit, timeArg(chat.NewTime(now)))
-	return ms, err
+	return []any{f.UserID, afterAt, afterID, since, until, f.ChannelID, limit, timeArg(chat.NewTime(now))}
 }
