@@ -364,8 +364,9 @@ func dedupe(ids []string) []string {
 // message of an author without exemptions, changing nothing. It returns nil
 // when a message with that text would pass, else the error creating it
 // would return: CodeBlacklisted (the detail names the rule) or
-// CodeLinkNotAllowed (the detail names the link). The admin panel's rule
-// tester uses it.
+// CodeLinkNotAllowed (the detail names the link). CheckMessage is the
+// fuller dry run (a user's exemptions, a channel's rules), which the admin
+// panel's "Test a message" box uses.
 func (s *Service) CheckText(ctx context.Context, text string) error {
 	var rs *ruleSet
 	err := s.view(ctx, func(tx Tx) error {
