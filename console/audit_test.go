@@ -98,6 +98,7 @@ func TestAuditPage(t *testing.T) {
 	require.NotContains(t, page, "<script>alert")
 	require.NotContains(t, page, "<img src=x")
 	require.Contains(t, page, html.EscapeString(evil), "the rule's pattern shows as text")
+	require.Contains(t, page, "<br>"+html.EscapeString(evilName)+"</td>", "the target user's name shows as text")
 	require.Contains(t, page, `<a href="/admin/users/root">root</a>`, "the actor links to its user page")
 	require.Contains(t, page, `<a href="/admin/users/mallory"><code>mallory</code></a>`, "a user target links to its page")
 	require.Contains(t, page, `<a href="/admin/channels/room"><code>room</code></a>`, "the channel links to its page")
