@@ -4,6 +4,7 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -11,8 +12,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/console"
+	"github.com/chatengine/chat/store/memory"
 )
 
 // auditOf returns the entries with the action, newest first.
@@ -323,4 +327,39 @@ func TestPurgeButton(t *testing.T) {
 	_, page = b.get("/admin/users/ann")
 	require.Contains(t, page, "Deleted 1 message of ann.")
 	require.Equal(t, 0, live("other", "ann"))
+}
+
+// TestPurgeRunsEveryBatch deletes more messages than one batch holds: the
+// request runs the batches to the end and reports the whole count.
+func TestPurgeRunsEveryBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost, PurgeBatch: 2})
+	require.NoError(t, err)
+	root, _, err := svc.CreateAdminWithPassword(ctx, "root", "", rootPassword)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/admin/", http.StripPrefix("/admin", console.New(svc, console.Config{})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	p := &panel{t: t, svc: svc, srv: srv, root: root}
+	_, err = svc.CreateChannel(ctx, root.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
+	require.NoError(t, err)
+	for i := range 7 {
+		_, err := svc.CreateMessage(ctx, "ann", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": strconv.Itoa(i)}})
+		require.NoError(t, err)
+	}
+	b := p.browser("10.6.0.5")
+	token := b.signedIn()
+	res, _ := b.post("/admin/users/ann/purge", url.Values{"csrf": {token}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	_, page := b.get("/admin/users/ann")
+	require.Contains(t, page, "Deleted 7 messages of ann.")
+	es := p.auditOf(chat.AuditUserPurgeMessages)
+	require.Len(t, es, 1, "one entry for the whole purge")
+	require.EqualValues(t, 7, es[0].Details["deleted"])
+	require.Equal(t, true, es[0].Details["complete"])
+	ml, err := svc.QueryMessages(ctx, root.UserID, chat.MessageQuery{ChannelID: "room", Last: 50})
+	require.NoError(t, err)
+	require.Empty(t, ml.Messages, "none left")
 }
