@@ -145,7 +145,10 @@ func detailItems(d map[string]any) []detailItem {
 		case string:
 			s = x
 		case bool:
-			s = map[bool]string{true: "yes", false: "no"}[x]
+			s = "no"
+			if x {
+				s = "yes"
+			}
 		default:
 			b, err := json.Marshal(x)
 			if err != nil {
