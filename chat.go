@@ -101,6 +101,9 @@ type Config struct {
 	// UserTokenTTL is the lifetime of user tokens minted without one.
 	// Default DefaultUserTokenTTL (24 h); negative: no expiry.
 	UserTokenTTL time.Duration
+	// PurgeBatch is how many messages PurgeUserMessages deletes per
+	// transaction. Default DefaultPurgeBatch (500).
+	PurgeBatch int
 	// OnCommit, when not nil, is called after every transaction that
 	// enqueued webhook deliveries or logged events committed (the webhook dispatcher's Wake
 	// fits here when the store cannot signal by itself).

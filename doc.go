@@ -60,6 +60,13 @@
 // transaction, so a crash after the change commits never loses the event
 // and a failed change emits none.
 //
+// Moderation and administration actions also write their AuditEntry (one
+// of AuditActions) in that transaction; QueryAudit reads the log.
+// CheckMessage is a dry run of CreateMessage through the same rules.
+// PurgeUserMessages is the one operation that spans several transactions:
+// it deletes a user's messages in batches of Config.PurgeBatch, each batch
+// a transaction with its events, so it never holds a long one.
+//
 // # Optional store capabilities
 //
 // A Tx may implement more than the Store interface requires, for speed:

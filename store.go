@@ -45,6 +45,8 @@ type Tx interface {
 	EventStore
 	BlobStore
 	MetaStore
+	AuditStore
+	PurgeStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order
