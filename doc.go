@@ -132,5 +132,8 @@
 //     the user as its own actorId. Typing publishes the ephemeral event
 //     channel.didStartTyping to the in-process subscribers of
 //     SubscribeEphemeral, at most once per user and channel every 2 s; it
-//     is never stored and never reaches webhooks.
+//     is never stored and never reaches webhooks. MarkRead publishes the
+//     ephemeral channel.didMarkRead {channelId, userId, readToSegment}
+//     when a read marker moves, so that the other members see it; the
+//     marker itself is stored (readToSegment of the channelUser).
 package chat
