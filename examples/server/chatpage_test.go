@@ -277,10 +277,12 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 		poll(messageShown("alice", aliceText)),
 	)
 
-	// Bob finds it among the public channels and joins; before he opens
-	// it, it shows one unread message.
+	// Bob finds it among the public channels (no event tells about
+	// channels of others: he refreshes the list) and joins; before he
+	// opens it, it shows one unread message.
 	joinButton := `#public-channels li[data-channel-id="` + channelID + `"] button.join`
 	bob.run(t, "join and see the unread count",
+		clickLive(`#public-refresh`),
 		present(joinButton),
 		poll(`document.querySelector('#public-channels li[data-channel-id="`+channelID+`"] .name').textContent === `+jsString(channelName)),
 		clickLive(joinButton),
