@@ -709,6 +709,7 @@
 
   function onConnected(resumed) {
     showConnection('live');
+    $('connection').dataset.resumed = String(resumed);
     if ($('status').classList.contains('error') && lastErrorWasNetwork) {
       clearStatus();
     }

@@ -75,6 +75,10 @@ type tab struct {
 	ctx  context.Context
 	mu   sync.Mutex
 	errs []string
+	// netOK, while set, lets errors of the browser's network log pass
+	// (connections refused while a server restarts); exceptions, console
+	// errors of the page and CSP violations are still recorded.
+	netOK bool
 }
 
 // reportViolations turns every CSP violation into a console error, which
@@ -97,7 +101,7 @@ func newTab(t *testing.T, browser context.Context, name string) *tab {
 				return // the tab closed
 			}
 			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleException {
-				tb.record(fmt.Sprintf("%s: %s %s", m.Type, m.Text, m.URL))
+				tb.record(m)
 			}
 		}
 	}()
@@ -108,10 +112,20 @@ func newTab(t *testing.T, browser context.Context, name string) *tab {
 	return tb
 }
 
-func (tb *tab) record(s string) {
+func (tb *tab) record(m chromedp.ConsoleMessage) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	tb.errs = append(tb.errs, s)
+	if tb.netOK && m.Type == chromedp.ConsoleError && m.Source == "network" {
+		return
+	}
+	tb.errs = append(tb.errs, fmt.Sprintf("%s: %s %s (source %q)", m.Type, m.Text, m.URL, m.Source))
+}
+
+// allowNetworkErrors sets whether errors of the network log are let pass.
+func (tb *tab) allowNetworkErrors(ok bool) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.netOK = ok
 }
 
 // run runs actions in the tab within a generous time limit, then fails

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/store/sqlite"
+)
+
+// postWhileDown writes a message into the SQLite file of a stopped server,
+// as another process sharing the file would: its event is in the log when
+// the next server starts.
+func postWhileDown(t *testing.T, path, userID, channelID, text string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	svc, err := chat.New(ctx, st, chat.Config{})
+	require.NoError(t, err)
+	_, err = svc.CreateMessage(ctx, userID, chat.CreateMessage{ChannelID: channelID, Type: "text", Data: map[string]any{"text": text}})
+	require.NoError(t, err)
+}
+
+// TestChatPageLiveThroughRestart: two people in one channel see each
+// other's messages, typing and read markers from the event stream without
+// reloading the page, and the pages catch up by themselves after the
+// server restarts: by resuming after the last event seen, or, when the
+// restarted server no longer has those events, by reading the channel
+// again.
+func TestChatPageLiveThroughRestart(t *testing.T) {
+	chromium := findChromium(t)
+	if !cgoEnabled {
+		t.Skip("the restart keeps its state in SQLite, which needs cgo")
+	}
+	for _, tc := range []struct {
+		name    string
+		restart []string // extra flags of the restarted server
+		resumed bool     // what stream.didConnect says after the restart
+	}{
+		{name: "resume", resumed: true},
+		// The restarted server keeps events for 1 s only: the page's
+		// after= is gone and it must read the channel again.
+		{name: "reread", restart: []string{"-event-retention", "1s"}, resumed: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testLiveThroughRestart(t, chromium, tc.restart, tc.resumed)
+		})
+	}
+}
+
+func testLiveThroughRestart(t *testing.T, chromium string, restartArgs []string, wantResumed bool) {
+	dbPath := t.TempDir() + "/chat.db"
+	args := []string{"-store", "sqlite:" + dbPath, "-unsafe-dev-sign-in"}
+	s := start(t, args...)
+	admin := s.token(t)
+	pageURL := s.base + "/chat/"
+
+	browser := newBrowser(t, chromium)
+	alice := newTab(t, browser, "alice")
+	bob := newTab(t, browser, "bob")
+
+	const (
+		channelID  = "live"
+		firstText  = "hello bob, this is live"
+		downText   = "written while the server was down"
+		secondText = "back again"
+	)
+	chanItem := `#my-channels li[data-channel-id="` + channelID + `"]`
+	typingIs := func(text string) chromedp.Action[chromedp.Void] {
+		return poll(`document.getElementById('typing').textContent === ` + jsString(text))
+	}
+	seenUnderMine := func(text, seen string) chromedp.Action[chromedp.Void] {
+		return poll(`Array.from(document.querySelectorAll('#messages li.message.mine')).some(function (li) {
+  var x = li.querySelector('.text'), s = li.querySelector('.seen');
+  return x && s && x.textContent === ` + jsString(text) + ` && s.textContent === ` + jsString(seen) + `;
+})`)
+	}
+	connection := func(state string) chromedp.Action[chromedp.Void] {
+		return poll(`document.getElementById('connection').dataset.state === ` + jsString(state))
+	}
+
+	for _, tb := range []*tab{alice, bob} {
+		tb.run(t, "sign in",
+			chromedp.Navigate(pageURL),
+			chromedp.WaitVisible(css(`#dev-user`)),
+			chromedp.SendKeys(css(`#dev-user`), tb.name),
+			chromedp.Click(css(`#dev-signin-form button`)),
+			chromedp.WaitVisible(css(`#app`)),
+			poll(`document.getElementById('me').textContent === `+jsString(tb.name)),
+			connection("live"),
+			// Set once per page load: a reload would lose it.
+			chromedp.Evaluate[chromedp.Void](`window.loadedOnce = 'yes'`),
+		)
+	}
+
+	// The channel made by the admin appears in both lists by itself
+	// (channel.didCreate about them), and both open it.
+	code, body := s.call(t, admin, "POST", "/api/v2/channel", map[string]any{
+		"channelId": channelID, "type": "standard", "userIds": []string{"alice", "bob"}})
+	require.Equal(t, 200, code, "%v", body)
+	for _, tb := range []*tab{alice, bob} {
+		tb.run(t, "see the new channel and open it",
+			clickLive(chanItem+` button.name`),
+			chromedp.WaitVisible(css(`#composer`)),
+		)
+	}
+
+	// Alice types: bob sees it, and sees it go away after a few seconds
+	// without news.
+	alice.run(t, "type", chromedp.SendKeys(css(`#send-text`), "hello"))
+	bob.run(t, "see alice typing", typingIs("alice is typing…"))
+	bob.run(t, "see the typing go away", typingIs(""))
+
+	// Alice types on and sends: bob sees the message, and the typing ends.
+	alice.run(t, "type and send",
+		chromedp.SendKeys(css(`#send-text`), " bob, this is live"),
+	)
+	bob.run(t, "see alice typing again", typingIs("alice is typing…"))
+	alice.run(t, "send",
+		poll(`document.getElementById('send-text').value === `+jsString(firstText)),
+		chromedp.Click(css(`#send-form button`)),
+		poll(messageShown("alice", firstText)),
+	)
+	bob.run(t, "see the message live",
+		poll(messageShown("alice", firstText)),
+		typingIs(""),
+	)
+	// Bob's page, visible, marked it read: alice sees the marker.
+	alice.run(t, "see bob's read marker", seenUnderMine(firstText, "Seen by bob"))
+	code, body = s.call(t, admin, "GET", "/api/v2/channel/"+channelID, nil)
+	require.Equal(t, 200, code)
+	require.Contains(t, readMarkers(body), "bob=1", "bob's marker is stored")
+
+	// The server stops: both pages say they are reconnecting.
+	addr := strings.TrimPrefix(s.base, "http://")
+	for _, tb := range []*tab{alice, bob} {
+		tb.allowNetworkErrors(true) // refused connections while it is down
+	}
+	require.NoError(t, s.stop(t))
+	for _, tb := range []*tab{alice, bob} {
+		tb.run(t, "see the connection lost",
+			connection("reconnecting"),
+			poll(`document.getElementById('connection').textContent === "Reconnecting…" && !document.getElementById('connection').hidden`),
+		)
+	}
+
+	// A message is written while it is down; a new server starts on the
+	// same file and address.
+	postWhileDown(t, dbPath, "alice", channelID, downText)
+	if !wantResumed {
+		// Let the event age past the restarted server's retention.
+		time.Sleep(1100 * time.Millisecond)
+	}
+	s2 := start(t, append(append(append([]string{}, args...), "-addr", addr), restartArgs...)...)
+	require.Equal(t, s.base, s2.base)
+
+	// Both pages reconnect and show the missed message, without reload.
+	for _, tb := range []*tab{alice, bob} {
+		tb.run(t, "catch up after the restart",
+			connection("live"),
+			poll(messageShown("alice", downText)),
+		)
+		tb.allowNetworkErrors(false)
+	}
+	for _, tb := range []*tab{alice, bob} {
+		require.Equal(t, fmt.Sprint(wantResumed), evaluate[string](t, tb, `document.getElementById('connection').dataset.resumed`),
+			"%s: stream.didConnect's resumed after the restart", tb.name)
+	}
+	// Bob's page marked the missed message read: alice sees it.
+	alice.run(t, "see bob's marker move", seenUnderMine(downText, "Seen by bob"))
+
+	// Live again: bob answers, alice sees it.
+	bob.run(t, "send after the restart",
+		chromedp.SendKeys(css(`#send-text`), secondText),
+		chromedp.Click(css(`#send-form button`)),
+		poll(messageShown("bob", secondText)),
+	)
+	alice.run(t, "see bob's answer", poll(messageShown("bob", secondText)))
+
+	for _, tb := range []*tab{alice, bob} {
+		require.Equal(t, "yes", evaluate[string](t, tb, `window.loadedOnce || ''`), "%s: the page did not reload", tb.name)
+		require.Equal(t, 1, evaluate[int](t, tb, `Array.from(document.querySelectorAll('#messages li.message .text')).filter(function (x) { return x.textContent === `+jsString(downText)+`; }).length`),
+			"%s: the missed message shows once", tb.name)
+		tb.noErrors(t)
+	}
+}
+
+// readMarkers lists "userId=readToSegment" of a channel's channelUsers.
+func readMarkers(body map[string]any) []string {
+	var out []string
+	cus, _ := body["channelUsers"].([]any)
+	for _, c := range cus {
+		cu, _ := c.(map[string]any)
+		seg, _ := cu["readToSegment"].(float64)
+		out = append(out, fmt.Sprintf("%v=%d", cu["userId"], int64(seg)))
+	}
+	return out
+}
