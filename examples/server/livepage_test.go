@@ -185,10 +185,51 @@ func testLiveThroughRestart(t *testing.T, chromium string, restartArgs []string,
 	)
 	alice.run(t, "see bob's answer", poll(messageShown("bob", secondText)))
 
+	// News of another channel raises its unread badge in bob's list.
+	const side = "side"
+	sideItem := `#my-channels li[data-channel-id="` + side + `"]`
+	code, body = s2.call(t, admin, "POST", "/api/v2/channel", map[string]any{
+		"channelId": side, "type": "standard", "userIds": []string{"alice", "bob"}})
+	require.Equal(t, 200, code, "%v", body)
+	bob.run(t, "see the other channel appear", present(sideItem))
+	for i := 1; i <= 2; i++ {
+		code, body = s2.call(t, admin, "POST", "/api/v2/message", map[string]any{
+			"channelId": side, "type": "text", "data": map[string]any{"text": fmt.Sprint("news ", i)}})
+		require.Equal(t, 200, code, "%v", body)
+		bob.run(t, "see the unread badge count", poll(`(function () { var b = document.querySelector('`+sideItem+` .unread'); return !!b && b.textContent === `+jsString(fmt.Sprint(i))+`; })()`))
+	}
+	// The open channel shows no badge: its news is read as it comes.
+	bob.run(t, "no badge on the open channel", poll(`document.querySelector('`+chanItem+` .unread') === null`))
+
 	for _, tb := range []*tab{alice, bob} {
 		require.Equal(t, "yes", evaluate[string](t, tb, `window.loadedOnce || ''`), "%s: the page did not reload", tb.name)
 		require.Equal(t, 1, evaluate[int](t, tb, `Array.from(document.querySelectorAll('#messages li.message .text')).filter(function (x) { return x.textContent === `+jsString(downText)+`; }).length`),
 			"%s: the missed message shows once", tb.name)
+		tb.noErrors(t)
+	}
+
+	// Removed from the open channel: alice's page says so and drops it.
+	code, body = s2.call(t, admin, "DELETE", "/api/v2/channel/"+channelID+"/users", map[string]any{"userIds": []string{"alice"}})
+	require.Equal(t, 200, code, "%v", body)
+	alice.run(t, "see the removal",
+		poll(`document.querySelector('`+chanItem+`') === null`),
+		poll(`document.getElementById('channel-title').textContent === "Pick a channel"`),
+		poll(`document.getElementById('status').textContent === "You are no longer a member of `+channelID+`."`),
+		connection("live"),
+	)
+
+	// Globally banned: the stream closes with 4003 and bob's page says
+	// so and stops, signed out, instead of reconnecting.
+	code, body = s2.call(t, admin, "POST", "/api/v2/users/ban", map[string]any{"userId": "bob"})
+	require.Equal(t, 200, code, "%v", body)
+	bob.run(t, "see the ban",
+		connection("closed"),
+		poll(`document.getElementById('connection').textContent === "Disconnected: this user was banned." && !document.getElementById('connection').hidden`),
+		poll(`!document.getElementById('signin').hidden && document.getElementById('app').hidden`),
+		poll(`document.getElementById('status').textContent === "This user was banned: this page no longer receives messages."`),
+	)
+	for _, tb := range []*tab{alice, bob} {
+		require.Equal(t, "yes", evaluate[string](t, tb, `window.loadedOnce || ''`), "%s: the page did not reload", tb.name)
 		tb.noErrors(t)
 	}
 }
