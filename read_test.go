@@ -60,4 +60,6 @@ func TestMarkReadPublishesEphemeralEvent(t *testing.T) {
 	// Never stored, never sent to webhooks.
 	require.Len(t, e.deliveries(w.WebhookID), before)
 	require.NotContains(t, chat.EventNames, chat.EventChannelDidMarkRead)
+	_, err = e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/y", []string{chat.EventChannelDidMarkRead})
+	require.Equal(t, chat.CodeBadRequest, chat.ErrorCode(err), "a webhook cannot subscribe to it")
 }

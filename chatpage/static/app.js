@@ -624,6 +624,8 @@
     const resuming = live.lastId !== '' && live.badResumes < 2;
     if (resuming) {
       url.searchParams.set('after', live.lastId);
+    } else {
+      live.lastId = ''; // an id of a log this server does not have
     }
     const ws = new WebSocket(url.href);
     live.ws = ws;
