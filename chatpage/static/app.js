@@ -600,6 +600,8 @@
         return;
       }
       if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+        live.running = false; // refused: retrying would not help
+        showConnection('closed', 'Disconnected: ' + e.message);
         handleError(e);
         return;
       }
