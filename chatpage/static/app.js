@@ -199,6 +199,7 @@
   function renderChannels() {
     const mine = $('my-channels');
     mine.replaceChildren();
+    let total = 0; // unread messages of the channels not open
     for (const c of store.mine) {
       const li = el('li');
       li.dataset.channelId = c.channelId;
@@ -210,6 +211,7 @@
       li.append(open);
       const n = store.unread.get(c.channelId) || 0;
       if (n > 0 && c.channelId !== store.open) {
+        total += n;
         const badge = el('span', 'unread', String(n));
         badge.title = n + ' unread';
         li.append(badge);
@@ -217,6 +219,8 @@
       mine.append(li);
     }
     $('no-channels').hidden = store.mine.length > 0;
+    // The tab's title counts them too, for a person in another tab.
+    document.title = total > 0 ? '(' + total + ') Chat' : 'Chat';
 
     const others = $('public-channels');
     others.replaceChildren();

@@ -205,8 +205,12 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 		require.Equal(t, 200, code, "%v", body)
 		bob.run(t, "see the unread badge count", poll(`(function () { var b = document.querySelector('`+sideItem+` .unread'); return !!b && b.textContent === `+jsString(fmt.Sprint(i))+`; })()`))
 	}
-	// The open channel shows no badge: its news is read as it comes.
-	bob.run(t, "no badge on the open channel", poll(`document.querySelector('`+chanItem+` .unread') === null`))
+	// The open channel shows no badge: its news is read as it comes. The
+	// tab's title counts the unread messages.
+	bob.run(t, "no badge on the open channel",
+		poll(`document.querySelector('`+chanItem+` .unread') === null`),
+		poll(`document.title === "(2) Chat"`),
+	)
 
 	for _, tb := range []*tab{alice, bob} {
 		require.Equal(t, "yes", evaluate[string](t, tb, `window.loadedOnce || ''`), "%s: the page did not reload", tb.name)
@@ -214,6 +218,15 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 			"%s: the missed message shows once", tb.name)
 		tb.noErrors(t)
 	}
+
+	// Bob opens the other channel: its news shows, its badge and the
+	// title's count go.
+	bob.run(t, "open the other channel",
+		clickLive(sideItem+` button.name`),
+		poll(messageShown("admin", "news 2")),
+		poll(`document.querySelector('`+sideItem+` .unread') === null`),
+		poll(`document.title === "Chat"`),
+	)
 
 	// Removed from the open channel: alice's page says so and drops it.
 	code, body = s2.call(t, admin, "DELETE", "/api/v2/channel/"+channelID+"/users", map[string]any{"userIds": []string{"alice"}})
