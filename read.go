@@ -4,11 +4,12 @@ import "context"
 
 // EventChannelDidMarkRead is the ephemeral event of Service.MarkRead when a
 // read marker moves: like channel.didStartTyping it is published to the
-// SubscribeEphemeral subscribers of the process only (an event stream
-// sends it to the channel's other members), never stored and never sent
-// to webhooks, so it is not in EventNames. The marker itself is stored:
-// a client that may have missed the event reads the members' markers
-// (readToSegment) with GetChannel.
+// SubscribeEphemeral subscribers of the process only, never stored and
+// never sent to webhooks, so it is not in EventNames. An event stream
+// sends it to the streams of the user whose marker moved (its other tabs
+// and devices) and to admins, never to the other members: their markers
+// are read with GetChannel (readToSegment of each member), which is also
+// how a client that may have missed the event catches up.
 const EventChannelDidMarkRead = "channel.didMarkRead"
 
 // MarkReadEventData is the data of channel.didMarkRead.
