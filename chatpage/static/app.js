@@ -7,9 +7,11 @@
 //   view     - DOM rendering; every user-provided string goes through
 //              textContent or an attribute, never through markup
 //   live     - the event stream (GET /events over a WebSocket with a
-//              ticket): new messages, typing, read markers and channel
-//              changes as they happen; reconnects with backoff and resumes
-//              after the last event seen
+//              ticket): new messages, typing, the person's own read
+//              markers (moved in another tab) and channel changes as they
+//              happen; reconnects with backoff and resumes after the last
+//              event seen. The stream carries no read markers of others:
+//              "Seen by" is read with GET /channel/{id}
 //   actions  - what the person does (sign in, create, join, send, type...)
 'use strict';
 
@@ -121,6 +123,7 @@
     mine: [], // channels the user is a member of, newest first
     others: [], // open channels the user may join
     unread: new Map(), // channelId -> unread count
+    myReads: new Map(), // channelId -> the person's own readToSegment
     users: new Map(), // userId -> user
     open: null, // the open channel's id
     messages: [], // the open channel's messages, ascending segment
@@ -442,9 +445,10 @@
     store.others = others.channels || [];
     rememberUsers(mine.users);
     store.unread.clear();
+    store.myReads.clear();
     for (const cu of mine.channelUsers || []) {
       if (cu.userId === session.userId) {
-        store.unread.set(cu.channelId, cu.unreadCount || 0);
+        setOwnRead(cu);
       }
     }
     if (store.open && !store.mine.some((c) => c.channelId === store.open)) {
@@ -495,8 +499,17 @@
     markReadIfSeen();
   }
 
-  // loadReads reads the other members' read markers of the open channel.
-  async function loadReads() {
+  // setOwnRead records the person's own channelUser of a response: its
+  // unread count and read marker.
+  function setOwnRead(cu) {
+    store.unread.set(cu.channelId, cu.unreadCount || 0);
+    store.myReads.set(cu.channelId, cu.readToSegment || 0);
+  }
+
+  // loadReads reads the other members' read markers of the open channel
+  // (the stream does not carry them): when the channel opens, on each
+  // connection and when a message arrives in it.
+  const loadReads = serial(async () => {
     const channelId = store.open;
     if (!channelId) {
       return;
@@ -513,7 +526,37 @@
       }
     }
     renderSeen();
-  }
+  });
+
+  // loadOwnReads reads the unread counts of the channels where the
+  // person's marker moved in another tab or on another device (queued by
+  // channel.didMarkRead), one channel at a time.
+  const ownReadsDue = new Set();
+  const loadOwnReads = serial(async () => {
+    const token = session.token;
+    while (ownReadsDue.size > 0) {
+      const channelId = ownReadsDue.values().next().value;
+      ownReadsDue.delete(channelId);
+      let res;
+      try {
+        res = await api('GET', '/channel/' + seg(channelId));
+      } catch (e) {
+        if (e instanceof ApiError && e.status !== 401 && e.status !== 0) {
+          continue; // no longer a member: the membership event re-reads the list
+        }
+        throw e;
+      }
+      if (session.token !== token) {
+        return;
+      }
+      for (const cu of res.channelUsers || []) {
+        if (cu.userId === session.userId && cu.channelId === channelId) {
+          setOwnRead(cu);
+        }
+      }
+      renderChannels();
+    }
+  });
 
   // markRead moves the person's read marker to the last message shown.
   const markRead = serial(async () => {
@@ -525,7 +568,7 @@
     const res = await api('POST', '/channel/' + seg(channelId) + '/read', { segment: segment });
     for (const cu of res.channelUsers || []) {
       if (cu.userId === session.userId) {
-        store.unread.set(cu.channelId, cu.unreadCount || 0);
+        setOwnRead(cu);
       }
     }
     renderChannels();
@@ -695,10 +738,7 @@
         onTyping(d);
         break;
       case 'channel.didMarkRead':
-        if (d.channelId === store.open && d.userId !== session.userId) {
-          store.reads.set(d.userId, Math.max(store.reads.get(d.userId) || 0, d.readToSegment || 0));
-          renderSeen();
-        }
+        onOwnRead(d);
         break;
       case 'channel.didCreate':
       case 'channel.didJoin':
@@ -743,11 +783,38 @@
         store.unread.set(m.channelId, (store.unread.get(m.channelId) || 0) + 1);
       }
     }
-    if (open.length > 0 && showMessages(open).length > 0) {
-      store.unseen = true;
-      markReadIfSeen();
+    if (open.length > 0) {
+      if (showMessages(open).length > 0) {
+        store.unseen = true;
+        markReadIfSeen();
+      }
+      if (event === 'message.didCreate') {
+        // The other members' markers may have moved meanwhile: no event
+        // tells, so a new message reads them again.
+        loadReads().catch(handleError);
+      }
     }
     renderChannels();
+  }
+
+  // onOwnRead: the person's marker moved, here or in another tab or on
+  // another device (the stream sends only the person's own markers). A
+  // move beyond what this page knows re-reads that channel's unread count,
+  // so that its badge and the tab's title clear.
+  function onOwnRead(d) {
+    if (d.userId !== session.userId || !d.channelId) {
+      return;
+    }
+    const to = d.readToSegment || 0;
+    if (to <= (store.myReads.get(d.channelId) || 0)) {
+      return; // this page's own call, or an older move
+    }
+    store.myReads.set(d.channelId, to);
+    if (d.channelId === store.open && to >= store.lastSegment) {
+      store.unseen = false; // read elsewhere: nothing left to mark here
+    }
+    ownReadsDue.add(d.channelId);
+    loadOwnReads().catch(handleError);
   }
 
   function onTyping(d) {
@@ -820,6 +887,8 @@
     store.mine = [];
     store.others = [];
     store.unread.clear();
+    store.myReads.clear();
+    ownReadsDue.clear();
     closeChannel();
     renderChannels();
     renderSignedIn();

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,11 +42,13 @@ func postWhileDown(t *testing.T, path, userID, channelID, text string, expire bo
 }
 
 // TestChatPageLiveThroughRestart: two people in one channel see each
-// other's messages, typing and read markers from the event stream without
-// reloading the page, and the pages catch up by themselves after the
-// server restarts: by resuming after the last event seen, or, when the
-// restarted server no longer has those events, by reading the channel
-// again.
+// other's messages and typing from the event stream without reloading the
+// page, and the pages catch up by themselves after the server restarts:
+// by resuming after the last event seen, or, when the restarted server no
+// longer has those events, by reading the channel again. A person's
+// second tab clears its unread counts when the first one reads; the other
+// member's "Seen by" comes from the stored markers, read when a message
+// arrives or the channel opens (the stream carries no markers of others).
 func TestChatPageLiveThroughRestart(t *testing.T) {
 	chromium := findChromium(t)
 	if !cgoEnabled {
@@ -81,6 +84,7 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 	const (
 		channelID  = "live"
 		firstText  = "hello bob, this is live"
+		replyText  = "got it"
 		downText   = "written while the server was down"
 		secondText = "back again"
 	)
@@ -144,11 +148,18 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 		poll(messageShown("alice", firstText)),
 		typingIs(""),
 	)
-	// Bob's page, visible, marked it read: alice sees the marker.
-	alice.run(t, "see bob's read marker", seenUnderMine(firstText, "Seen by bob"))
-	code, body = s.call(t, admin, "GET", "/api/v2/channel/"+channelID, nil)
-	require.Equal(t, 200, code)
-	require.Contains(t, readMarkers(body), "bob=1", "bob's marker is stored")
+	// Bob's page, visible, marked it read; his answer brings the marker
+	// to alice's page with it.
+	waitMarker(t, s, admin, channelID, "bob", 1)
+	bob.run(t, "answer",
+		chromedp.SendKeys(css(`#send-text`), replyText),
+		chromedp.Click(css(`#send-form button`)),
+		poll(messageShown("bob", replyText)),
+	)
+	alice.run(t, "see bob's answer and read marker",
+		poll(messageShown("bob", replyText)),
+		seenUnderMine(firstText, "Seen by bob"),
+	)
 
 	// The server stops: both pages say they are reconnecting.
 	addr := strings.TrimPrefix(s.base, "http://")
@@ -181,8 +192,22 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 		require.Equal(t, fmt.Sprint(wantResumed), evaluate[string](t, tb, `document.getElementById('connection').dataset.resumed`),
 			"%s: stream.didConnect's resumed after the restart", tb.name)
 	}
-	// Bob's page marked the missed message read: alice sees it.
-	alice.run(t, "see bob's marker move", seenUnderMine(downText, "Seen by bob"))
+	// Bob's page marked the missed message (segment 3) read. Alice,
+	// opening another channel and coming back, sees his marker.
+	waitMarker(t, s2, admin, channelID, "bob", 3)
+	const side = "side"
+	sideItem := `#my-channels li[data-channel-id="` + side + `"]`
+	code, body = s2.call(t, admin, "POST", "/api/v2/channel", map[string]any{
+		"channelId": side, "type": "standard", "userIds": []string{"alice", "bob"}})
+	require.Equal(t, 200, code, "%v", body)
+	alice.run(t, "reopen the channel and see bob's marker",
+		clickLive(sideItem+` button.name`),
+		poll(`document.getElementById('channel-title').textContent === `+jsString(side)),
+		clickLive(chanItem+` button.name`),
+		poll(`document.getElementById('channel-title').textContent === `+jsString(channelID)),
+		poll(messageShown("alice", downText)),
+		seenUnderMine(downText, "Seen by bob"),
+	)
 
 	// Live again: bob answers, alice sees it.
 	bob.run(t, "send after the restart",
@@ -192,18 +217,32 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 	)
 	alice.run(t, "see bob's answer", poll(messageShown("bob", secondText)))
 
-	// News of another channel raises its unread badge in bob's list.
-	const side = "side"
-	sideItem := `#my-channels li[data-channel-id="` + side + `"]`
-	code, body = s2.call(t, admin, "POST", "/api/v2/channel", map[string]any{
-		"channelId": side, "type": "standard", "userIds": []string{"alice", "bob"}})
-	require.Equal(t, 200, code, "%v", body)
+	// Bob opens a second tab, where no channel is open.
+	bob2 := newTab(t, browser, "bob")
+	bob2.run(t, "sign in again in a second tab",
+		chromedp.Navigate(pageURL),
+		chromedp.WaitVisible(css(`#dev-user`)),
+		chromedp.SendKeys(css(`#dev-user`), "bob"),
+		chromedp.Click(css(`#dev-signin-form button`)),
+		chromedp.WaitVisible(css(`#app`)),
+		connection("live"),
+		present(sideItem),
+		poll(`document.title === "Chat"`),
+		chromedp.Evaluate[chromedp.Void](`window.loadedOnce = 'yes'`),
+	)
+
+	// News of another channel raises its unread badge in both of bob's
+	// tabs.
+	badge := func(n int) chromedp.Action[chromedp.Void] {
+		return poll(`(function () { var b = document.querySelector('` + sideItem + ` .unread'); return !!b && b.textContent === ` + jsString(fmt.Sprint(n)) + `; })()`)
+	}
 	bob.run(t, "see the other channel appear", present(sideItem))
 	for i := 1; i <= 2; i++ {
 		code, body = s2.call(t, admin, "POST", "/api/v2/message", map[string]any{
 			"channelId": side, "type": "text", "data": map[string]any{"text": fmt.Sprint("news ", i)}})
 		require.Equal(t, 200, code, "%v", body)
-		bob.run(t, "see the unread badge count", poll(`(function () { var b = document.querySelector('`+sideItem+` .unread'); return !!b && b.textContent === `+jsString(fmt.Sprint(i))+`; })()`))
+		bob.run(t, "see the unread badge count", badge(i))
+		bob2.run(t, "see the unread badge count", badge(i))
 	}
 	// The open channel shows no badge: its news is read as it comes. The
 	// tab's title counts the unread messages.
@@ -211,6 +250,7 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 		poll(`document.querySelector('`+chanItem+` .unread') === null`),
 		poll(`document.title === "(2) Chat"`),
 	)
+	bob2.run(t, "the title counts the news", poll(`document.title === "(2) Chat"`))
 
 	for _, tb := range []*tab{alice, bob} {
 		require.Equal(t, "yes", evaluate[string](t, tb, `window.loadedOnce || ''`), "%s: the page did not reload", tb.name)
@@ -220,13 +260,19 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 	}
 
 	// Bob opens the other channel: its news shows, its badge and the
-	// title's count go.
+	// title's count go, and in his second tab too, which did not reload.
 	bob.run(t, "open the other channel",
 		clickLive(sideItem+` button.name`),
 		poll(messageShown("admin", "news 2")),
 		poll(`document.querySelector('`+sideItem+` .unread') === null`),
 		poll(`document.title === "Chat"`),
 	)
+	bob2.run(t, "see the other tab's reading",
+		poll(`document.querySelector('`+sideItem+` .unread') === null`),
+		poll(`document.title === "Chat"`),
+		poll(`document.querySelector('#my-channels li.active') === null`),
+	)
+	require.Equal(t, "yes", evaluate[string](t, bob2, `window.loadedOnce || ''`), "bob's second tab did not reload")
 
 	// Removed from the open channel: alice's page says so and drops it.
 	code, body = s2.call(t, admin, "DELETE", "/api/v2/channel/"+channelID+"/users", map[string]any{"userIds": []string{"alice"}})
@@ -242,16 +288,34 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 	// so and stops, signed out, instead of reconnecting.
 	code, body = s2.call(t, admin, "POST", "/api/v2/users/ban", map[string]any{"userId": "bob"})
 	require.Equal(t, 200, code, "%v", body)
-	bob.run(t, "see the ban",
-		connection("closed"),
-		poll(`document.getElementById('connection').textContent === "Disconnected: this user was banned." && !document.getElementById('connection').hidden`),
-		poll(`!document.getElementById('signin').hidden && document.getElementById('app').hidden`),
-		poll(`document.getElementById('status').textContent === "This user was banned: this page no longer receives messages."`),
-	)
-	for _, tb := range []*tab{alice, bob} {
+	for _, tb := range []*tab{bob, bob2} {
+		tb.run(t, "see the ban",
+			connection("closed"),
+			poll(`document.getElementById('connection').textContent === "Disconnected: this user was banned." && !document.getElementById('connection').hidden`),
+			poll(`!document.getElementById('signin').hidden && document.getElementById('app').hidden`),
+			poll(`document.getElementById('status').textContent === "This user was banned: this page no longer receives messages."`),
+		)
+	}
+	for _, tb := range []*tab{alice, bob, bob2} {
 		require.Equal(t, "yes", evaluate[string](t, tb, `window.loadedOnce || ''`), "%s: the page did not reload", tb.name)
 		tb.noErrors(t)
 	}
+}
+
+// waitMarker waits until the stored read marker of userID in channelID
+// reaches segment (the page moves it by itself when it shows a message).
+func waitMarker(t *testing.T, s *server, token, channelID, userID string, segment int64) {
+	t.Helper()
+	want := fmt.Sprintf("%s=%d", userID, segment)
+	var got []string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		code, body := s.call(t, token, "GET", "/api/v2/channel/"+channelID, nil)
+		require.Equal(t, 200, code, "%v", body)
+		if got = readMarkers(body); slices.Contains(got, want) {
+			return
+		}
+	}
+	t.Fatalf("the read marker %s was not stored: %v", want, got)
 }
 
 // readMarkers lists "userId=readToSegment" of a channel's channelUsers.
