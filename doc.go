@@ -142,5 +142,10 @@
 //     the user as its own actorId. Typing publishes the ephemeral event
 //     channel.didStartTyping to the in-process subscribers of
 //     SubscribeEphemeral, at most once per user and channel every 2 s; it
-//     is never stored and never reaches webhooks.
+//     is never stored and never reaches webhooks. MarkRead publishes the
+//     ephemeral channel.didMarkRead {channelId, userId, readToSegment}
+//     when a read marker moves, so that the user's other connections
+//     clear their unread counts (event streams send it to that user and
+//     to admins only); the marker itself is stored (readToSegment of the
+//     channelUser), where other members read it.
 package chat

@@ -101,6 +101,22 @@ type timedStore struct {
 	view, update prometheus.Observer
 }
 
+// The event streams wake on the commit signals of the store they read:
+// the wrapper passes them on.
+var _ chat.OutboxWatcher = (*timedStore)(nil)
+
+// WatchOutbox passes on the commit signals of the wrapped store
+// (chat.OutboxWatcher), so that the event streams and everything else that
+// watches the Service's store wake on each commit instead of waiting for
+// their next poll. A store without them gives a nil channel, which never
+// signals.
+func (s *timedStore) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
+	if w, ok := s.Store.(chat.OutboxWatcher); ok {
+		return w.WatchOutbox(ctx)
+	}
+	return nil, nil
+}
+
 func (m *metrics) timeStore(s chat.Store) chat.Store {
 	return &timedStore{Store: s, view: m.storeOps.WithLabelValues("view"), update: m.storeOps.WithLabelValues("update")}
 }

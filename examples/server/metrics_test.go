@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/store/memory"
 )
 
 func scrape(t *testing.T, url string) (int, string) {
@@ -95,4 +98,38 @@ func TestMetricsAddr(t *testing.T) {
 	require.Contains(t, text, `chat_http_requests_total{code="404",method="GET",route="unmatched"} 1`)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestTimedStoreWatchesCommits: the store wrapper that times transactions
+// passes on the wrapped store's commit signals, which the event streams
+// wait on (without them a stream would deliver only on its next poll).
+func TestTimedStoreWatchesCommits(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := newMetrics(func() int { return 0 }).timeStore(memory.New())
+	w, ok := st.(chat.OutboxWatcher)
+	require.True(t, ok, "the timed store is a chat.OutboxWatcher")
+	wake, err := w.WatchOutbox(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, wake)
+	svc, err := chat.New(ctx, st, chat.Config{})
+	require.NoError(t, err)
+	// Drain what setting up the Service signalled, then commit an event.
+	for drained := false; !drained; {
+		select {
+		case <-wake:
+		default:
+			drained = true
+		}
+	}
+	admin, _, err := svc.CreateAdmin(ctx, "root", "")
+	require.NoError(t, err)
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: "standard"})
+	require.NoError(t, err)
+	select {
+	case <-wake:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no commit signal through the timed store")
+	}
 }
