@@ -451,6 +451,21 @@ type OutboxStore interface {
 	// NextDeliveryAt returns the earliest nextAttemptAt of pending
 	// deliveries, or ok=false when there are none.
 	NextDeliveryAt(ctx context.Context) (t time.Time, ok bool, err error)
+	// CountDeliveries returns the outbox backlog at now: the pending
+	// deliveries, and among them those due (nextAttemptAt <= now, leased
+	// or not). It reads the index of pending deliveries only, so its cost
+	// grows with the backlog, never with the delivered history.
+	CountDeliveries(ctx context.Context, now time.Time) (OutboxBacklog, error)
+}
+
+// OutboxBacklog is the size of the webhook outbox's backlog, shared by
+// every process using the store.
+type OutboxBacklog struct {
+	// Pending counts the deliveries neither delivered nor failed: due now
+	// (being sent, or waiting for a dispatcher), or waiting for a retry.
+	Pending int64
+	// Due counts the pending deliveries whose next attempt is due.
+	Due int64
 }
 
 // BlobStore persists file and image bytes.

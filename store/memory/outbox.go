@@ -290,6 +290,20 @@ func (t *tx) NextDeliveryAt(_ context.Context) (time.Time, bool, error) {
 	return t.d.pending[0].NextAttemptAt.Time, true, nil
 }
 
+func (t *tx) CountDeliveries(_ context.Context, now time.Time) (chat.OutboxBacklog, error) {
+	if err := t.readable(); err != nil {
+		return chat.OutboxBacklog{}, err
+	}
+	// pending is ordered by nextAttemptAt.
+	due, _ := slices.BinarySearchFunc(t.d.pending, now, func(d *chat.Delivery, now time.Time) int {
+		if d.NextAttemptAt.After(now) {
+			return 1
+		}
+		return -1
+	})
+	return chat.OutboxBacklog{Pending: int64(len(t.d.pending)), Due: int64(due)}, nil
+}
+
 func (t *tx) WebhooksVersion(_ context.Context) (int64, error) {
 	if err := t.readable(); err != nil {
 		return 0, err

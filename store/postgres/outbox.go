@@ -436,6 +436,17 @@ func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttem
 	return nil
 }
 
+// CountDeliveries counts from the partial index of pending deliveries
+// (deliveries_pending_idx on next_attempt_at): an index-only scan of the
+// backlog.
+func (t *tx) CountDeliveries(ctx context.Context, now time.Time) (chat.OutboxBacklog, error) {
+	var b chat.OutboxBacklog
+	err := t.queryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE next_attempt_at <= $1)
+		FROM {s}deliveries WHERE state = 'pending'`,
+		[]any{now.UTC().Truncate(time.Millisecond)}, &b.Pending, &b.Due)
+	return b, err
+}
+
 func (t *tx) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
 	var next time.Time
 	err := t.queryRow(ctx, `SELECT next_attempt_at FROM {s}deliveries WHERE state = 'pending'

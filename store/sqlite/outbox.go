@@ -263,6 +263,17 @@ func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttem
 }
 
 // NextDeliveryAt implements chat.OutboxStore.
+// CountDeliveries counts from deliveries_due_idx (state, next_attempt_at,
+// request_id): both counts are ranges of that index.
+func (t *tx) CountDeliveries(ctx context.Context, now time.Time) (chat.OutboxBacklog, error) {
+	var b chat.OutboxBacklog
+	err := t.row(ctx, `SELECT
+			(SELECT count(*) FROM deliveries WHERE state = 'pending'),
+			(SELECT count(*) FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?)`,
+		[]any{ms(chat.NewTime(now))}, &b.Pending, &b.Due)
+	return b, err
+}
+
 func (t *tx) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
 	var v sql.NullInt64
 	if err := t.row(ctx, "SELECT min(next_attempt_at) FROM deliveries WHERE state = 'pending'", nil, &v); err != nil {

@@ -30,6 +30,7 @@ var outboxCases = []tcase{
 	{"ListDeliveries", testListDeliveries},
 	{"Reschedule", testReschedule},
 	{"NextDeliveryAt", testNextDeliveryAt},
+	{"CountDeliveries", testCountDeliveries},
 	{"ConcurrentClaims", testConcurrentClaims},
 }
 
@@ -478,6 +479,31 @@ func testNextDeliveryAt(t *testing.T, e *env) {
 	require.NoError(t, e.finish("o", attempt("a", 1, 200, "", 6_001), chat.DeliveryDelivered, chat.Time{}))
 	_, ok = e.nextDeliveryAt()
 	require.False(t, ok, "no pending deliveries left")
+}
+
+func (e *env) countDeliveries(now chat.Time) chat.OutboxBacklog {
+	e.t.Helper()
+	return read(e, func(tx chat.Tx) (chat.OutboxBacklog, error) { return tx.CountDeliveries(e.ctx, now.Time) })
+}
+
+// CountDeliveries counts pending deliveries, and those due at a time
+// (leased or not); delivered and failed ones are not counted.
+func testCountDeliveries(t *testing.T, e *env) {
+	require.Equal(t, chat.OutboxBacklog{}, e.countDeliveries(at(0)), "empty outbox")
+	e.createWebhooks(webhook("w", 0), webhook("v", 0))
+	e.enqueue(newDelivery("a", "w", at(5_000), at(0)), newDelivery("b", "w", at(3_000), at(0)),
+		newDelivery("c", "v", at(9_000), at(0)), newDelivery("d", "v", at(3_000), at(0)))
+	require.Equal(t, chat.OutboxBacklog{Pending: 4, Due: 0}, e.countDeliveries(at(2_999)))
+	require.Equal(t, chat.OutboxBacklog{Pending: 4, Due: 2}, e.countDeliveries(at(3_000)), "due at its time")
+	require.Equal(t, chat.OutboxBacklog{Pending: 4, Due: 3}, e.countDeliveries(at(8_000)))
+	require.Len(t, e.claim("o", at(5_000), lease, 10), 3)
+	require.Equal(t, chat.OutboxBacklog{Pending: 4, Due: 3}, e.countDeliveries(at(5_000)), "leased ones still count")
+	require.NoError(t, e.finish("o", attempt("b", 1, 200, "", 5_001), chat.DeliveryDelivered, chat.Time{}))
+	require.NoError(t, e.finish("o", attempt("d", 1, 500, "x", 5_001), chat.DeliveryFailed, chat.Time{}))
+	require.NoError(t, e.finish("o", attempt("a", 1, 503, "busy", 5_001), chat.DeliveryPending, at(60_000)))
+	require.Equal(t, chat.OutboxBacklog{Pending: 2, Due: 0}, e.countDeliveries(at(5_001)), "delivered and failed leave the backlog")
+	require.Equal(t, chat.OutboxBacklog{Pending: 2, Due: 1}, e.countDeliveries(at(9_000)))
+	require.Equal(t, chat.OutboxBacklog{Pending: 2, Due: 2}, e.countDeliveries(at(60_000)))
 }
 
 // DeleteWebhook removes the webhook's pending deliveries and only them.
