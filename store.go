@@ -428,9 +428,11 @@ type OutboxStore interface {
 	// ClaimDeliveries leases up to limit pending deliveries whose
 	// nextAttemptAt <= now and whose lease is absent or expired, ordered by
 	// nextAttemptAt, setting leaseOwner = owner and leaseUntil = now + lease.
-	// Two concurrent claims never return the same delivery while its lease
-	// lasts (Postgres: FOR UPDATE SKIP LOCKED).
-	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*Delivery, error)
+	// Deliveries of the webhooks in skipWebhooks are passed over (left
+	// due and unleased): a dispatcher names those it cannot send more of
+	// now. Two concurrent claims never return the same delivery while its
+	// lease lasts (Postgres: FOR UPDATE SKIP LOCKED).
+	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*Delivery, error)
 	// FinishDelivery records an attempt and moves the delivery to state
 	// (delivered, failed, or pending again at nextAttemptAt), clearing the
 	// lease. It returns CodeConflict when the delivery is no longer leased

@@ -283,14 +283,25 @@ const claimHold = 2 * time.Millisecond
 func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.BatchSize)/8) }
 
 // claim leases up to n due deliveries and resolves their webhooks in one
-// transaction. Deliveries of a webhook at its PerWebhook limit are put back
-// in the same transaction, due BusyDelay later. full reports that the store
-// had n due deliveries (more may be due). When it had fewer, claim also
-// returns the store's earliest nextAttemptAt (zero when none).
+// transaction. The claim passes over the deliveries of webhooks already at
+// their PerWebhook limit: they stay due, untouched, for a claim after a
+// slot frees (or for another process), and never hold up the deliveries of
+// other webhooks. A webhook that reaches its limit within the claim has
+// its extra deliveries put back in the same transaction, due BusyDelay
+// later. full reports that the store had n due deliveries (more may be
+// due). When it had fewer, claim also returns the store's earliest
+// nextAttemptAt (zero when none).
 func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []item, full bool, next time.Time, err error) {
 	err = d.store.Update(chat.WithOperation(ctx, OpClaim), func(tx chat.Tx) error {
 		items, full, next = items[:0], false, time.Time{}
-		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n)
+		taken := d.inFlight()
+		var atLimit []string
+		for id, c := range taken {
+			if c >= d.cfg.PerWebhook {
+				atLimit = append(atLimit, id)
+			}
+		}
+		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n, atLimit)
 		if err != nil {
 			return err
 		}
@@ -304,7 +315,6 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 				d.hookVersion, d.hooks = v, map[string]*chat.Webhook{}
 			}
 		}
-		taken := d.inFlight()
 		for _, dl := range ds {
 			if taken[dl.WebhookID] >= d.cfg.PerWebhook {
 				if err := tx.RescheduleDelivery(ctx, dl.RequestID, now.Add(d.cfg.BusyDelay)); err != nil {

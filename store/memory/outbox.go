@@ -131,7 +131,7 @@ func (t *tx) EnqueueDeliveries(_ context.Context, ds []*chat.Delivery) error {
 	return nil
 }
 
-func (t *tx) ClaimDeliveries(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*chat.Delivery, error) {
+func (t *tx) ClaimDeliveries(_ context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*chat.Delivery, error) {
 	if err := t.writable(); err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (t *tx) ClaimDeliveries(_ context.Context, owner string, now time.Time, lea
 		if d.NextAttemptAt.After(now) {
 			break // pending is ordered by nextAttemptAt
 		}
-		if d.LeaseUntil != nil && d.LeaseUntil.After(now) {
+		if d.LeaseUntil != nil && d.LeaseUntil.After(now) || slices.Contains(skipWebhooks, d.WebhookID) {
 			continue
 		}
 		claimed = append(claimed, d)
