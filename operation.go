@@ -17,19 +17,25 @@ type operationKey struct{}
 // (the webhook dispatcher: "webhook.claim", "webhook.finish"). Names
 // should come from code, never from input, so that the set stays small.
 func WithOperation(ctx context.Context, name string) context.Context {
-	return context.WithValue(ctx, operationKey{}, name)
+	return context.WithValue(ctx, operationKey{}, &name)
 }
 
 // Operation returns the operation name that ctx carries (see
 // WithOperation), or "" when none.
 func Operation(ctx context.Context) string {
-	s, _ := ctx.Value(operationKey{}).(string)
-	return s
+	if p, _ := ctx.Value(operationKey{}).(*string); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // callerNames caches the operation name of each call site (a program
-// counter) of Service.update and Service.view.
-var callerNames sync.Map // uintptr -> string
+// counter) of Service.update and Service.view. The names are kept as
+// pointers, so that putting one in a context allocates nothing.
+var callerNames = struct {
+	sync.RWMutex
+	m map[uintptr]*string
+}{m: map[uintptr]*string{}}
 
 // withCaller returns ctx naming the function that called the caller of
 // withCaller (a Service method calling update or view), found from the
@@ -42,13 +48,18 @@ func withCaller(ctx context.Context) context.Context {
 	if runtime.Callers(3, pc[:]) == 0 {
 		return ctx
 	}
-	if name, ok := callerNames.Load(pc[0]); ok {
-		return WithOperation(ctx, name.(string))
+	callerNames.RLock()
+	name := callerNames.m[pc[0]]
+	callerNames.RUnlock()
+	if name == nil {
+		f, _ := runtime.CallersFrames([]uintptr{pc[0]}).Next()
+		n := operationName(f.Function)
+		name = &n
+		callerNames.Lock()
+		callerNames.m[pc[0]] = name
+		callerNames.Unlock()
 	}
-	f, _ := runtime.CallersFrames(pc[:]).Next()
-	name := operationName(f.Function)
-	callerNames.Store(pc[0], name)
-	return WithOperation(ctx, name)
+	return context.WithValue(ctx, operationKey{}, name)
 }
 
 // operationName turns a function's full name into an operation name:
