@@ -77,7 +77,7 @@ say "== schema $SCHEMA migrated; admin \"ops\" created (its token was printed al
 # PID_NAME to its process id once it serves.
 start() {
   local name=$1 log=$WORK/$1.log url=""
-  "$SERVER" -addr 127.0.0.1:0 -drain-delay 1s -shutdown-timeout 10s -chat-page=false 2>"$log" &
+  "$SERVER" -addr 127.0.0.1:0 -log-format text -drain-delay 1s -shutdown-timeout 10s -chat-page=false 2>"$log" &
   local pid=$!
   PIDS+=("$pid")
   for _ in $(seq 1 300); do
