@@ -252,8 +252,10 @@ func NewID() string {
 }
 
 // update runs fn in a store transaction and reports to OnCommit when fn
-// enqueued deliveries.
+// enqueued deliveries. The transaction's context names the calling method
+// (see Operation).
 func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) error {
+	ctx = withCaller(ctx)
 	var ev events
 	err := s.store.Update(ctx, func(tx Tx) error {
 		ev = events{}
@@ -268,8 +270,10 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) 
 	return err
 }
 
+// view runs fn in a read-only store transaction whose context names the
+// calling method (see Operation).
 func (s *Service) view(ctx context.Context, fn func(tx Tx) error) error {
-	return s.store.View(ctx, fn)
+	return s.store.View(withCaller(ctx), fn)
 }
 
 func mustJSON(v any) []byte {
