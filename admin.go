@@ -50,6 +50,10 @@ func (s *Service) createAdmin(ctx context.Context, name, userID string, password
 			}
 			return err
 		}
+		if err := s.audit(ctx, tx, actorFrom(ctx), AuditAdminCreate, AuditTargetAdmin, name, "",
+			map[string]any{"userId": userID}); err != nil {
+			return err
+		}
 		us, err := tx.EnsureUsers(ctx, []string{userID}, now.Time)
 		if err != nil {
 			return err
@@ -126,7 +130,10 @@ func (s *Service) RotateAdmin(ctx context.Context, name string) (string, error) 
 		return "", err
 	}
 	err = s.update(ctx, func(tx Tx, _ *events) error {
-		return notFound(tx.RotateAdmin(ctx, name, HashToken(token)), "admin", name)
+		if err := tx.RotateAdmin(ctx, name, HashToken(token)); err != nil {
+			return notFound(err, "admin", name)
+		}
+		return s.audit(ctx, tx, actorFrom(ctx), AuditAdminRotate, AuditTargetAdmin, name, "", nil)
 	})
 	if err != nil {
 		return "", err
@@ -149,10 +156,12 @@ func newAdminToken() (string, error) {
 func (s *Service) RevokeAdmin(ctx context.Context, name string) error {
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, _ *events) error {
-		if err := notFound(tx.RevokeAdmin(ctx, name, now.Time), "admin", name); err != nil {
+		if err := tx.RevokeAdmin(ctx, name, now.Time); err != nil {
+			return notFound(err, "admin", name)
+		}
+		if _, err := tx.DeleteAdminSessions(ctx, name); err != nil {
 			return err
 		}
-		_, err := tx.DeleteAdminSessions(ctx, name)
-		return err
+		return s.audit(ctx, tx, actorFrom(ctx), AuditAdminRevoke, AuditTargetAdmin, name, "", nil)
 	})
 }

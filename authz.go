@@ -65,6 +65,9 @@ const (
 	actRoles            action = "role.manage"
 	actRules            action = "rule.manage"
 	actWebhooks         action = "webhook.manage"
+	actAudit            action = "audit.query"
+	actCheckMessage     action = "moderation.check"
+	actPurgeMessages    action = "user.purgeMessages"
 )
 
 // right is what an action needs from a caller who is not an admin.
@@ -120,6 +123,9 @@ var rights = map[action]right{
 	actRoles:            {adminOnly: true},
 	actRules:            {adminOnly: true},
 	actWebhooks:         {adminOnly: true},
+	actAudit:            {adminOnly: true},
+	actCheckMessage:     {adminOnly: true},
+	actPurgeMessages:    {adminOnly: true},
 }
 
 // caller is an authorized actor: its user record (nil when the user does
@@ -270,6 +276,12 @@ func describe(act action) string {
 		return "manage the blacklist and whitelist"
 	case actWebhooks:
 		return "manage webhooks"
+	case actAudit:
+		return "read the audit log"
+	case actCheckMessage:
+		return "check messages against the moderation rules"
+	case actPurgeMessages:
+		return "purge the messages of users"
 	}
 	return string(act)
 }

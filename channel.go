@@ -442,6 +442,12 @@ func (s *Service) changeChannel(ctx context.Context, actorID string, act action,
 				return err
 			}
 		}
+		if act == actRateLimit {
+			if err := s.audit(ctx, tx, actorID, AuditChannelRateLimit, AuditTargetChannel, channelID, channelID,
+				map[string]any{"rateLimitWindow": c.RateLimitWindow}); err != nil {
+				return err
+			}
+		}
 		if out, err = s.channelList(ctx, tx, []*Channel{c}, nil, nil); err != nil {
 			return err
 		}
@@ -557,6 +563,15 @@ func (s *Service) RemoveUsers(ctx context.Context, actorID, channelID string, us
 		}
 		removed, err := deleteChannelUsers(ctx, tx, channelID, ids, MembershipMember)
 		if err != nil {
+			return err
+		}
+		al := s.newAudit(now)
+		for _, id := range removed {
+			if id != actorID {
+				al.add(actorID, AuditChannelRemoveUsers, AuditTargetUser, id, channelID, nil)
+			}
+		}
+		if err := al.write(ctx, tx); err != nil {
 			return err
 		}
 		if len(removed) == 0 {
@@ -685,6 +700,13 @@ func (s *Service) MuteChannel(ctx context.Context, actorID, channelID string, d 
 		if err := tx.UpdateChannel(ctx, c); err != nil {
 			return err
 		}
+		action, details := AuditChannelUnmute, map[string]any{}
+		if until != nil {
+			action, details = AuditChannelMute, map[string]any{"mutePeriod": period}
+		}
+		if err := s.audit(ctx, tx, actorID, action, AuditTargetChannel, channelID, channelID, details); err != nil {
+			return err
+		}
 		if was == muteLapsed {
 			ended := *c
 			ended.MuteTimeout = nil
@@ -773,6 +795,7 @@ func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, user
 			return e
 		}
 		var lapsed, lifted []string
+		al := s.newAudit(now)
 		for _, id := range ids {
 			cu := members[id]
 			switch muteState(cu.MuteTimeout, now) {
@@ -788,6 +811,14 @@ func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, user
 			if err := tx.PutChannelUser(ctx, cu); err != nil {
 				return err
 			}
+			if until != nil {
+				al.add(actorID, AuditChannelMuteUsers, AuditTargetUser, id, channelID, map[string]any{"mutePeriod": period})
+			} else {
+				al.add(actorID, AuditChannelUnmuteUsers, AuditTargetUser, id, channelID, nil)
+			}
+		}
+		if err := al.write(ctx, tx); err != nil {
+			return err
 		}
 		us, err := tx.GetUsers(ctx, ids)
 		if err != nil {
@@ -856,11 +887,13 @@ func (s *Service) BanUsers(ctx context.Context, actorID, channelID string, userI
 		for _, cu := range cus {
 			rel[cu.UserID] = cu
 		}
+		al := s.newAudit(now)
 		for _, id := range ids {
 			msgs, err := tx.SoftDeleteMessages(ctx, channelID, id, now.Time)
 			if err != nil {
 				return err
 			}
+			al.add(actorID, AuditChannelBanUsers, AuditTargetUser, id, channelID, map[string]any{"deletedMessages": len(msgs)})
 			for _, m := range msgs {
 				if err := tx.DeleteBlobs(ctx, m); err != nil {
 					return err
@@ -877,6 +910,9 @@ func (s *Service) BanUsers(ctx context.Context, actorID, channelID string, userI
 			if err := tx.PutChannelUser(ctx, &ChannelUser{ChannelID: channelID, UserID: id, Membership: MembershipBanned, CreatedAt: created, UpdatedAt: now}); err != nil {
 				return err
 			}
+		}
+		if err := al.write(ctx, tx); err != nil {
+			return err
 		}
 		c, err := touchChannel(ctx, tx, channelID, now)
 		if err != nil {
@@ -912,6 +948,13 @@ func (s *Service) UnbanUsers(ctx context.Context, actorID, channelID string, use
 		if err != nil {
 			return err
 		}
+		al := s.newAudit(now)
+		for _, id := range ids {
+			al.add(actorID, AuditChannelUnbanUsers, AuditTargetUser, id, channelID, nil)
+		}
+		if err := al.write(ctx, tx); err != nil {
+			return err
+		}
 		if len(unbanned) == 0 {
 			return nil
 		}
@@ -941,6 +984,9 @@ func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) e
 		c, err := tx.GetChannel(ctx, channelID)
 		if err != nil {
 			return notFound(err, "channel", channelID)
+		}
+		if err := s.audit(ctx, tx, actorID, AuditChannelClose, AuditTargetChannel, channelID, channelID, nil); err != nil {
+			return err
 		}
 		if c.IsClosed {
 			return nil

@@ -101,6 +101,9 @@ type Config struct {
 	// UserTokenTTL is the lifetime of user tokens minted without one.
 	// Default DefaultUserTokenTTL (24 h); negative: no expiry.
 	UserTokenTTL time.Duration
+	// PurgeBatch is how many messages PurgeUserMessages deletes per
+	// transaction. Default DefaultPurgeBatch (500).
+	PurgeBatch int
 	// OnCommit, when not nil, is called after every transaction that
 	// enqueued webhook deliveries or logged events committed (the webhook dispatcher's Wake
 	// fits here when the store cannot signal by itself).
@@ -251,8 +254,10 @@ func NewID() string {
 }
 
 // update runs fn in a store transaction and reports to OnCommit when fn
-// enqueued deliveries.
+// enqueued deliveries. The transaction's context names the calling method
+// (see Operation).
 func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) error {
+	ctx = withCaller(ctx)
 	var ev events
 	err := s.store.Update(ctx, func(tx Tx) error {
 		ev = events{}
@@ -267,8 +272,10 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) 
 	return err
 }
 
+// view runs fn in a read-only store transaction whose context names the
+// calling method (see Operation).
 func (s *Service) view(ctx context.Context, fn func(tx Tx) error) error {
-	return s.store.View(ctx, fn)
+	return s.store.View(withCaller(ctx), fn)
 }
 
 func mustJSON(v any) []byte {

@@ -60,6 +60,13 @@
 // transaction, so a crash after the change commits never loses the event
 // and a failed change emits none.
 //
+// Moderation and administration actions also write their AuditEntry (one
+// of AuditActions) in that transaction; QueryAudit reads the log.
+// CheckMessage is a dry run of CreateMessage through the same rules.
+// PurgeUserMessages is the one operation that spans several transactions:
+// it deletes a user's messages in batches of Config.PurgeBatch, each batch
+// a transaction with its events, so it never holds a long one.
+//
 // # Optional store capabilities
 //
 // A Tx may implement more than the Store interface requires, for speed:
@@ -138,5 +145,10 @@
 //     the user as its own actorId. Typing publishes the ephemeral event
 //     channel.didStartTyping to the in-process subscribers of
 //     SubscribeEphemeral, at most once per user and channel every 2 s; it
-//     is never stored and never reaches webhooks.
+//     is never stored and never reaches webhooks. MarkRead publishes the
+//     ephemeral channel.didMarkRead {channelId, userId, readToSegment}
+//     when a read marker moves, so that the user's other connections
+//     clear their unread counts (event streams send it to that user and
+//     to admins only); the marker itself is stored (readToSegment of the
+//     channelUser), where other members read it.
 package chat

@@ -162,3 +162,30 @@ func ExampleMessage_Image() {
 	// true the view 640 480
 	// 160 120 900
 }
+
+// A dry run answers what posting would answer, and changes nothing; the
+// mute that refuses it is in the audit log, with who did it.
+func ExampleService_CheckMessage() {
+	ctx := context.Background()
+	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
+	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
+	})
+	_ = svc.MuteUsers(ctx, admin.UserID, "general", []string{"alice"}, time.Hour)
+
+	res, err := svc.CheckMessage(ctx, admin.UserID, "alice", chat.CreateMessage{
+		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("hello"),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Allowed, int(res.Code), res.Message)
+
+	log, _ := svc.QueryAudit(ctx, admin.UserID, chat.AuditQuery{TargetID: "alice"})
+	e := log.Audit[0]
+	fmt.Println(e.ActorID, e.Action, e.ChannelID, e.Details["mutePeriod"])
+	// Output:
+	// false 400302 user "alice" is muted in channel "general"
+	// ops channel.muteUsers general 3.6e+06
+}

@@ -78,6 +78,12 @@ func (s *Service) validateMessage(in *CreateMessage) ([]string, error) {
 	if err := s.checkID("channelId", in.ChannelID); err != nil {
 		return nil, err
 	}
+	return s.validateContent(in)
+}
+
+// validateContent is validateMessage without the channel: parentId, tags,
+// type and data.
+func (s *Service) validateContent(in *CreateMessage) ([]string, error) {
 	if in.ParentID != "" {
 		if err := s.checkID("parentId", in.ParentID); err != nil {
 			return nil, err
@@ -202,16 +208,48 @@ func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, pare
 		}
 		pc.parent = p
 	}
-	if len(texts) > 0 {
-		rs, err := s.ruleSetTx(ctx, tx)
-		if err != nil {
-			return nil, err
-		}
-		if err := rs.checkTexts(texts, perms); err != nil {
-			return nil, err
-		}
+	if err := s.checkContent(ctx, tx, texts, perms); err != nil {
+		return nil, err
 	}
 	return pc, nil
+}
+
+// checkContent applies the blacklist and whitelist to the texts of a
+// message whose author holds perms.
+func (s *Service) checkContent(ctx context.Context, tx Tx, texts []string, perms map[string]bool) error {
+	if len(texts) == 0 {
+		return nil
+	}
+	rs, err := s.ruleSetTx(ctx, tx)
+	if err != nil {
+		return err
+	}
+	return rs.checkTexts(texts, perms)
+}
+
+// postRules is a validated text or custom message and its author: what
+// CreateMessage and CheckMessage check with the same two steps,
+// preparePost (validation, before the transaction) and runPost (every
+// rule that reads the store, inside it).
+type postRules struct {
+	authorID string
+	in       *CreateMessage
+	texts    []string
+}
+
+// preparePost validates in as a post by authorID.
+func (s *Service) preparePost(authorID string, in *CreateMessage) (*postRules, error) {
+	texts, err := s.validateMessage(in)
+	if err != nil {
+		return nil, err
+	}
+	return &postRules{authorID: authorID, in: in, texts: texts}, nil
+}
+
+// runPost applies the message rules to p in tx (see checkPost; create
+// creates an author not stored yet).
+func (s *Service) runPost(ctx context.Context, tx Tx, p *postRules, create bool) (*postContext, error) {
+	return s.checkPost(ctx, tx, p.authorID, p.in.ChannelID, p.in.ParentID, p.texts, create)
 }
 
 // newMessage is the result of a post: a MessageList of one message and its
@@ -256,13 +294,13 @@ func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *post
 // a member and not an admin), CodeChannelMuted, CodeUserMuted, CodeRateLimited (slow mode),
 // CodeUserBanned, CodeGlobalBanned, CodeBlacklisted, CodeLinkNotAllowed.
 func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMessage) (*MessageList, error) {
-	texts, err := s.validateMessage(&in)
+	p, err := s.preparePost(actorID, &in)
 	if err != nil {
 		return nil, err
 	}
 	var out *MessageList
 	err = s.update(ctx, func(tx Tx, ev *events) error {
-		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts, true)
+		pc, err := s.runPost(ctx, tx, p, true)
 		if err != nil {
 			return err
 		}
@@ -696,6 +734,12 @@ func (s *Service) DeleteMessage(ctx context.Context, actorID, messageID string) 
 		if _, err := s.authorize(ctx, tx, actorID, act, m.ChannelID); err != nil {
 			return err
 		}
+		if act == actDeleteMessage {
+			if err := s.audit(ctx, tx, actorID, AuditMessageDelete, AuditTargetMessage, messageID, m.ChannelID,
+				map[string]any{"authorId": m.UserID}); err != nil {
+				return err
+			}
+		}
 		if m.IsDeleted {
 			return nil
 		}
@@ -776,6 +820,10 @@ func (s *Service) ClearMessageFlags(ctx context.Context, actorID, messageID stri
 			return notFound(err, "message", messageID)
 		}
 		if err := tx.ClearFlags(ctx, FlagTargetMessage, messageID); err != nil {
+			return err
+		}
+		if err := s.audit(ctx, tx, actorID, AuditMessageClearFlags, AuditTargetMessage, messageID, m.ChannelID,
+			map[string]any{"flagCount": m.FlagCount}); err != nil {
 			return err
 		}
 		if m.FlagCount == 0 {

@@ -64,10 +64,15 @@ func (s *Service) PutRoles(ctx context.Context, actorID string, publicIDs, permi
 	now := s.Now()
 	out := &RoleList{}
 	err = s.update(ctx, func(tx Tx, _ *events) error {
+		al := s.newAudit(now)
 		for _, id := range ids {
 			if err := tx.PutRole(ctx, &Role{RoleID: id, Permissions: perms, CreatedAt: now, UpdatedAt: now}); err != nil {
 				return err
 			}
+			al.add(actorID, AuditRolePut, AuditTargetRole, id, "", map[string]any{"permissions": stringsAny(perms)})
+		}
+		if err := al.write(ctx, tx); err != nil {
+			return err
 		}
 		rs, err := tx.GetRoles(ctx, ids)
 		out.Roles = make([]Role, 0, len(rs))

@@ -223,6 +223,8 @@ func (s *Service) AddRules(ctx context.Context, actorID string, list RuleList, p
 	seen := map[string]bool{}
 	err := s.update(ctx, func(tx Tx, _ *events) error {
 		out.Records = out.Records[:0]
+		clear(seen)
+		al := s.newAudit(now)
 		for _, p := range patterns {
 			if seen[p] {
 				continue
@@ -232,6 +234,14 @@ func (s *Service) AddRules(ctx context.Context, actorID string, list RuleList, p
 			if err := tx.PutRule(ctx, r); err != nil {
 				return err
 			}
+			var details map[string]any
+			if list == Blacklist {
+				details = map[string]any{"isMatchExactWord": exact}
+			}
+			al.add(actorID, ruleAction(list, "add"), AuditTargetRule, p, "", details)
+		}
+		if err := al.write(ctx, tx); err != nil {
+			return err
 		}
 		rs, err := tx.ListRules(ctx, list, dedupe(patterns))
 		for _, r := range rs {
@@ -261,9 +271,16 @@ func (s *Service) DeleteRules(ctx context.Context, actorID string, list RuleList
 	if err := checkTexts("ruleIds", ids); err != nil {
 		return err
 	}
+	now := s.Now()
 	return s.update(ctx, func(tx Tx, _ *events) error {
-		_, err := tx.DeleteRules(ctx, list, ids)
-		return err
+		if _, err := tx.DeleteRules(ctx, list, ids); err != nil {
+			return err
+		}
+		al := s.newAudit(now)
+		for _, id := range dedupe(ids) {
+			al.add(actorID, ruleAction(list, "delete"), AuditTargetRule, id, "", nil)
+		}
+		return al.write(ctx, tx)
 	})
 }
 
@@ -302,6 +319,13 @@ func (s *Service) UpdateRule(ctx context.Context, actorID string, list RuleList,
 			}
 			return err
 		}
+		details := map[string]any{"oldRuleId": oldID}
+		if list == Blacklist {
+			details["isMatchExactWord"] = exact
+		}
+		if err := s.audit(ctx, tx, actorID, ruleAction(list, "update"), AuditTargetRule, newID, "", details); err != nil {
+			return err
+		}
 		rs, err := tx.ListRules(ctx, list, []string{newID})
 		out.Records = make([]Rule, 0, len(rs))
 		for _, r := range rs {
@@ -311,6 +335,10 @@ func (s *Service) UpdateRule(ctx context.Context, actorID string, list RuleList,
 	})
 	return out, err
 }
+
+// ruleAction is the audit action of a change to a list: blacklist.add,
+// whitelist.delete, ...
+func ruleAction(list RuleList, verb string) string { return string(list) + "." + verb }
 
 func nonEmpty(ids []string) []string {
 	if len(ids) == 0 {
@@ -336,8 +364,9 @@ func dedupe(ids []string) []string {
 // message of an author without exemptions, changing nothing. It returns nil
 // when a message with that text would pass, else the error creating it
 // would return: CodeBlacklisted (the detail names the rule) or
-// CodeLinkNotAllowed (the detail names the link). The admin panel's rule
-// tester uses it.
+// CodeLinkNotAllowed (the detail names the link). CheckMessage is the
+// fuller dry run (a user's exemptions, a channel's rules), which the admin
+// panel's "Test a message" box uses.
 func (s *Service) CheckText(ctx context.Context, text string) error {
 	var rs *ruleSet
 	err := s.view(ctx, func(tx Tx) error {

@@ -45,6 +45,8 @@ type Tx interface {
 	EventStore
 	BlobStore
 	MetaStore
+	AuditStore
+	PurgeStore
 	MuteExpiryStore
 }
 
@@ -435,9 +437,11 @@ type OutboxStore interface {
 	// ClaimDeliveries leases up to limit pending deliveries whose
 	// nextAttemptAt <= now and whose lease is absent or expired, ordered by
 	// nextAttemptAt, setting leaseOwner = owner and leaseUntil = now + lease.
-	// Two concurrent claims never return the same delivery while its lease
-	// lasts (Postgres: FOR UPDATE SKIP LOCKED).
-	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*Delivery, error)
+	// Deliveries of the webhooks in skipWebhooks are passed over (left
+	// due and unleased): a dispatcher names those it cannot send more of
+	// now. Two concurrent claims never return the same delivery while its
+	// lease lasts (Postgres: FOR UPDATE SKIP LOCKED).
+	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*Delivery, error)
 	// FinishDelivery records an attempt and moves the delivery to state
 	// (delivered, failed, or pending again at nextAttemptAt), clearing the
 	// lease. It returns CodeConflict when the delivery is no longer leased
@@ -458,6 +462,21 @@ type OutboxStore interface {
 	// NextDeliveryAt returns the earliest nextAttemptAt of pending
 	// deliveries, or ok=false when there are none.
 	NextDeliveryAt(ctx context.Context) (t time.Time, ok bool, err error)
+	// CountDeliveries returns the outbox backlog at now: the pending
+	// deliveries, and among them those due (nextAttemptAt <= now, leased
+	// or not). It reads the index of pending deliveries only, so its cost
+	// grows with the backlog, never with the delivered history.
+	CountDeliveries(ctx context.Context, now time.Time) (OutboxBacklog, error)
+}
+
+// OutboxBacklog is the size of the webhook outbox's backlog, shared by
+// every process using the store.
+type OutboxBacklog struct {
+	// Pending counts the deliveries neither delivered nor failed: due now
+	// (being sent, or waiting for a dispatcher), or waiting for a retry.
+	Pending int64
+	// Due counts the pending deliveries whose next attempt is due.
+	Due int64
 }
 
 // BlobStore persists file and image bytes.

@@ -58,7 +58,7 @@ type ephemeralSub struct {
 }
 
 // SubscribeEphemeral registers fn to receive every ephemeral event of this
-// Service (channel.didStartTyping), in the goroutine that caused it, and
+// Service (channel.didStartTyping, channel.didMarkRead), in the goroutine that caused it, and
 // returns a function that unsubscribes (safe to call more than once). fn
 // must not block: a transport hands the event to its own queues. Events of
 // other processes sharing the store are not seen: ephemeral events never

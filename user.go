@@ -215,6 +215,11 @@ func (s *Service) UpdateUser(ctx context.Context, actorID string, in UpdateUser)
 		if err := tx.UpdateUser(ctx, u); err != nil {
 			return err
 		}
+		if act == actUpdateUser {
+			if err := s.audit(ctx, tx, actorID, AuditUserUpdate, AuditTargetUser, in.UserID, "", updateDetails(in, roles)); err != nil {
+				return err
+			}
+		}
 		presentUser(u)
 		out.Users = []User{*u}
 		ev.add(EventUserDidUpdate, UserEventData{Users: []User{*u}})
@@ -231,7 +236,7 @@ func (s *Service) GlobalBan(ctx context.Context, actorID, userID string, deleteM
 	if err := s.allow(ctx, actorID, actGlobalBan, ""); err != nil {
 		return err
 	}
-	return s.setGlobalBan(ctx, userID, true, deleteMessages)
+	return s.setGlobalBan(ctx, actorID, userID, true, deleteMessages)
 }
 
 // GlobalUnban lifts a global ban (only the flag; deleted messages stay
@@ -241,10 +246,10 @@ func (s *Service) GlobalUnban(ctx context.Context, actorID, userID string) error
 	if err := s.allow(ctx, actorID, actGlobalBan, ""); err != nil {
 		return err
 	}
-	return s.setGlobalBan(ctx, userID, false, false)
+	return s.setGlobalBan(ctx, actorID, userID, false, false)
 }
 
-func (s *Service) setGlobalBan(ctx context.Context, userID string, ban, deleteMessages bool) error {
+func (s *Service) setGlobalBan(ctx context.Context, actorID, userID string, ban, deleteMessages bool) error {
 	if err := s.checkID("userId", userID); err != nil {
 		return err
 	}
@@ -256,6 +261,13 @@ func (s *Service) setGlobalBan(ctx context.Context, userID string, ban, deleteMe
 		}
 		if ban && hasRole(u.Roles, RoleGlobalAdmin) {
 			return Errorf(CodePermissionDenied, "user %s is an admin and cannot be banned", quote(userID))
+		}
+		action, details := AuditUserGlobalUnban, map[string]any{}
+		if ban {
+			action, details = AuditUserGlobalBan, map[string]any{"deleteMessages": deleteMessages}
+		}
+		if err := s.audit(ctx, tx, actorID, action, AuditTargetUser, userID, "", details); err != nil {
+			return err
 		}
 		if deleteMessages {
 			ids, err := tx.SoftDeleteUserMessages(ctx, userID, now.Time)
@@ -346,6 +358,10 @@ func (s *Service) ClearUserFlags(ctx context.Context, actorID, userID string) er
 			return notFound(err, "user", userID)
 		}
 		if err := tx.ClearFlags(ctx, FlagTargetUser, userID); err != nil {
+			return err
+		}
+		if err := s.audit(ctx, tx, actorID, AuditUserClearFlags, AuditTargetUser, userID, "",
+			map[string]any{"flagCount": u.FlagCount}); err != nil {
 			return err
 		}
 		if u.FlagCount == 0 {

@@ -148,7 +148,10 @@ func (s *Service) RevokeUserTokens(ctx context.Context, actorID, userID string) 
 		u := us[0]
 		u.TokensRevokedAt = &now
 		u.UpdatedAt = now
-		return tx.UpdateUser(ctx, u)
+		if err := tx.UpdateUser(ctx, u); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, actorID, AuditUserRevokeTokens, AuditTargetUser, userID, "", nil)
 	})
 }
 

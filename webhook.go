@@ -70,10 +70,10 @@ func (s *Service) CreateWebhook(ctx context.Context, actorID, rawURL string, eve
 	if err := s.allow(ctx, actorID, actWebhooks, ""); err != nil {
 		return nil, err
 	}
-	return s.createWebhook(ctx, rawURL, eventNames, "")
+	return s.createWebhook(ctx, actorID, rawURL, eventNames, "")
 }
 
-func (s *Service) createWebhook(ctx context.Context, rawURL string, eventNames []string, secret string) (*Webhook, error) {
+func (s *Service) createWebhook(ctx context.Context, actorID, rawURL string, eventNames []string, secret string) (*Webhook, error) {
 	if err := s.checkWebhookURL(rawURL); err != nil {
 		return nil, err
 	}
@@ -86,7 +86,13 @@ func (s *Service) createWebhook(ctx context.Context, rawURL string, eventNames [
 	}
 	now := s.Now()
 	w := &Webhook{WebhookID: s.newID(), URL: rawURL, Events: emptyIfNil(evs), Secret: secret, CreatedAt: now, UpdatedAt: now}
-	err = s.update(ctx, func(tx Tx, _ *events) error { return tx.CreateWebhook(ctx, w) })
+	err = s.update(ctx, func(tx Tx, _ *events) error {
+		if err := tx.CreateWebhook(ctx, w); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, actorID, AuditWebhookCreate, AuditTargetWebhook, w.WebhookID, "",
+			map[string]any{"url": w.URL, "events": stringsAny(w.Events)})
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +122,11 @@ func (s *Service) EnsureWebhook(ctx context.Context, rawURL, secret string) (*We
 				h.Secret, h.IsDisabled, h.DisabledReason, h.UpdatedAt = secret, false, "", now
 				h.Events = emptyIfNil(h.Events)
 				found = h
-				return tx.UpdateWebhook(ctx, h)
+				if err := tx.UpdateWebhook(ctx, h); err != nil {
+					return err
+				}
+				return s.audit(ctx, tx, actorFrom(ctx), AuditWebhookUpdate, AuditTargetWebhook, h.WebhookID, "",
+					map[string]any{"url": h.URL, "events": stringsAny(h.Events)})
 			}
 		}
 		return nil
@@ -124,7 +134,7 @@ func (s *Service) EnsureWebhook(ctx context.Context, rawURL, secret string) (*We
 	if err != nil || found != nil {
 		return found, err
 	}
-	return s.createWebhook(ctx, rawURL, nil, secret)
+	return s.createWebhook(ctx, actorFrom(ctx), rawURL, nil, secret)
 }
 
 // ListWebhooks returns every webhook without secrets. Errors: only the
@@ -153,7 +163,10 @@ func (s *Service) DeleteWebhook(ctx context.Context, actorID, webhookID string) 
 		return err
 	}
 	return s.update(ctx, func(tx Tx, _ *events) error {
-		return notFound(tx.DeleteWebhook(ctx, webhookID), "webhook", webhookID)
+		if err := tx.DeleteWebhook(ctx, webhookID); err != nil {
+			return notFound(err, "webhook", webhookID)
+		}
+		return s.audit(ctx, tx, actorID, AuditWebhookDelete, AuditTargetWebhook, webhookID, "", nil)
 	})
 }
 
@@ -173,7 +186,10 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, actorID, webhookID st
 		}
 		w.Secret, w.IsDisabled, w.DisabledReason, w.UpdatedAt = newSecret(), false, "", now
 		w.Events = emptyIfNil(w.Events)
-		return tx.UpdateWebhook(ctx, w)
+		if err := tx.UpdateWebhook(ctx, w); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, actorID, AuditWebhookRotate, AuditTargetWebhook, webhookID, "", nil)
 	})
 	return w, err
 }

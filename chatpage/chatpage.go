@@ -12,7 +12,6 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"time"
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/httpapi"
@@ -23,8 +22,11 @@ var static embed.FS
 
 // ContentSecurityPolicy is the policy of every response of the page: its
 // own scripts, styles and images only (the images of messages are served
-// by the API on the same origin), requests to the same origin only, no
-// inline script or style, no framing.
+// by the API on the same origin), requests to the same origin only (in
+// CSP Level 3, which Chromium, Firefox and Safari follow, 'self' in
+// connect-src also admits WebSocket connections to the same host and
+// port: ws: from an http: page, wss: from an https: one), no inline
+// script or style, no framing.
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 
@@ -42,9 +44,6 @@ type Config struct {
 	// use it only on a machine of your own. Default nil (off: the page
 	// asks for a token pasted by the person).
 	DevSignIn func(ctx context.Context, userID string) (*chat.UserToken, error)
-	// PollInterval is how often the page asks the API for new messages
-	// and unread counts. Default 2 s.
-	PollInterval time.Duration
 	// Logger receives the failures of the development sign-in. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -63,9 +62,6 @@ func New(cfg Config) http.Handler {
 		cfg.APIPrefix = chat.DefaultAPIPrefix
 	}
 	cfg.APIPrefix = strings.TrimRight(cfg.APIPrefix, "/")
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 2 * time.Second
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -76,9 +72,8 @@ func New(cfg Config) http.Handler {
 	page := template.Must(template.ParseFS(assets, "index.html"))
 	var buf bytes.Buffer
 	if err := page.Execute(&buf, map[string]any{
-		"APIPrefix":  cfg.APIPrefix,
-		"DevSignIn":  cfg.DevSignIn != nil,
-		"PollMillis": cfg.PollInterval.Milliseconds(),
+		"APIPrefix": cfg.APIPrefix,
+		"DevSignIn": cfg.DevSignIn != nil,
 	}); err != nil {
 		panic(err) // the template and its data are fixed
 	}

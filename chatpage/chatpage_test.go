@@ -47,7 +47,7 @@ func requireSecured(t *testing.T, a answer) {
 
 func TestPageAndAssets(t *testing.T) {
 	t.Parallel()
-	h := chatpage.New(chatpage.Config{APIPrefix: `/api/"v2"/`, PollInterval: 1500 * time.Millisecond})
+	h := chatpage.New(chatpage.Config{APIPrefix: `/api/"v2"/`})
 
 	page := serve(t, h, "GET", "/", "", "")
 	require.Equal(t, 200, page.status)
@@ -56,7 +56,6 @@ func TestPageAndAssets(t *testing.T) {
 	// The prefix is escaped into its attribute, its trailing slash gone.
 	require.Contains(t, page.body, `data-api="/api/&#34;v2&#34;"`)
 	require.Contains(t, page.body, `data-dev-sign-in="false"`)
-	require.Contains(t, page.body, `data-poll-ms="1500"`)
 	require.NotContains(t, page.body, "<script>", "no inline script")
 	require.Contains(t, page.body, `<script src="app.js" defer></script>`)
 

@@ -9,8 +9,8 @@
 // and keep what the API side-loads with it in their other fields: the
 // channelUsers and users of a channel, the author of a message.
 // Listings return the chat list types (chat.ChannelList, ...) and page
-// with opaque tokens; the iterators Channels, Messages, Users, Reactors
-// and Deliveries follow paging.next until the end.
+// with opaque tokens; the iterators Channels, Messages, Users, Reactors,
+// Deliveries and Audit follow paging.next until the end.
 //
 // Failures are *Error values that carry the HTTP status, the wire code,
 // the message, the typed detail and the request id; errors.Is works

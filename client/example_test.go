@@ -101,3 +101,44 @@ func ExampleClient_GetFile() {
 	// notes.txt 10
 	// 206 bytes 2-5/10 4 2345
 }
+
+// An admin bans a user, reads who did it in the audit log, checks a text
+// against the rules as a user before it is posted, and purges a user's
+// messages.
+func ExampleClient_QueryAudit() {
+	base, token, stop := server()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(base, token)
+	if _, err := c.CreateChannel(ctx, client.CreateChannelRequest{ChannelID: "general", Type: chat.ChannelTypeStandard,
+		UserIDs: []string{"alice", "mallory"}}); err != nil {
+		panic(err)
+	}
+	if _, err := c.AddRules(ctx, chat.Whitelist, []string{"example.com"}, false); err != nil {
+		panic(err)
+	}
+	if err := c.BanUsers(ctx, "general", []string{"mallory"}); err != nil {
+		panic(err)
+	}
+	for e, err := range c.Audit(ctx, client.QueryAuditRequest{TargetID: "mallory"}) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(e.ActorID, e.Action, e.TargetID, e.ChannelID)
+	}
+	res, err := c.CheckMessage(ctx, client.CheckMessageRequest{UserID: "alice", ChannelID: "general",
+		Type: chat.MessageTypeText, Data: chat.TextData("see evil.io")})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Allowed, int(res.Code), res.Detail[0])
+	n, err := c.PurgeUserMessages(ctx, "alice", client.PurgeMessagesRequest{ChannelID: "general"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("deleted", n)
+	// Output:
+	// ops channel.banUsers mallory general
+	// false 400309 link not allowed: "evil.io"
+	// deleted 0
+}

@@ -408,7 +408,7 @@ func TestInjectionIsEscaped(t *testing.T) {
 		}
 	}
 	// The rule tester echoes the tested text escaped.
-	res, page := b.post("/admin/rules/test", url.Values{"csrf": {token}, "text": {evil}})
+	res, page := b.post("/admin/rules/test", url.Values{"csrf": {token}, "userId": {evilID}, "text": {evil}})
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.NotContains(t, page, "<script>alert")
 	require.Contains(t, page, "Refused: text contains a blacklisted word")

@@ -16,9 +16,11 @@ var pages = []page{
 	{Key: "dashboard", Title: "Dashboard", Path: "/", routes: (*handler).dashboardRoutes},
 	{Key: "channels", Title: "Channels", Path: "/channels", routes: (*handler).channelsRoutes},
 	{Key: "users", Title: "Users", Path: "/users", routes: (*handler).usersRoutes},
+	{Key: "users", routes: (*handler).purgeRoutes},
 	{Key: "roles", Title: "Roles", Path: "/roles", routes: (*handler).rolesRoutes},
 	{Key: "rules", Title: "Blacklist & whitelist", Path: "/rules", routes: (*handler).rulesRoutes},
 	{Key: "reactions", Title: "Most reacted", Path: "/reactions", routes: (*handler).reactionsRoutes},
 	{Key: "webhooks", Title: "Webhooks", Path: "/webhooks", routes: (*handler).webhooksRoutes},
 	{Key: "admins", Title: "Admins", Path: "/admins", routes: (*handler).adminsRoutes},
+	{Key: "audit", Title: "Audit log", Path: "/audit", routes: (*handler).auditRoutes},
 }

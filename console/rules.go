@@ -1,14 +1,13 @@
 package console
 
 import (
-	"errors"
 	"net/http"
 
 	chat "github.com/chatengine/chat"
 )
 
-// rulesRoutes serves the blacklist and the whitelist, and a box that tests
-// a text against them (Service.CheckText: nothing is posted).
+// rulesRoutes serves the blacklist and the whitelist, and the "Test a
+// message" box (a dry run, see check.go: nothing is posted).
 func (h *handler) rulesRoutes(rt *router) {
 	rt.get("/rules", h.rules)
 	rt.post("/rules/{list}/add", h.ruleAction(func(q *req, l chat.RuleList) (string, error) {
@@ -27,22 +26,7 @@ func (h *handler) rulesRoutes(rt *router) {
 		_, err := h.svc.UpdateRule(q.r.Context(), q.actor(), l, q.r.PostForm.Get("ruleId"), q.r.PostForm.Get("newRuleId"), q.form("exact") == "yes")
 		return "Entry updated.", err
 	}))
-	rt.post("/rules/test", func(q *req) {
-		text := q.r.PostForm.Get("text")
-		v := h.rulesData(q)
-		v.Tested, v.Text = true, text
-		err := h.svc.CheckText(q.r.Context(), text)
-		var ce *chat.Error
-		switch {
-		case err == nil:
-			v.Verdict = "Allowed: a message with this text passes the blacklist and the whitelist."
-		case errors.As(err, &ce) && (ce.Code == chat.CodeBlacklisted || ce.Code == chat.CodeLinkNotAllowed):
-			v.Refused, v.Verdict = true, "Refused: "+ce.Message+"."
-		default:
-			v.Verdict = h.human(err)
-		}
-		q.render(http.StatusOK, "rules", "rules", "Blacklist & whitelist", v)
-	})
+	rt.post("/rules/test", h.checkMessage)
 }
 
 func (h *handler) ruleAction(fn func(q *req, l chat.RuleList) (string, error)) func(q *req) {
@@ -66,10 +50,7 @@ type ruleGroup struct {
 type rulesView struct {
 	Black, White ruleGroup
 	Error        string
-	Tested       bool
-	Text         string
-	Refused      bool
-	Verdict      string
+	Check        checkView
 }
 
 func (h *handler) rulesData(q *req) rulesView {

@@ -589,6 +589,21 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/close", params: map[string]string{"channelId": "nope"}, want: 404})
 	f.do(call{method: "POST", pattern: "/channels", headers: map[string]string{"Content-Type": "text/plain"}, form: "x", want: 415})
 
+	// Moderation: the dry run, the purge and the audit log.
+	f.do(call{method: "POST", pattern: "/moderation/check", json: map[string]any{"userId": "alice", "channelId": "random", "type": "text", "data": map[string]any{"text": "hi"}}})
+	f.do(call{method: "POST", pattern: "/moderation/check", json: map[string]any{"userId": "bob", "channelId": "random", "type": "text", "data": map[string]any{"text": "hi"}}})
+	f.do(call{method: "POST", pattern: "/moderation/check", form: "userId=alice&type=text&data[text]=hello"})
+	f.do(call{method: "POST", pattern: "/moderation/check", json: map[string]any{"channelId": "random", "type": "text"}, want: 400})
+	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "alice"}, json: map[string]any{"since": "2020-01-01T00:00:00.000Z"}})
+	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "carol"}, form: "channelId=random"})
+	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "nobody"}, json: map[string]any{}, want: 404})
+	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "alice"}, json: map[string]any{"since": "soon"}, want: 400})
+	audit := f.do(call{method: "GET", pattern: "/audit", query: "options[limit]=2"})
+	f.do(call{method: "GET", pattern: "/audit", query: "options[token]=" + url.QueryEscape(audit["paging"].(map[string]any)["next"].(string))})
+	f.do(call{method: "GET", pattern: "/audit", query: "action=channel.close&channelId=general&actorId=admin"})
+	f.do(call{method: "GET", pattern: "/audit", query: "targetId=alice"})
+	f.do(call{method: "GET", pattern: "/audit", query: "action=nope", want: 400})
+
 	// The event stream: a ticket; a bad after and a spent ticket are
 	// refused before any upgrade.
 	f.do(call{method: "POST", pattern: "/events/ticket"})

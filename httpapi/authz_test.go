@@ -143,6 +143,8 @@ var matrixRows = []matrixRow{
 	{"DELETE", "/users/{userId}/flags", "/users/zed/flags", ``, false, adminOnly},
 	{"POST", "/users/{userId}/token", "/users/zed/token", `{"ttl":60}`, false, adminOnly},
 	{"POST", "/users/{userId}/tokens/revoke", "/users/mem/tokens/revoke", ``, false, adminOnly},
+	{"POST", "/users/{userId}/messages/delete", "/users/mem/messages/delete", `{}`, false, adminOnly},
+	{"POST", "/users/{userId}/messages/delete", "/users/{self}/messages/delete", `{"channelId":"c"}`, false, adminOnly},
 	// Roles.
 	{"GET", "/roles", "/roles", ``, false, adminOnly},
 	{"PUT", "/roles", "/roles", `{"publicIds":["helper"],"permissions":["Channel/ManageChannel"]}`, false, adminOnly},
@@ -168,6 +170,10 @@ var matrixRows = []matrixRow{
 	{"POST", "/webhooks/{webhookId}/secret", "/webhooks/{hook}/secret", ``, false, adminOnly},
 	{"GET", "/webhooks/{webhookId}/deliveries", "/webhooks/{hook}/deliveries", ``, false, adminOnly},
 	{"POST", "/webhooks/{webhookId}/deliveries/{requestId}/redeliver", "/webhooks/{hook}/deliveries/{req}/redeliver", ``, false, adminOnly},
+	// Moderation.
+	{"GET", "/audit", "/audit", ``, false, adminOnly},
+	{"GET", "/audit", "/audit?actorId={self}&options[limit]=5", ``, false, adminOnly},
+	{"POST", "/moderation/check", "/moderation/check", `{"userId":"{self}","channelId":"c","type":"text","data":{"text":"hi"}}`, false, adminOnly},
 	// The event stream: every caller, each seeing what it may.
 	{"GET", "/events", "/events", ``, false, anyUser},
 	{"POST", "/events/ticket", "/events/ticket", ``, false, anyUser},
@@ -360,6 +366,11 @@ func (m *matrixEnv) snapshot() string {
 			return err
 		}
 		parts = append(parts, hs)
+		audit, err := tx.QueryAudit(ctx, chat.AuditFilter{})
+		if err != nil {
+			return err
+		}
+		parts = append(parts, audit)
 		for _, h := range hs {
 			ds, err := tx.ListDeliveries(ctx, h.WebhookID, "", 1000)
 			if err != nil {

@@ -199,6 +199,7 @@ func (h *handler) routes() []route {
 		rt(del, "/users/{userId}/flags", h.clearUserFlags),
 		rt(post, "/users/{userId}/token", h.mintUserToken),
 		rt(post, "/users/{userId}/tokens/revoke", h.revokeUserTokens),
+		rt(post, "/users/{userId}/messages/delete", h.purgeMessages),
 		// Roles.
 		rt(get, "/roles", h.queryRoles),
 		rt(put, "/roles", h.putRoles),
@@ -223,6 +224,9 @@ func (h *handler) routes() []route {
 		rt(post, "/webhooks/{webhookId}/secret", h.rotateWebhookSecret),
 		rt(get, "/webhooks/{webhookId}/deliveries", h.listDeliveries),
 		rt(post, "/webhooks/{webhookId}/deliveries/{requestId}/redeliver", h.redeliver),
+		// Moderation: the audit log and the dry run.
+		rt(get, "/audit", h.queryAudit),
+		rt(post, "/moderation/check", h.checkMessage),
 		// The event stream.
 		{Route: Route{get, "/events"}, fn: h.events, ticket: true},
 		rt(post, "/events/ticket", h.eventTicket),

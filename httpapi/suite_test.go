@@ -48,6 +48,8 @@ func runSuite(t *testing.T, newStore storeFactory) {
 		{"PathEscaping", testPathEscaping},
 		{"Responses", testResponses},
 		{"MutedAuthors", testMutedAuthors},
+		{"Audit", testAudit},
+		{"ModerationCheck", testModerationCheck},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,6 +60,10 @@ func runSuite(t *testing.T, newStore storeFactory) {
 	t.Run("Limits", func(t *testing.T) {
 		t.Parallel()
 		testLimits(t, newStore)
+	})
+	t.Run("Purge", func(t *testing.T) {
+		t.Parallel()
+		testPurge(t, newStore)
 	})
 	t.Run("InternalError", func(t *testing.T) {
 		t.Parallel()

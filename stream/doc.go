@@ -16,9 +16,12 @@
 // with ErrTooSlow (WebSocket close code 4008, "too slow"), and may resume
 // from the last id it received.
 //
-// Ephemeral events (channel.didStartTyping) are never stored: the hub takes
-// them from chat.Service.SubscribeEphemeral and offers them to live
-// subscribers only, without an id.
+// Ephemeral events (channel.didStartTyping, channel.didMarkRead) are never
+// stored: the hub takes them from chat.Service.SubscribeEphemeral and
+// offers them to live subscribers only, without an id. An end user
+// receives the typing of the other members of its channels and its own
+// read markers only (for its other connections); an admin receives both
+// kinds for every channel, or for the channels it names.
 //
 // New starts nothing; Start starts the follower and the retention job,
 // which deletes events older than Config.EventRetention in bounded batches;

@@ -537,9 +537,17 @@ func (s *Subscription) ending(e *chat.Event) error {
 	return nil
 }
 
+// admitsEphemeral: an admin receives every ephemeral event (of its
+// channels when it names some); an end user the typing of the other
+// members of its channels, and the moves of its own read markers alone
+// (channel.didMarkRead), so that its other connections stay in sync: the
+// read markers of others are not sent to end users.
 func (s *Subscription) admitsEphemeral(ev chat.EphemeralEvent) bool {
 	if s.f.Admin {
 		return s.chans == nil || s.chans[ev.ChannelID]
+	}
+	if ev.Event == chat.EventChannelDidMarkRead {
+		return ev.UserID == s.f.UserID
 	}
 	return ev.UserID != s.f.UserID && s.members[ev.ChannelID]
 }

@@ -175,8 +175,39 @@ func TestUserVisibility(t *testing.T) {
 	require.Equal(t, "two", text(t, next(t, bob)), "bob does not receive his own typing")
 	require.Equal(t, "two", text(t, next(t, alice)))
 
+	// A read marker reaches the streams of the member whose marker moved
+	// (all of them: her other tabs and devices) and admins, never the
+	// other members.
+	alice2 := e.subscribe(stream.Filter{UserID: "alice"}, nil)
+	admin := e.subscribe(stream.Filter{Admin: true}, nil)
+	elsewhere := e.subscribe(stream.Filter{Admin: true, ChannelIDs: []string{"other"}}, nil)
+	_, err := e.svc.MarkRead(e.ctx, "alice", "mine", 0)
+	require.NoError(t, err)
+	for _, s := range []*stream.Subscription{alice, alice2, admin} {
+		f = next(t, s)
+		require.Equal(t, chat.EventChannelDidMarkRead, f.Event)
+		require.Empty(t, f.ID)
+		require.JSONEq(t, `{"channelId":"mine","userId":"alice","readToSegment":2}`, string(f.Data))
+	}
+	_, err = e.svc.MarkRead(e.ctx, "bob", "mine", 0)
+	require.NoError(t, err)
+	require.Equal(t, chat.EventChannelDidMarkRead, next(t, bob).Event)
+	f = next(t, admin)
+	require.JSONEq(t, `{"channelId":"mine","userId":"bob","readToSegment":2}`, string(f.Data))
+	e.post("bob", "mine", "after the markers")
+	for _, s := range []*stream.Subscription{alice, alice2, bob, admin} {
+		require.Equal(t, "after the markers", text(t, next(t, s)), "no other member's marker")
+	}
+	e.post("bob", "other", "elsewhere")
+	require.Equal(t, "elsewhere", text(t, next(t, elsewhere)), "not a marker of a channel it did not name")
+	require.Equal(t, "elsewhere", text(t, next(t, bob)))
+	require.Equal(t, "elsewhere", text(t, next(t, admin)))
+	alice2.Close()
+	admin.Close()
+	elsewhere.Close()
+
 	// Added to "other": the event about her, then its messages.
-	_, err := e.svc.AddUsers(e.ctx, e.admin, "other", []string{"alice"})
+	_, err = e.svc.AddUsers(e.ctx, e.admin, "other", []string{"alice"})
 	require.NoError(t, err)
 	require.Equal(t, chat.EventChannelDidAddUsers, next(t, alice).Event)
 	e.post("bob", "other", "now for alice")

@@ -70,15 +70,16 @@ type Config struct {
 	Workers int
 	// PerWebhook is the most deliveries of one webhook this dispatcher
 	// POSTs at once, so that a slow or dead receiver holds at most that
-	// many workers and the other webhooks keep the rest. A claim that
-	// finds a webhook at its limit puts the extra deliveries back, due
-	// BusyDelay later, in the claim's own transaction: they are never
-	// leased and never attempted, so they cost no attempt. The limit is per
-	// dispatcher: N processes sharing a store send at most N*PerWebhook of
-	// one webhook at once. Default Workers/2, at least 1.
+	// many workers and the other webhooks keep the rest. Claims pass over
+	// the deliveries of a webhook at its limit (they stay due and
+	// unleased, and cost no attempt) until one of its requests ends. The
+	// limit is per dispatcher: N processes sharing a store send at most
+	// N*PerWebhook of one webhook at once. Default Workers/2, at least 1.
 	PerWebhook int
-	// BusyDelay is how far a claim pushes back a delivery whose webhook is
-	// at its PerWebhook limit. Default 1 s.
+	// BusyDelay is how far a claim pushes back the deliveries of a webhook
+	// that reaches its PerWebhook limit within that claim (it took more
+	// of them than the limit allows), in the claim's own transaction.
+	// Default 1 s.
 	BusyDelay time.Duration
 	// PollInterval is how often the outbox is polled when the store cannot
 	// signal commits (chat.OutboxWatcher) and nothing woke the dispatcher;

@@ -266,6 +266,15 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 	}
 }
 
+// Operation names of the dispatcher's store transactions (chat.Operation),
+// for a store wrapper that measures them.
+const (
+	// OpClaim names the transactions that lease due deliveries.
+	OpClaim = "webhook.claim"
+	// OpFinish names the transactions that record attempts.
+	OpFinish = "webhook.finish"
+)
+
 // claimHold is how long the loop waits for more free slots before it
 // claims for only a few (see minClaim).
 const claimHold = 2 * time.Millisecond
@@ -274,14 +283,25 @@ const claimHold = 2 * time.Millisecond
 func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.BatchSize)/8) }
 
 // claim leases up to n due deliveries and resolves their webhooks in one
-// transaction. Deliveries of a webhook at its PerWebhook limit are put back
-// in the same transaction, due BusyDelay later. full reports that the store
-// had n due deliveries (more may be due). When it had fewer, claim also
-// returns the store's earliest nextAttemptAt (zero when none).
+// transaction. The claim passes over the deliveries of webhooks already at
+// their PerWebhook limit: they stay due, untouched, for a claim after a
+// slot frees (or for another process), and never hold up the deliveries of
+// other webhooks. A webhook that reaches its limit within the claim has
+// its extra deliveries put back in the same transaction, due BusyDelay
+// later. full reports that the store had n due deliveries (more may be
+// due). When it had fewer, claim also returns the store's earliest
+// nextAttemptAt (zero when none).
 func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []item, full bool, next time.Time, err error) {
-	err = d.store.Update(ctx, func(tx chat.Tx) error {
+	err = d.store.Update(chat.WithOperation(ctx, OpClaim), func(tx chat.Tx) error {
 		items, full, next = items[:0], false, time.Time{}
-		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n)
+		taken := d.inFlight()
+		var atLimit []string
+		for id, c := range taken {
+			if c >= d.cfg.PerWebhook {
+				atLimit = append(atLimit, id)
+			}
+		}
+		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n, atLimit)
 		if err != nil {
 			return err
 		}
@@ -295,7 +315,6 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 				d.hookVersion, d.hooks = v, map[string]*chat.Webhook{}
 			}
 		}
-		taken := d.inFlight()
 		for _, dl := range ds {
 			if taken[dl.WebhookID] >= d.cfg.PerWebhook {
 				if err := tx.RescheduleDelivery(ctx, dl.RequestID, now.Add(d.cfg.BusyDelay)); err != nil {
@@ -414,7 +433,7 @@ func (d *Dispatcher) finish(ctx context.Context, batch []*result) {
 	for i, r := range live {
 		fs[i] = chat.DeliveryFinish{Attempt: &r.attempt, State: r.state, NextAttemptAt: r.next}
 	}
-	err := d.store.Update(ctx, func(tx chat.Tx) error {
+	err := d.store.Update(chat.WithOperation(ctx, OpFinish), func(tx chat.Tx) error {
 		for _, r := range live {
 			if err := d.disableHook(ctx, tx, r); err != nil {
 				return err
@@ -436,7 +455,7 @@ func (d *Dispatcher) finish(ctx context.Context, batch []*result) {
 	}
 	for _, r := range live {
 		for try := 0; ; try++ {
-			err = d.store.Update(ctx, func(tx chat.Tx) error { return d.finishOne(ctx, tx, r) })
+			err = d.store.Update(chat.WithOperation(ctx, OpFinish), func(tx chat.Tx) error { return d.finishOne(ctx, tx, r) })
 			if err == nil || leaseLost(err) || try == 2 || ctx.Err() != nil {
 				break
 			}

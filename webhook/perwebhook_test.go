@@ -92,6 +92,77 @@ func TestHangingReceiverDelaysNoOther(t *testing.T) {
 	}
 }
 
+// TestAtLimitPassedOver: while a webhook is at its PerWebhook limit, claims
+// pass over its due deliveries instead of taking and putting them back:
+// they keep their nextAttemptAt and stay unleased (BusyDelay is an hour, so
+// a put-back would show), and the healthy webhook's deliveries behind them
+// are sent. One delivery per claim (BatchSize 1), so no claim can take more
+// of a webhook than its limit allows.
+func TestAtLimitPassedOver(t *testing.T) {
+	for _, be := range backends() {
+		t.Run(be.name, func(t *testing.T) {
+			s := be.open(t)
+			release := make(chan struct{})
+			var mu sync.Mutex
+			seen := map[string]int{}
+			stuck := newReceiver(t, "s1", func(w http.ResponseWriter, r *http.Request, id string, attempt int) bool {
+				mu.Lock()
+				seen[id]++
+				mu.Unlock()
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return true
+			})
+			healthy := newReceiver(t, "s2", nil)
+			stuckHook := createHook(t, s, stuck.URL, "s1")
+			okHook := createHook(t, s, healthy.URL, "s2")
+			stuckDs := newDeliveries(t, stuckHook.WebhookID, 6)
+			enqueue(t, s, stuckDs)
+			okIDs := enqueue(t, s, newDeliveries(t, okHook.WebhookID, 4))
+
+			start(t, s, testConfig(func(c *Config) {
+				c.Workers, c.PerWebhook, c.BatchSize = 4, 2, 1
+				c.Timeout, c.Lease = 10*time.Minute, 20*time.Minute
+				c.BusyDelay = time.Hour
+			}))
+			t.Cleanup(func() { close(release) }) // before Stop, which runs later
+			states := waitStates(t, s, okIDs)
+			for _, id := range okIDs {
+				require.Equal(t, chat.DeliveryDelivered, states[id].State)
+			}
+			deadline := time.Now().Add(patience)
+			for {
+				mu.Lock()
+				n := len(seen)
+				mu.Unlock()
+				if n == 2 {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the two hanging requests never arrived")
+				time.Sleep(5 * time.Millisecond)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, want := range stuckDs {
+				dl, as := getDelivery(t, s, want.RequestID)
+				require.Equal(t, chat.DeliveryPending, dl.State)
+				require.Empty(t, as, "no attempt recorded")
+				if seen[want.RequestID] > 0 {
+					require.Equal(t, 1, seen[want.RequestID])
+					require.NotEmpty(t, dl.LeaseOwner, "in flight")
+					continue
+				}
+				require.True(t, want.NextAttemptAt.Equal(dl.NextAttemptAt.Time), "passed over, not put back: %v -> %v", want.NextAttemptAt, dl.NextAttemptAt)
+				require.Empty(t, dl.LeaseOwner)
+				require.Nil(t, dl.LeaseUntil)
+			}
+		})
+	}
+}
+
 // BenchmarkBesideHanging measures how long events take to reach a healthy
 // webhook when every event also goes to a receiver that accepts requests
 // and never answers (each attempt ends at the 10 s Timeout). b.N events are

@@ -6,17 +6,24 @@
 //   store    - what the page knows: channels, unread counts, messages
 //   view     - DOM rendering; every user-provided string goes through
 //              textContent or an attribute, never through markup
-//   updates  - where news comes from: a poller today; an event stream can
-//              replace it by offering the same start/stop/refresh methods
-//   actions  - what the person does (sign in, create, join, send, ...)
+//   live     - the event stream (GET /events over a WebSocket with a
+//              ticket): new messages, typing, the person's own read
+//              markers (moved in another tab) and channel changes as they
+//              happen; reconnects with backoff and resumes after the last
+//              event seen. The stream carries no read markers of others:
+//              "Seen by" is read with GET /channel/{id}
+//   actions  - what the person does (sign in, create, join, send, type...)
 'use strict';
 
 (function () {
   const body = document.body;
   const API = body.dataset.api || '/api/v2';
   const DEV_SIGN_IN = body.dataset.devSignIn === 'true';
-  const POLL_MS = Number(body.dataset.pollMs) || 2000;
   const PAGE = 50; // messages shown when a channel opens
+  const TYPING_SEND_MS = 3000; // at most one typing call per 3 s of typing
+  const TYPING_SHOW_MS = 6000; // "X is typing" goes after 6 s without news
+  const RETRY_MIN_MS = 500; // first reconnection delay, doubled up to:
+  const RETRY_MAX_MS = 10000;
   const $ = (id) => document.getElementById(id);
 
   // ---- api ----------------------------------------------------------------
@@ -116,10 +123,14 @@
     mine: [], // channels the user is a member of, newest first
     others: [], // open channels the user may join
     unread: new Map(), // channelId -> unread count
+    myReads: new Map(), // channelId -> the person's own readToSegment
     users: new Map(), // userId -> user
     open: null, // the open channel's id
     messages: [], // the open channel's messages, ascending segment
-    lastSegment: 0,
+    lastSegment: 0, // the highest segment shown
+    reads: new Map(), // open channel: other member's userId -> readToSegment
+    typing: new Map(), // open channel: userId -> timer hiding "is typing"
+    unseen: false, // the open channel shows news the person has not seen
   };
 
   function rememberUsers(users) {
@@ -135,6 +146,10 @@
 
   function channelName(c) {
     return c.displayName || c.channelId;
+  }
+
+  function visible() {
+    return document.visibilityState === 'visible';
   }
 
   // ---- view ---------------------------------------------------------------
@@ -166,6 +181,15 @@
     $('status').hidden = true;
   }
 
+  // showConnection shows the state of the event stream: "live" (hidden),
+  // "connecting" (the first attempt, hidden), "reconnecting" or "closed".
+  function showConnection(state, text) {
+    const c = $('connection');
+    c.dataset.state = state;
+    c.textContent = text || '';
+    c.hidden = state === 'live' || state === 'connecting';
+  }
+
   function renderSignedIn() {
     const signedIn = !!session.token;
     $('signin').hidden = signedIn;
@@ -178,6 +202,7 @@
   function renderChannels() {
     const mine = $('my-channels');
     mine.replaceChildren();
+    let total = 0; // unread messages of the channels not open
     for (const c of store.mine) {
       const li = el('li');
       li.dataset.channelId = c.channelId;
@@ -189,6 +214,7 @@
       li.append(open);
       const n = store.unread.get(c.channelId) || 0;
       if (n > 0 && c.channelId !== store.open) {
+        total += n;
         const badge = el('span', 'unread', String(n));
         badge.title = n + ' unread';
         li.append(badge);
@@ -196,6 +222,8 @@
       mine.append(li);
     }
     $('no-channels').hidden = store.mine.length > 0;
+    // The tab's title counts them too, for a person in another tab.
+    document.title = total > 0 ? '(' + total + ') Chat' : 'Chat';
 
     const others = $('public-channels');
     others.replaceChildren();
@@ -269,24 +297,143 @@
     return li;
   }
 
-  function renderMessages(fresh, replace) {
+  // showMessages puts messages of the open channel in their place by
+  // segment: a message already shown is replaced (edited), a deleted one
+  // removed. It returns the messages of others that are new here.
+  function showMessages(ms) {
     const list = $('messages');
     const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
-    if (replace) {
-      list.replaceChildren();
+    const fresh = [];
+    for (const m of ms) {
+      const at = store.messages.findIndex((x) => x.messageId === m.messageId);
+      const old = list.querySelector('li[data-message-id="' + CSS.escape(m.messageId) + '"]');
+      if (m.isDeleted) {
+        if (at >= 0) {
+          store.messages.splice(at, 1);
+        }
+        if (old) {
+          old.remove();
+        }
+        continue;
+      }
+      const li = messageItem(m);
+      if (at >= 0) {
+        store.messages[at] = m;
+        if (old) {
+          old.replaceWith(li);
+        }
+        continue;
+      }
+      let i = store.messages.length;
+      while (i > 0 && store.messages[i - 1].channelSegment > m.channelSegment) {
+        i--;
+      }
+      store.messages.splice(i, 0, m);
+      const next = store.messages[i + 1];
+      const before = next && list.querySelector('li[data-message-id="' + CSS.escape(next.messageId) + '"]');
+      list.insertBefore(li, before || null);
+      store.lastSegment = Math.max(store.lastSegment, m.channelSegment);
+      if (m.userId !== session.userId) {
+        fresh.push(m);
+      }
     }
-    for (const m of fresh) {
-      list.append(messageItem(m));
-    }
-    if (replace || nearBottom) {
+    renderSeen();
+    if (nearBottom) {
       list.scrollTop = list.scrollHeight;
     }
+    return fresh;
+  }
+
+  // renderSeen shows, under the person's own latest message, which other
+  // members have read it ("Seen by Bob, Carol"), as most chat apps do.
+  function renderSeen() {
+    for (const s of $('messages').querySelectorAll('.seen')) {
+      s.remove();
+    }
+    let last = null;
+    for (const m of store.messages) {
+      if (m.userId === session.userId) {
+        last = m;
+      }
+    }
+    if (!last) {
+      return;
+    }
+    const names = [];
+    for (const [userId, segment] of store.reads) {
+      if (userId !== session.userId && segment >= last.channelSegment) {
+        names.push(displayNameOf(userId));
+      }
+    }
+    const li = $('messages').querySelector('li[data-message-id="' + CSS.escape(last.messageId) + '"]');
+    if (li && names.length > 0) {
+      names.sort();
+      li.append(el('div', 'seen', 'Seen by ' + names.join(', ')));
+    }
+  }
+
+  function renderTyping() {
+    const names = Array.from(store.typing.keys(), displayNameOf).sort();
+    let text = '';
+    if (names.length === 1) {
+      text = names[0] + ' is typing…';
+    } else if (names.length === 2) {
+      text = names[0] + ' and ' + names[1] + ' are typing…';
+    } else if (names.length > 2) {
+      text = 'Several people are typing…';
+    }
+    $('typing').textContent = text;
+  }
+
+  function stopTyping(userId) {
+    const timer = store.typing.get(userId);
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      store.typing.delete(userId);
+      renderTyping();
+    }
+  }
+
+  function clearTyping() {
+    for (const timer of store.typing.values()) {
+      clearTimeout(timer);
+    }
+    store.typing.clear();
+    renderTyping();
   }
 
   // ---- data loading -------------------------------------------------------
 
-  async function loadChannels() {
+  // serial makes an async function run one call at a time: a call made
+  // while one runs runs once more right after it, so the latest state is
+  // always read.
+  function serial(fn) {
+    let current = null;
+    let again = false;
+    return function () {
+      if (current) {
+        again = true;
+        return current;
+      }
+      current = (async () => {
+        try {
+          do {
+            again = false;
+            await fn();
+          } while (again);
+        } finally {
+          current = null;
+        }
+      })();
+      return current;
+    };
+  }
+
+  const loadChannels = serial(async () => {
     const token = session.token;
+    if (!token) {
+      return;
+    }
     const [mine, others] = await Promise.all([
       api('POST', '/channels', { filter: 'member', options: { limit: 100 } }),
       api('POST', '/channels', { filter: 'notMember', options: { limit: 50 } }),
@@ -298,127 +445,398 @@
     store.others = others.channels || [];
     rememberUsers(mine.users);
     store.unread.clear();
+    store.myReads.clear();
     for (const cu of mine.channelUsers || []) {
       if (cu.userId === session.userId) {
-        store.unread.set(cu.channelId, cu.unreadCount || 0);
+        setOwnRead(cu);
       }
     }
     if (store.open && !store.mine.some((c) => c.channelId === store.open)) {
-      closeChannel(); // left, removed or banned
+      const gone = store.open;
+      closeChannel(); // left, removed, banned or closed
+      showStatus('You are no longer a member of ' + gone + '.');
     }
     renderChannels();
-  }
+  });
 
-  // loadMessages fetches the open channel's messages after the last one
-  // shown (or the newest page when it opens) and marks them read when some
-  // came from others.
-  async function loadMessages(replace) {
+  // loadDirectory reads the channels the user may join (no event tells
+  // about channels of others).
+  const loadDirectory = serial(async () => {
+    const token = session.token;
+    if (!token) {
+      return;
+    }
+    const others = await api('POST', '/channels', { filter: 'notMember', options: { limit: 50 } });
+    if (session.token !== token) {
+      return;
+    }
+    store.others = others.channels || [];
+    renderChannels();
+  });
+
+  // loadMessages (re)reads the open channel's newest page. Messages that
+  // the stream brought meanwhile, newer than that page, stay.
+  async function loadMessages() {
     const channelId = store.open;
     if (!channelId) {
       return;
     }
-    const options = replace ? { last: PAGE } : { after: store.lastSegment, first: 100 };
     const token = session.token;
-    const res = await api('POST', '/messages', { channelId: channelId, options: options });
+    const res = await api('POST', '/messages', { channelId: channelId, options: { last: PAGE } });
     if (store.open !== channelId || session.token !== token) {
       return; // another channel opened meanwhile
     }
     rememberUsers(res.users);
-    let fresh = res.messages || [];
-    if (!replace) {
-      fresh = fresh.filter((m) => m.channelSegment > store.lastSegment);
+    const page = res.messages || [];
+    const top = page.length > 0 ? page[page.length - 1].channelSegment : 0;
+    const newer = store.messages.filter((m) => m.channelSegment > top);
+    store.messages = [];
+    store.lastSegment = 0;
+    $('messages').replaceChildren();
+    showMessages(page.concat(newer));
+    $('messages').scrollTop = $('messages').scrollHeight;
+    store.unseen = true;
+    markReadIfSeen();
+  }
+
+  // setOwnRead records the person's own channelUser of a response: its
+  // unread count and read marker.
+  function setOwnRead(cu) {
+    store.unread.set(cu.channelId, cu.unreadCount || 0);
+    store.myReads.set(cu.channelId, cu.readToSegment || 0);
+  }
+
+  // loadReads reads the other members' read markers of the open channel
+  // (the stream does not carry them): when the channel opens, on each
+  // connection and when a message arrives in it.
+  const loadReads = serial(async () => {
+    const channelId = store.open;
+    if (!channelId) {
+      return;
     }
-    if (replace) {
-      store.messages = fresh;
-    } else {
-      store.messages.push(...fresh);
+    const token = session.token;
+    const res = await api('GET', '/channel/' + seg(channelId));
+    if (store.open !== channelId || session.token !== token) {
+      return;
     }
-    for (const m of fresh) {
-      store.lastSegment = Math.max(store.lastSegment, m.channelSegment);
+    rememberUsers(res.users);
+    for (const cu of res.channelUsers || []) {
+      if (cu.membership === 'member' && cu.userId !== session.userId) {
+        store.reads.set(cu.userId, Math.max(store.reads.get(cu.userId) || 0, cu.readToSegment || 0));
+      }
     }
-    renderMessages(fresh, replace);
-    if (replace || fresh.some((m) => m.userId !== session.userId)) {
-      await markRead(channelId);
+    renderSeen();
+  });
+
+  // loadOwnReads reads the unread counts of the channels where the
+  // person's marker moved in another tab or on another device (queued by
+  // channel.didMarkRead), one channel at a time.
+  const ownReadsDue = new Set();
+  const loadOwnReads = serial(async () => {
+    const token = session.token;
+    while (ownReadsDue.size > 0) {
+      const channelId = ownReadsDue.values().next().value;
+      ownReadsDue.delete(channelId);
+      let res;
+      try {
+        res = await api('GET', '/channel/' + seg(channelId));
+      } catch (e) {
+        if (e instanceof ApiError && e.status !== 401 && e.status !== 0) {
+          continue; // no longer a member: the membership event re-reads the list
+        }
+        throw e;
+      }
+      if (session.token !== token) {
+        return;
+      }
+      for (const cu of res.channelUsers || []) {
+        if (cu.userId === session.userId && cu.channelId === channelId) {
+          setOwnRead(cu);
+        }
+      }
+      renderChannels();
+    }
+  });
+
+  // markRead moves the person's read marker to the last message shown.
+  const markRead = serial(async () => {
+    const channelId = store.open;
+    const segment = store.lastSegment;
+    if (!channelId || segment < 1) {
+      return;
+    }
+    const res = await api('POST', '/channel/' + seg(channelId) + '/read', { segment: segment });
+    for (const cu of res.channelUsers || []) {
+      if (cu.userId === session.userId) {
+        setOwnRead(cu);
+      }
+    }
+    renderChannels();
+  });
+
+  // markReadIfSeen marks the open channel read when the person can see
+  // it: the tab is visible. A hidden tab marks it when it shows again.
+  function markReadIfSeen() {
+    if (!store.unseen || !visible() || !store.open) {
+      return;
+    }
+    store.unseen = false;
+    markRead().catch(handleError);
+  }
+
+  // ---- live ---------------------------------------------------------------
+
+  // The event stream. Every connection asks for a new ticket and resumes
+  // after the last event id seen, so that nothing is missed across a
+  // reconnection; when the server cannot resume (resumed:false) the page
+  // reads again what it shows.
+  const live = {
+    running: false,
+    ws: null,
+    lastId: '', // the id of the last logged event received
+    attempt: 0, // failed attempts since the last connection
+    timer: 0,
+    badResumes: 0, // connections with after= that failed before didConnect
+  };
+
+  function startLive() {
+    live.running = true;
+    live.lastId = '';
+    live.attempt = 0;
+    live.badResumes = 0;
+    showConnection('connecting');
+    connect();
+    // The lists show at once; stream.didConnect reads them again, so that
+    // nothing between this read and the stream's start is missed.
+    loadChannels().catch(handleError);
+  }
+
+  function stopLive() {
+    live.running = false;
+    clearTimeout(live.timer);
+    const ws = live.ws;
+    live.ws = null;
+    if (ws) {
+      ws.close(1000, 'signed out');
     }
   }
 
-  async function markRead(channelId) {
-    await api('POST', '/channel/' + seg(channelId) + '/read', {});
-    store.unread.set(channelId, 0);
+  // retry schedules the next attempt: 0.5 s doubling up to 10 s, each
+  // delay drawn between its half and its whole so that many pages do not
+  // come back at the same instant.
+  function retry() {
+    clearTyping();
+    showConnection('reconnecting', 'Reconnecting…');
+    const cap = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * Math.pow(2, live.attempt));
+    live.attempt++;
+    clearTimeout(live.timer);
+    live.timer = setTimeout(connect, cap / 2 + Math.random() * cap / 2);
+  }
+
+  async function connect() {
+    clearTimeout(live.timer);
+    if (!live.running || live.ws) {
+      return;
+    }
+    const token = session.token;
+    let ticket;
+    try {
+      ticket = (await api('POST', '/events/ticket')).ticket;
+    } catch (e) {
+      if (!live.running || session.token !== token) {
+        return;
+      }
+      if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+        live.running = false; // refused: retrying would not help
+        showConnection('closed', 'Disconnected: ' + e.message);
+        handleError(e);
+        return;
+      }
+      if (e instanceof ApiError && e.status === 404) {
+        live.running = false;
+        showConnection('closed', 'This server offers no event stream: news shows when a channel is opened again.');
+        return;
+      }
+      retry(); // the server is away or failing: try again later
+      return;
+    }
+    if (!live.running || session.token !== token || live.ws) {
+      return;
+    }
+    const url = new URL(API + '/events', location.href);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    url.search = '';
+    url.searchParams.set('ticket', ticket);
+    // A server that refuses the resume twice (a log that lost its events,
+    // as with a memory store after a restart) is joined live instead;
+    // resumed:false then makes the page read everything again.
+    const resuming = live.lastId !== '' && live.badResumes < 2;
+    if (resuming) {
+      url.searchParams.set('after', live.lastId);
+    } else {
+      live.lastId = ''; // an id of a log this server does not have
+    }
+    const ws = new WebSocket(url.href);
+    live.ws = ws;
+    let connected = false;
+    ws.addEventListener('message', (m) => {
+      if (live.ws !== ws) {
+        return;
+      }
+      let f;
+      try {
+        f = JSON.parse(m.data);
+      } catch (e) {
+        return; // not a frame
+      }
+      if (f.event === 'stream.didConnect') {
+        connected = true;
+        live.attempt = 0;
+        live.badResumes = 0;
+      }
+      if (f.id) {
+        live.lastId = f.id;
+      }
+      onFrame(f);
+    });
+    ws.addEventListener('close', (ev) => {
+      if (live.ws !== ws) {
+        return; // replaced or stopped
+      }
+      live.ws = null;
+      if (!live.running) {
+        return;
+      }
+      if (ev.code === 4003) {
+        live.running = false;
+        clearTyping();
+        signOut();
+        showStatus('This user was banned: this page no longer receives messages.', true);
+        showConnection('closed', 'Disconnected: this user was banned.');
+        return;
+      }
+      if (!connected && resuming) {
+        live.badResumes++;
+      }
+      retry();
+    });
+  }
+
+  function onFrame(f) {
+    const d = f.data || {};
+    rememberUsers(d.users);
+    switch (f.event) {
+      case 'stream.didConnect':
+        onConnected(!!d.resumed);
+        break;
+      case 'message.didCreate':
+      case 'message.didUpdate':
+      case 'message.didDelete':
+        onMessages(f.event, d.messages || []);
+        break;
+      case 'channel.didStartTyping':
+        onTyping(d);
+        break;
+      case 'channel.didMarkRead':
+        onOwnRead(d);
+        break;
+      case 'channel.didCreate':
+      case 'channel.didJoin':
+      case 'channel.didAddUsers':
+      case 'channel.didRemoveUsers':
+      case 'channel.didBanUsers':
+      case 'channel.didUnbanUsers':
+      case 'channel.didClose':
+      case 'channel.didUpdate':
+        loadChannels().catch(handleError);
+        break;
+      default:
+        // Reactions, flags, mutes and user updates change nothing shown.
+    }
+  }
+
+  function onConnected(resumed) {
+    showConnection('live');
+    $('connection').dataset.resumed = String(resumed);
+    if ($('status').classList.contains('error') && lastErrorWasNetwork) {
+      clearStatus();
+    }
+    lastErrorWasNetwork = false;
+    const work = [loadReads()];
+    if (resumed) {
+      // The stream replays what happened meanwhile; only the channels of
+      // others and the read markers (not replayed) are read again.
+      work.push(loadDirectory());
+    } else {
+      work.push(loadChannels(), loadMessages());
+    }
+    Promise.all(work).catch(handleError);
+  }
+
+  function onMessages(event, ms) {
+    const open = [];
+    for (const m of ms) {
+      if (m.channelId === store.open) {
+        open.push(m);
+        stopTyping(m.userId);
+      } else if (event === 'message.didCreate' && m.userId !== session.userId && !m.isDeleted) {
+        store.unread.set(m.channelId, (store.unread.get(m.channelId) || 0) + 1);
+      }
+    }
+    if (open.length > 0) {
+      if (showMessages(open).length > 0) {
+        store.unseen = true;
+        markReadIfSeen();
+      }
+      if (event === 'message.didCreate') {
+        // The other members' markers may have moved meanwhile: no event
+        // tells, so a new message reads them again.
+        loadReads().catch(handleError);
+      }
+    }
     renderChannels();
   }
 
-  // ---- updates ------------------------------------------------------------
-
-  // pollingSource calls refresh now and then every intervalMs after the
-  // previous call finished. A refresh asked for while one runs runs again
-  // right after it, so news made by an action is never missed. An event
-  // stream can take its place: it needs the same start, stop and refresh
-  // methods.
-  function pollingSource(refresh, intervalMs) {
-    let timer = 0;
-    let running = false;
-    let current = null;
-    let again = false;
-    function schedule() {
-      clearTimeout(timer);
-      if (running) {
-        timer = setTimeout(run, intervalMs);
-      }
+  // onOwnRead: the person's marker moved, here or in another tab or on
+  // another device (the stream sends only the person's own markers). A
+  // move beyond what this page knows re-reads that channel's unread count,
+  // so that its badge and the tab's title clear.
+  function onOwnRead(d) {
+    if (d.userId !== session.userId || !d.channelId) {
+      return;
     }
-    function run() {
-      clearTimeout(timer);
-      if (!running) {
-        return Promise.resolve();
-      }
-      if (current) {
-        again = true;
-        return current;
-      }
-      current = (async () => {
-        try {
-          do {
-            again = false;
-            await refresh();
-          } while (again && running);
-        } finally {
-          current = null;
-          schedule();
-        }
-      })();
-      return current;
+    const to = d.readToSegment || 0;
+    if (to <= (store.myReads.get(d.channelId) || 0)) {
+      return; // this page's own call, or an older move
     }
-    return {
-      start() {
-        running = true;
-        return run();
-      },
-      stop() {
-        running = false;
-        clearTimeout(timer);
-      },
-      // refresh asks for news now, after an action of the person.
-      refresh: run,
-    };
+    store.myReads.set(d.channelId, to);
+    if (d.channelId === store.open && to >= store.lastSegment) {
+      store.unseen = false; // read elsewhere: nothing left to mark here
+    }
+    ownReadsDue.add(d.channelId);
+    loadOwnReads().catch(handleError);
   }
 
-  async function refreshAll() {
-    try {
-      await loadChannels();
-      await loadMessages(false);
-      if ($('status').classList.contains('error') && lastErrorWasNetwork) {
-        clearStatus();
-      }
-      lastErrorWasNetwork = false;
-    } catch (e) {
-      handleError(e);
+  function onTyping(d) {
+    if (d.channelId !== store.open || d.userId === session.userId) {
+      return;
     }
+    clearTimeout(store.typing.get(d.userId));
+    store.typing.set(d.userId, setTimeout(() => stopTyping(d.userId), TYPING_SHOW_MS));
+    renderTyping();
   }
 
-  let lastErrorWasNetwork = false;
-  const updates = pollingSource(refreshAll, POLL_MS);
+  document.addEventListener('visibilitychange', markReadIfSeen);
+  window.addEventListener('online', () => {
+    if (live.running && !live.ws) {
+      live.attempt = 0;
+      connect();
+    }
+  });
 
   // ---- actions ------------------------------------------------------------
+
+  let lastErrorWasNetwork = false;
 
   function handleError(e) {
     if (!(e instanceof ApiError)) {
@@ -458,17 +876,19 @@
     saveSession();
     clearStatus();
     renderSignedIn();
-    updates.start();
+    startLive();
   }
 
   function signOut() {
-    updates.stop();
+    stopLive();
     sessionStorage.removeItem(SESSION_KEY);
     session.token = '';
     session.userId = '';
     store.mine = [];
     store.others = [];
     store.unread.clear();
+    store.myReads.clear();
+    ownReadsDue.clear();
     closeChannel();
     renderChannels();
     renderSignedIn();
@@ -478,6 +898,9 @@
     store.open = null;
     store.messages = [];
     store.lastSegment = 0;
+    store.reads.clear();
+    store.unseen = false;
+    clearTyping();
     $('messages').replaceChildren();
   }
 
@@ -489,7 +912,7 @@
     store.open = channelId;
     renderChannels();
     try {
-      await loadMessages(true);
+      await Promise.all([loadMessages(), loadReads()]);
     } catch (e) {
       handleError(e);
     }
@@ -499,7 +922,7 @@
     try {
       await api('POST', '/channel/' + seg(channelId) + '/join', {});
       showStatus('Joined ' + channelId + '.');
-      await updates.refresh();
+      await loadChannels();
     } catch (e) {
       handleError(e);
     }
@@ -532,6 +955,8 @@
     showStatus('Signed out.');
   });
 
+  $('public-refresh').addEventListener('click', act(() => loadDirectory()));
+
   $('create-form').addEventListener('submit', act(async () => {
     const channelId = $('create-id').value.trim();
     const payload = { channelId: channelId, type: 'standard' };
@@ -542,35 +967,56 @@
     await api('POST', '/channel', payload);
     $('create-id').value = '';
     $('create-name').value = '';
-    await updates.refresh();
+    await loadChannels();
     await openChannel(channelId);
   }));
+
+  // Typing: one call when the person starts, then at most one every
+  // TYPING_SEND_MS while they go on; a failure is not worth a message.
+  let typingSentAt = 0;
+  $('send-text').addEventListener('input', () => {
+    const now = Date.now();
+    if (!store.open || !$('send-text').value.trim() || now - typingSentAt < TYPING_SEND_MS) {
+      return;
+    }
+    typingSentAt = now;
+    api('POST', '/channel/' + seg(store.open) + '/typing', {}).catch(() => {});
+  });
 
   $('send-form').addEventListener('submit', act(async () => {
     const input = $('send-text');
     const text = input.value;
-    if (!text.trim() || !store.open) {
+    const channelId = store.open;
+    if (!text.trim() || !channelId) {
       return;
     }
-    await api('POST', '/message', { channelId: store.open, type: 'text', data: { text: text } });
+    const res = await api('POST', '/message', { channelId: channelId, type: 'text', data: { text: text } });
     input.value = '';
-    await updates.refresh();
+    typingSentAt = 0;
+    rememberUsers(res.users);
+    if (store.open === channelId) {
+      showMessages(res.messages || []);
+    }
   }));
 
   $('image-file').addEventListener('change', act(async () => {
     const input = $('image-file');
     const file = input.files && input.files[0];
-    if (!file || !store.open) {
+    const channelId = store.open;
+    if (!file || !channelId) {
       return;
     }
     const form = new FormData();
-    form.append('channelId', store.open);
+    form.append('channelId', channelId);
     form.append('file', file, file.name);
     showStatus('Uploading ' + file.name + '...');
-    await upload('/messages/images', form);
+    const res = await upload('/messages/images', form);
     input.value = '';
     showStatus('Sent ' + file.name + '.');
-    await updates.refresh();
+    rememberUsers(res.users);
+    if (store.open === channelId) {
+      showMessages(res.messages || []);
+    }
   }));
 
   $('leave').addEventListener('click', act(async () => {
@@ -581,7 +1027,7 @@
     await api('POST', '/channel/' + seg(channelId) + '/leave', {});
     closeChannel();
     showStatus('Left ' + channelId + '.');
-    await updates.refresh();
+    await loadChannels();
   }));
 
   // ---- start --------------------------------------------------------------
@@ -589,6 +1035,6 @@
   renderSignedIn();
   if (loadSession()) {
     renderSignedIn();
-    updates.start();
+    startLive();
   }
 })();

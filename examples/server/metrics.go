@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -23,12 +24,13 @@ type metrics struct {
 	duration  *prometheus.HistogramVec
 	storeOps  *prometheus.HistogramVec
 	webhooks  *prometheus.CounterVec
-	backlog   prometheus.GaugeFunc
+	inFlight  prometheus.GaugeFunc
 	streamsIn prometheus.Gauge
 }
 
 // newMetrics creates and registers the collectors. inFlight reports the
-// webhook deliveries claimed and not yet recorded (chat_webhook_backlog).
+// webhook deliveries this process claimed and has not yet recorded; the
+// durable backlog is added by reportBacklog.
 func newMetrics(inFlight func() int) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -42,9 +44,9 @@ func newMetrics(inFlight func() int) *metrics {
 	}, []string{"route", "method"})
 	m.storeOps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "chat_store_operation_duration_seconds",
-		Help:    "Duration of the Service's store transactions, by kind (view: read-only, update: read-write), retries included.",
+		Help:    "Duration of store transactions, retries included, by operation (the Service method, webhook.claim, webhook.finish, metrics.backlog, other) and kind (view: read-only, update: read-write).",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-	}, []string{"op"})
+	}, []string{"op", "kind"})
 	m.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chat_webhook_deliveries_total",
 		Help: "Webhook attempts recorded by this process, by the delivery's resulting state: delivered, pending (will retry) or failed (gave up).",
@@ -52,18 +54,24 @@ func newMetrics(inFlight func() int) *metrics {
 	for _, r := range []string{chat.DeliveryDelivered, chat.DeliveryPending, chat.DeliveryFailed} {
 		m.webhooks.WithLabelValues(r) // export zeros from the start
 	}
-	m.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "chat_webhook_backlog",
+	m.inFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chat_webhook_in_flight",
 		Help: "Webhook deliveries this process has claimed and not yet recorded (sending or waiting to be recorded).",
 	}, func() float64 { return float64(inFlight()) })
 	m.streamsIn = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "chat_stream_connections",
 		Help: "Event stream connections open on this process.",
 	})
-	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.backlog, m.streamsIn,
+	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.inFlight, m.streamsIn,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// reportBacklog adds chat_webhook_backlog and chat_webhook_backlog_due,
+// read from st at scrape time.
+func (m *metrics) reportBacklog(st chat.Store) {
+	m.reg.MustRegister(newBacklogCollector(st))
 }
 
 // handler serves the registry in the Prometheus text format.
@@ -95,28 +103,111 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// timedStore times the transactions of the store it wraps.
+// timedStore times the transactions of the store it wraps, by operation
+// name (chat.Operation: the Service method, or "webhook.claim" and
+// "webhook.finish" for the dispatcher; "other" when the context names
+// none) and kind.
 type timedStore struct {
 	chat.Store
-	view, update prometheus.Observer
+	ops *prometheus.HistogramVec
+}
+
+// timedWatchStore is a timedStore over a store that signals outbox
+// commits: it keeps that capability visible to the dispatcher and the
+// event stream hub, which would otherwise fall back to polling.
+type timedWatchStore struct {
+	*timedStore
+	w chat.OutboxWatcher
+}
+
+// WatchOutbox passes the wrapped store's commit signals through.
+func (s timedWatchStore) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
+	return s.w.WatchOutbox(ctx)
 }
 
 func (m *metrics) timeStore(s chat.Store) chat.Store {
-	return &timedStore{Store: s, view: m.storeOps.WithLabelValues("view"), update: m.storeOps.WithLabelValues("update")}
+	t := &timedStore{Store: s, ops: m.storeOps}
+	if w, ok := s.(chat.OutboxWatcher); ok {
+		return timedWatchStore{timedStore: t, w: w}
+	}
+	return t
+}
+
+func (s *timedStore) observe(ctx context.Context, kind string, start time.Time) {
+	op := chat.Operation(ctx)
+	if op == "" {
+		op = "other"
+	}
+	s.ops.WithLabelValues(op, kind).Observe(time.Since(start).Seconds())
 }
 
 // View runs fn in a read-only transaction of the wrapped store and
 // records its duration.
 func (s *timedStore) View(ctx context.Context, fn func(tx chat.Tx) error) error {
-	start := time.Now()
-	defer func() { s.view.Observe(time.Since(start).Seconds()) }()
+	defer s.observe(ctx, "view", time.Now())
 	return s.Store.View(ctx, fn)
 }
 
 // Update runs fn in a read-write transaction of the wrapped store and
 // records its duration.
 func (s *timedStore) Update(ctx context.Context, fn func(tx chat.Tx) error) error {
-	start := time.Now()
-	defer func() { s.update.Observe(time.Since(start).Seconds()) }()
+	defer s.observe(ctx, "update", time.Now())
 	return s.Store.Update(ctx, fn)
+}
+
+// backlogCollector reads the durable webhook backlog from the store when
+// scraped (one indexed count), so that every process reports the backlog
+// shared by all of them. A result is reused for up to a second, so that
+// several scrapers cost one count; when the store does not answer within
+// two seconds the gauges are left out of that scrape.
+type backlogCollector struct {
+	store          chat.Store
+	pending, due   *prometheus.Desc
+	mu             sync.Mutex
+	at             time.Time
+	last           chat.OutboxBacklog
+	now            func() time.Time
+	timeout, reuse time.Duration
+}
+
+func newBacklogCollector(st chat.Store) *backlogCollector {
+	return &backlogCollector{
+		store: st,
+		pending: prometheus.NewDesc("chat_webhook_backlog",
+			"Webhook deliveries pending in the store, for every process sharing it: due now (being sent or waiting for a worker) or waiting for a retry.", nil, nil),
+		due: prometheus.NewDesc("chat_webhook_backlog_due",
+			"Pending webhook deliveries whose attempt is due now (being sent, or waiting for a dispatcher), for every process sharing the store.", nil, nil),
+		now:     time.Now,
+		timeout: 2 * time.Second,
+		reuse:   time.Second,
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.pending
+	ch <- c.due
+}
+
+// Collect implements prometheus.Collector.
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if c.at.IsZero() || now.Sub(c.at) >= c.reuse {
+		ctx, cancel := context.WithTimeout(chat.WithOperation(context.Background(), "metrics.backlog"), c.timeout)
+		defer cancel()
+		var b chat.OutboxBacklog
+		err := c.store.View(ctx, func(tx chat.Tx) (err error) {
+			b, err = tx.CountDeliveries(ctx, now)
+			return err
+		})
+		if err != nil {
+			c.at = time.Time{}
+			return
+		}
+		c.at, c.last = now, b
+	}
+	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(c.last.Pending))
+	ch <- prometheus.MustNewConstMetric(c.due, prometheus.GaugeValue, float64(c.last.Due))
 }

@@ -2,13 +2,22 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/store/memory"
+	"github.com/chatengine/chat/store/sqlite"
 )
 
 func scrape(t *testing.T, url string) (int, string) {
@@ -45,9 +54,11 @@ func TestMetrics(t *testing.T) {
 		`chat_webhook_deliveries_total{result="delivered"} 0`,
 		`chat_webhook_deliveries_total{result="failed"} 0`,
 		"chat_webhook_backlog 0",
+		"chat_webhook_backlog_due 0",
+		"chat_webhook_in_flight 0",
 		"chat_stream_connections 0",
-		`chat_store_operation_duration_seconds_count{op="update"}`,
-		`chat_store_operation_duration_seconds_count{op="view"}`,
+		`chat_store_operation_duration_seconds_count{kind="update",op="CreateChannel"} 1`,
+		`chat_store_operation_duration_seconds_count{kind="view",op="GetChannel"} `,
 		"go_goroutines ",
 		"process_cpu_seconds_total ",
 	} {
@@ -55,6 +66,100 @@ func TestMetrics(t *testing.T) {
 	}
 	require.NotContains(t, text, "secret-room", "a raw path in a label")
 	require.NotContains(t, text, "nope", "a raw path in a label")
+	// Every operation label is a name from the code: a Go identifier, or
+	// a dotted name of the dispatcher or the metrics.
+	for _, m := range regexp.MustCompile(`chat_store_operation_duration_seconds_count\{kind="(\w+)",op="([^"]*)"\}`).FindAllStringSubmatch(text, -1) {
+		require.Contains(t, []string{"view", "update"}, m[1])
+		require.Regexp(t, `^([A-Za-z]+|webhook\.claim|webhook\.finish|metrics\.backlog|other)$`, m[2])
+	}
+}
+
+// TestTimedStoreKeepsWatcher: the timing wrapper keeps the store's commit
+// signals visible, so the dispatcher and the event stream hub that get it
+// wake on commits instead of polling.
+func TestTimedStoreKeepsWatcher(t *testing.T) {
+	m := newMetrics(func() int { return 0 })
+	_, ok := m.timeStore(memory.New()).(chat.OutboxWatcher)
+	require.True(t, ok)
+	_, ok = m.timeStore(struct{ chat.Store }{memory.New()}).(chat.OutboxWatcher)
+	require.False(t, ok, "a store without signals stays without")
+}
+
+// TestMetricsWebhookBacklog: chat_webhook_backlog counts the deliveries
+// pending in the store, whoever enqueued them, not only this process's
+// claims. A receiver answers 503 with Retry-After: 3600, so each delivery
+// stays pending, due in an hour, claimed by nobody; deliveries enqueued
+// through a second handle on the same database (as another process would)
+// count too. The dispatcher's transactions are timed under their names.
+func TestMetricsWebhookBacklog(t *testing.T) {
+	t.Parallel()
+	requireSQLite(t)
+	var hits atomic.Int64
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(recv.Close)
+	path := filepath.Join(t.TempDir(), "chat.db")
+	s := start(t, "-store", "sqlite:"+path, "-webhook-url", recv.URL, "-webhook-secret", "k", "-allow-private-webhooks")
+	tok := s.token(t)
+	for _, id := range []string{"a", "b", "c"} {
+		code, body := s.call(t, tok, "POST", "/api/v2/channel", map[string]any{"channelId": id, "type": "standard"})
+		require.Equal(t, 200, code, "%v", body)
+	}
+	waitMetric(t, s.base, `chat_webhook_deliveries_total{result="pending"} 3`)
+	// The backlog is read again at most once a second.
+	waitMetric(t, s.base, "chat_webhook_backlog_due 0\n")
+	_, text := scrape(t, s.base+"/metrics")
+	require.Contains(t, text, "chat_webhook_backlog 3\n", "each pending, due in an hour")
+	require.Contains(t, text, "chat_webhook_in_flight 0\n")
+	require.Contains(t, text, `chat_store_operation_duration_seconds_count{kind="update",op="webhook.claim"} `)
+	require.Contains(t, text, `chat_store_operation_duration_seconds_count{kind="update",op="webhook.finish"} `)
+	require.EqualValues(t, 3, hits.Load())
+
+	// Another handle on the database enqueues two deliveries, one due now
+	// and one in an hour, each already leased by another owner.
+	other, err := sqlite.Open(context.Background(), path, nil)
+	require.NoError(t, err)
+	defer other.Close()
+	now := time.Now()
+	leased := chat.NewTime(now.Add(time.Hour))
+	require.NoError(t, other.Update(context.Background(), func(tx chat.Tx) error {
+		ws, err := tx.ListWebhooks(context.Background())
+		if err != nil {
+			return err
+		}
+		require.Len(t, ws, 1)
+		var ds []*chat.Delivery
+		for i, at := range []time.Time{now, now.Add(time.Hour)} {
+			ds = append(ds, &chat.Delivery{RequestID: fmt.Sprintf("elsewhere-%d", i), WebhookID: ws[0].WebhookID,
+				Event: chat.EventChannelDidCreate, Body: []byte(`{}`), State: chat.DeliveryPending,
+				NextAttemptAt: chat.NewTime(at), LeaseOwner: "another-process", LeaseUntil: &leased,
+				CreatedAt: chat.NewTime(now), UpdatedAt: chat.NewTime(now)})
+		}
+		return tx.EnqueueDeliveries(context.Background(), ds)
+	}))
+	waitMetric(t, s.base, "chat_webhook_backlog 5\n")
+	_, text = scrape(t, s.base+"/metrics")
+	require.Contains(t, text, "chat_webhook_backlog_due 1\n", "the one due now, leased elsewhere")
+	require.Contains(t, text, "chat_webhook_in_flight 0\n", "this process claimed none of them")
+}
+
+// waitMetric scrapes base's /metrics until it contains want.
+func waitMetric(t *testing.T, base, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, text := scrape(t, base+"/metrics")
+		if strings.Contains(text, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in /metrics within 30 s; chat_webhook lines:\n%s", want, webhookLines(text))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestMetricsAddr: -metrics-addr moves /metrics to its own listener.
@@ -95,4 +200,48 @@ func TestMetricsAddr(t *testing.T) {
 	require.Contains(t, text, `chat_http_requests_total{code="404",method="GET",route="unmatched"} 1`)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestTimedStoreWatchesCommits: the store wrapper that times transactions
+// passes on the wrapped store's commit signals, which the event streams
+// wait on (without them a stream would deliver only on its next poll).
+func TestTimedStoreWatchesCommits(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := newMetrics(func() int { return 0 }).timeStore(memory.New())
+	w, ok := st.(chat.OutboxWatcher)
+	require.True(t, ok, "the timed store is a chat.OutboxWatcher")
+	wake, err := w.WatchOutbox(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, wake)
+	svc, err := chat.New(ctx, st, chat.Config{})
+	require.NoError(t, err)
+	// Drain what setting up the Service signalled, then commit an event.
+	for drained := false; !drained; {
+		select {
+		case <-wake:
+		default:
+			drained = true
+		}
+	}
+	admin, _, err := svc.CreateAdmin(ctx, "root", "")
+	require.NoError(t, err)
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: "standard"})
+	require.NoError(t, err)
+	select {
+	case <-wake:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no commit signal through the timed store")
+	}
+}
+
+func webhookLines(text string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "chat_webhook") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

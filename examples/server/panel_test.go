@@ -335,10 +335,23 @@ func TestPanelInBrowser(t *testing.T) {
 		press(`#blacklist-add-form button`),
 		settle(flashShows("Added to the blacklist.")),
 		present(`#blacklist-entries li[data-rule-id="darn"]`),
+		chromedp.SendKeys(css(`#t-user`), "alice"),
 		chromedp.SendKeys(css(`#t-text`), "oh DARN it"),
 		press(`#rule-test-form button`),
 		settle(`document.getElementById('rule-verdict').textContent.indexOf('Refused: text contains a blacklisted word (rule "darn")') === 0`),
+		settle(`document.getElementById('rule-named').textContent.indexOf('blacklist rule darn') >= 0`),
 		settle(allLabelled),
+	)
+	// The dry run with a channel: alice may post there, bob is banned.
+	ops.run(t, "dry runs in a channel",
+		chromedp.SetValue(css(`#t-channel`), "lobby"),
+		chromedp.SetValue(css(`#t-text`), "hello all"),
+		press(`#rule-test-form button`),
+		settle(`document.getElementById('rule-verdict').textContent === 'Allowed: alice could post this message in lobby.'`),
+		chromedp.SetValue(css(`#t-user`), "bob"),
+		press(`#rule-test-form button`),
+		settle(`document.getElementById('rule-verdict').textContent.indexOf('Refused: ') === 0`),
+		settle(`document.getElementById('t-user').value === 'bob' && document.getElementById('t-channel').value === 'lobby'`),
 	)
 	ops.run(t, "a message with the word is refused",
 		chromedp.Navigate(panelURL+"channels/lobby"),
@@ -350,6 +363,47 @@ func TestPanelInBrowser(t *testing.T) {
 	)
 	code, _ = s.call(t, aliceToken, "POST", "/api/v2/message", map[string]any{"channelId": "lobby", "type": "text", "data": map[string]any{"text": "darn"}})
 	require.Equal(t, 403, code, "the API refuses it too")
+
+	// The audit log shows the ban and the blacklist entry, done by ops.
+	ops.run(t, "read the audit log",
+		press(`nav a[href="/admin/audit"]`),
+		chromedp.WaitVisible(css(`#au-action`)),
+		present(`#audit-list tr[data-action="channel.banUsers"][data-target-id="bob"][data-actor-id="ops"]`),
+		present(`#audit-list tr[data-action="blacklist.add"][data-target-id="darn"][data-actor-id="ops"]`),
+		settle(`document.querySelector('#audit-list tr[data-action="blacklist.add"] td.actor a').textContent === 'ops'`),
+		settle(allLabelled),
+		chromedp.SetValue(css(`#au-action`), "channel.banUsers"),
+		press(`#audit-filter-form button`),
+		present(`#audit-list tr[data-action="channel.banUsers"]`),
+		settle(`Array.from(document.querySelectorAll('#audit-list tbody tr')).every(function (r) { return r.getAttribute('data-action') === 'channel.banUsers'; })`),
+		settle(`document.querySelector('#audit-list tr td.target a').getAttribute('href') === '/admin/users/bob'`),
+	)
+
+	// Delete alice's messages in the lobby: a page says what will happen,
+	// the confirmed form does it and says how many.
+	apiAs(t, s, aliceToken, "POST", "/api/v2/message", map[string]any{"channelId": "lobby", "type": "text", "data": map[string]any{"text": "one more"}})
+	ops.run(t, "delete a user's messages",
+		chromedp.Navigate(panelURL+"users/alice"),
+		chromedp.WaitVisible(css(`#pg-channel`)),
+		settle(allLabelled),
+		chromedp.SendKeys(css(`#pg-channel`), "lobby"),
+		press(`#purge-form button`),
+		chromedp.WaitVisible(css(`#purge-summary`)),
+		settle(`document.getElementById('purge-summary').textContent.indexOf('in the channel lobby') >= 0`),
+		settle(allLabelled),
+		chromedp.Click(css(`#purge-confirm`)),
+		press(`#purge-confirm-form button`),
+		settle(flashShows("Deleted 2 messages of alice.")),
+		press(`a[href="/admin/audit?targetId=alice"]`),
+		present(`#audit-list tr[data-action="user.purgeMessages"][data-actor-id="ops"]`),
+		settle(`document.querySelector('#audit-list tr[data-action="user.purgeMessages"] dl.details').textContent.indexOf('deleted2') >= 0`),
+	)
+	ops.run(t, "the whole audit log", chromedp.Navigate(panelURL+"audit"), present(`#audit-list tr[data-action="user.purgeMessages"]`))
+	screenshot(t, ops, "panel-audit", 1200, 900)
+	purged := apiAs(t, s, opsToken, "GET", "/api/v2/audit?action=user.purgeMessages", nil)["audit"].([]any)
+	require.Len(t, purged, 1)
+	require.Equal(t, "ops", purged[0].(map[string]any)["actorId"])
+	require.EqualValues(t, 2, purged[0].(map[string]any)["details"].(map[string]any)["deleted"])
 
 	// The webhook's delivery log shows the deliveries.
 	ops.run(t, "read the delivery log",

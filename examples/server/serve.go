@@ -121,7 +121,11 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	allowPrivate := cfg.allowPrivate
 	var disp *webhook.Dispatcher
 	m := newMetrics(func() int { return disp.InFlight() })
-	disp = webhook.New(st, webhook.Config{
+	// The Service's and the dispatcher's transactions are timed; the timed
+	// store passes the commit signals (chat.OutboxWatcher) through.
+	timed := m.timeStore(st)
+	m.reportBacklog(timed)
+	disp = webhook.New(timed, webhook.Config{
 		AllowPrivate:    allowPrivate,
 		SignatureHeader: cfg.webhookHeader,
 		Logger:          log,
@@ -131,9 +135,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	if cfg.userTokenSecret != "" {
 		userSecret = []byte(cfg.userTokenSecret)
 	}
-	// The Service's transactions are timed; the dispatcher keeps the
-	// store itself, whose commit signals (chat.OutboxWatcher) it uses.
-	svc, err := chat.New(ctx, m.timeStore(st), chat.Config{
+	svc, err := chat.New(ctx, timed, chat.Config{
 		Logger:          log,
 		UserTokenSecret: userSecret,
 		Limits:          chat.Limits{MaxFileBytes: cfg.maxUploadBytes, MaxImagePixels: cfg.maxImagePixels},

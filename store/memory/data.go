@@ -87,6 +87,10 @@ type data struct {
 	chanBlobs map[string]map[string]int        // channelID -> messageID -> blob count
 
 	meta map[string]string
+
+	// The audit log in (CreatedAt, AuditID) ascending order, and by id.
+	audit    []*chat.AuditEntry
+	auditIDs map[string]*chat.AuditEntry
 }
 
 type reactKey struct{ user, msg, name string }
@@ -135,6 +139,7 @@ func newData() *data {
 		blobs:         map[string]map[string]*chat.Blob{},
 		chanBlobs:     map[string]map[string]int{},
 		meta:          map[string]string{},
+		auditIDs:      map[string]*chat.AuditEntry{},
 	}
 }
 

@@ -131,7 +131,7 @@ func (t *tx) EnqueueDeliveries(_ context.Context, ds []*chat.Delivery) error {
 	return nil
 }
 
-func (t *tx) ClaimDeliveries(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*chat.Delivery, error) {
+func (t *tx) ClaimDeliveries(_ context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*chat.Delivery, error) {
 	if err := t.writable(); err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (t *tx) ClaimDeliveries(_ context.Context, owner string, now time.Time, lea
 		if d.NextAttemptAt.After(now) {
 			break // pending is ordered by nextAttemptAt
 		}
-		if d.LeaseUntil != nil && d.LeaseUntil.After(now) {
+		if d.LeaseUntil != nil && d.LeaseUntil.After(now) || slices.Contains(skipWebhooks, d.WebhookID) {
 			continue
 		}
 		claimed = append(claimed, d)
@@ -288,6 +288,20 @@ func (t *tx) NextDeliveryAt(_ context.Context) (time.Time, bool, error) {
 		return time.Time{}, false, nil
 	}
 	return t.d.pending[0].NextAttemptAt.Time, true, nil
+}
+
+func (t *tx) CountDeliveries(_ context.Context, now time.Time) (chat.OutboxBacklog, error) {
+	if err := t.readable(); err != nil {
+		return chat.OutboxBacklog{}, err
+	}
+	// pending is ordered by nextAttemptAt.
+	due, _ := slices.BinarySearchFunc(t.d.pending, now, func(d *chat.Delivery, now time.Time) int {
+		if d.NextAttemptAt.After(now) {
+			return 1
+		}
+		return -1
+	})
+	return chat.OutboxBacklog{Pending: int64(len(t.d.pending)), Due: int64(due)}, nil
 }
 
 func (t *tx) WebhooksVersion(_ context.Context) (int64, error) {

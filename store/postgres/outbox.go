@@ -211,23 +211,28 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 // waiting, and leases them in the same statement. A claimer whose snapshot
 // predates another's committed lease re-checks the row when it locks it and
 // skips it, so a delivery is never handed out twice while its lease lasts.
-func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*chat.Delivery, error) {
+func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*chat.Delivery, error) {
 	var lim any
 	if limit > 0 {
 		lim = limit
 	}
 	n := now.UTC().Truncate(time.Millisecond)
 	until := now.Add(lease).UTC().Truncate(time.Millisecond)
+	skip := pq.StringArray{} // never NULL: "<> ALL(NULL)" would match nothing
+	if len(skipWebhooks) > 0 {
+		skip = skipWebhooks
+	}
 	ds, err := t.deliveries(ctx, `WITH c AS MATERIALIZED (
 			SELECT request_id FROM {s}deliveries
 			WHERE state = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+				AND webhook_id <> ALL($5::text[])
 			ORDER BY next_attempt_at, request_id
 			LIMIT $4
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE {s}deliveries d SET lease_owner = $1, lease_until = $2
 		FROM c WHERE d.request_id = c.request_id
-		RETURNING `+prefixCols("d.", deliveryCols), owner, until, n, lim)
+		RETURNING `+prefixCols("d.", deliveryCols), owner, until, n, lim, skip)
 	if err != nil {
 		return nil, err
 	}
@@ -434,6 +439,17 @@ func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttem
 	}
 	t.notified = true
 	return nil
+}
+
+// CountDeliveries counts from the partial index of pending deliveries
+// (deliveries_pending_idx on next_attempt_at): an index-only scan of the
+// backlog.
+func (t *tx) CountDeliveries(ctx context.Context, now time.Time) (chat.OutboxBacklog, error) {
+	var b chat.OutboxBacklog
+	err := t.queryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE next_attempt_at <= $1)
+		FROM {s}deliveries WHERE state = 'pending'`,
+		[]any{now.UTC().Truncate(time.Millisecond)}, &b.Pending, &b.Due)
+	return b, err
 }
 
 func (t *tx) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {

@@ -135,13 +135,14 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 // ClaimDeliveries implements chat.OutboxStore. SQLite has one writer at a
 // time (the claim runs in the IMMEDIATE write transaction), so a claimed
 // row cannot be claimed again until its lease expires.
-func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*chat.Delivery, error) {
+func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*chat.Delivery, error) {
 	n := ms(chat.NewTime(now))
 	until := ms(chat.NewTime(now.Add(lease)))
 	ds, err := list(t, ctx, scanDelivery, `UPDATE deliveries SET lease_owner = ?, lease_until = ?
 	WHERE rowid IN (SELECT rowid FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
-		AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at, request_id LIMIT ?+0)
-	RETURNING `+deliveryCols, owner, until, n, n, limitArg(limit))
+		AND (lease_until IS NULL OR lease_until <= ?) AND webhook_id NOT IN `+inIDs+`
+		ORDER BY next_attempt_at, request_id LIMIT ?+0)
+	RETURNING `+deliveryCols, owner, until, n, n, jsonIDs(skipWebhooks), limitArg(limit))
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +264,17 @@ func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttem
 }
 
 // NextDeliveryAt implements chat.OutboxStore.
+// CountDeliveries counts from deliveries_due_idx (state, next_attempt_at,
+// request_id): both counts are ranges of that index.
+func (t *tx) CountDeliveries(ctx context.Context, now time.Time) (chat.OutboxBacklog, error) {
+	var b chat.OutboxBacklog
+	err := t.row(ctx, `SELECT
+			(SELECT count(*) FROM deliveries WHERE state = 'pending'),
+			(SELECT count(*) FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?)`,
+		[]any{ms(chat.NewTime(now))}, &b.Pending, &b.Due)
+	return b, err
+}
+
 func (t *tx) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
 	var v sql.NullInt64
 	if err := t.row(ctx, "SELECT min(next_attempt_at) FROM deliveries WHERE state = 'pending'", nil, &v); err != nil {

@@ -42,7 +42,7 @@ func (r *recorder) QueryRowContext(ctx context.Context, q string, args ...any) *
 // bigTables are the tables that grow with use; a plan may read them only
 // through an index.
 var bigTables = []string{"messages", "message_tags", "channels", "channel_tags", "channel_users", "users",
-	"reactions", "reaction_counts", "deliveries", "delivery_attempts", "blobs", "flags"}
+	"reactions", "reaction_counts", "deliveries", "delivery_attempts", "blobs", "flags", "audit"}
 
 // TestQueryPlans runs the hot queries through the real Tx methods, records
 // their SQL and checks with EXPLAIN QUERY PLAN that each one reads the big
@@ -143,7 +143,7 @@ func TestQueryPlans(t *testing.T) {
 			return err
 		}, []string{"reaction_counts_channel_top_idx (channel_id=? AND name=?"}},
 		{"due deliveries", func(tx chat.Tx) error {
-			_, err := tx.ClaimDeliveries(ctx, "owner", now, time.Minute, 10)
+			_, err := tx.ClaimDeliveries(ctx, "owner", now, time.Minute, 10, nil)
 			return err
 		}, []string{"deliveries_due_idx (state=? AND next_attempt_at<?)"}},
 		{"next delivery time", func(tx chat.Tx) error {
@@ -157,7 +157,32 @@ func TestQueryPlans(t *testing.T) {
 		{"messages of a user", func(tx chat.Tx) error {
 			_, err := tx.SoftDeleteUserMessages(ctx, "u", now)
 			return err
-		}, []string{"messages_user_idx (user_id=?)"}},
+		}, []string{"messages_user_created_idx (user_id=?)"}},
+		{"a purge batch (index order)", func(tx chat.Tx) error {
+			_, err := tx.SoftDeleteBatch(ctx, chat.PurgeFilter{UserID: "u", ChannelID: "c", Since: now.Add(-time.Hour), Until: now,
+				After: &chat.PurgeCursor{CreatedAt: now.Add(-time.Minute), MessageID: "m"}, Limit: 500}, now)
+			return err
+		}, []string{"messages_user_created_idx (user_id=? AND (created_at,message_id)>(?,?)"}},
+		{"audit log (index order)", func(tx chat.Tx) error {
+			_, err := tx.QueryAudit(ctx, chat.AuditFilter{After: &chat.AuditCursor{CreatedAt: now, AuditID: "a"}, Limit: 11})
+			return err
+		}, []string{"audit_created_idx"}},
+		{"audit log of an actor (index order)", func(tx chat.Tx) error {
+			_, err := tx.QueryAudit(ctx, chat.AuditFilter{ActorID: "x", After: &chat.AuditCursor{CreatedAt: now, AuditID: "a"}, Limit: 11})
+			return err
+		}, []string{"audit_actor_idx (actor_id=? AND"}},
+		{"audit log of a target (index order)", func(tx chat.Tx) error {
+			_, err := tx.QueryAudit(ctx, chat.AuditFilter{TargetID: "x", Limit: 11})
+			return err
+		}, []string{"audit_target_idx (target_id=?)"}},
+		{"audit log of a channel (index order)", func(tx chat.Tx) error {
+			_, err := tx.QueryAudit(ctx, chat.AuditFilter{ChannelID: "x", Before: &chat.AuditCursor{CreatedAt: now, AuditID: "a"}, Limit: 11})
+			return err
+		}, []string{"audit_channel_idx (channel_id=? AND"}},
+		{"audit log of an action (index order)", func(tx chat.Tx) error {
+			_, err := tx.QueryAudit(ctx, chat.AuditFilter{Action: "role.put", Limit: 11})
+			return err
+		}, []string{"audit_action_idx (action=?)"}},
 		{"messages of a user in a channel", func(tx chat.Tx) error {
 			_, err := tx.SoftDeleteMessages(ctx, "c", "u", now)
 			return err

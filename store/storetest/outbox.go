@@ -30,6 +30,8 @@ var outboxCases = []tcase{
 	{"ListDeliveries", testListDeliveries},
 	{"Reschedule", testReschedule},
 	{"NextDeliveryAt", testNextDeliveryAt},
+	{"CountDeliveries", testCountDeliveries},
+	{"ClaimSkipsWebhooks", testClaimSkipsWebhooks},
 	{"ConcurrentClaims", testConcurrentClaims},
 }
 
@@ -150,7 +152,7 @@ func (e *env) enqueue(ds ...*chat.Delivery) {
 func (e *env) claim(owner string, now chat.Time, lease time.Duration, limit int) []*chat.Delivery {
 	e.t.Helper()
 	return write(e, func(tx chat.Tx) ([]*chat.Delivery, error) {
-		return tx.ClaimDeliveries(e.ctx, owner, now.Time, lease, limit)
+		return tx.ClaimDeliveries(e.ctx, owner, now.Time, lease, limit, nil)
 	})
 }
 
@@ -480,6 +482,56 @@ func testNextDeliveryAt(t *testing.T, e *env) {
 	require.False(t, ok, "no pending deliveries left")
 }
 
+func (e *env) countDeliveries(now chat.Time) chat.OutboxBacklog {
+	e.t.Helper()
+	return read(e, func(tx chat.Tx) (chat.OutboxBacklog, error) { return tx.CountDeliveries(e.ctx, now.Time) })
+}
+
+// CountDeliveries counts pending deliveries, and those due at a time
+// (leased or not); delivered and failed ones are not counted.
+func testCountDeliveries(t *testing.T, e *env) {
+	require.Equal(t, chat.OutboxBacklog{}, e.countDeliveries(at(0)), "empty outbox")
+	e.createWebhooks(webhook("w", 0), webhook("v", 0))
+	e.enqueue(newDelivery("a", "w", at(5_000), at(0)), newDelivery("b", "w", at(3_000), at(0)),
+		newDelivery("c", "v", at(9_000), at(0)), newDelivery("d", "v", at(3_000), at(0)))
+	require.Equal(t, chat.OutboxBacklog{Pending: 4, Due: 0}, e.countDeliveries(at(2_999)))
+	require.Equal(t, chat.OutboxBacklog{Pending: 4, Due: 2}, e.countDeliveries(at(3_000)), "due at its time")
+	require.Equal(t, chat.OutboxBacklog{Pending: 4, Due: 3}, e.countDeliveries(at(8_000)))
+	require.Len(t, e.claim("o", at(5_000), lease, 10), 3)
+	require.Equal(t, chat.OutboxBacklog{Pending: 4, Due: 3}, e.countDeliveries(at(5_000)), "leased ones still count")
+	require.NoError(t, e.finish("o", attempt("b", 1, 200, "", 5_001), chat.DeliveryDelivered, chat.Time{}))
+	require.NoError(t, e.finish("o", attempt("d", 1, 500, "x", 5_001), chat.DeliveryFailed, chat.Time{}))
+	require.NoError(t, e.finish("o", attempt("a", 1, 503, "busy", 5_001), chat.DeliveryPending, at(60_000)))
+	require.Equal(t, chat.OutboxBacklog{Pending: 2, Due: 0}, e.countDeliveries(at(5_001)), "delivered and failed leave the backlog")
+	require.Equal(t, chat.OutboxBacklog{Pending: 2, Due: 1}, e.countDeliveries(at(9_000)))
+	require.Equal(t, chat.OutboxBacklog{Pending: 2, Due: 2}, e.countDeliveries(at(60_000)))
+}
+
+// ClaimDeliveries passes over the deliveries of the webhooks it is told to
+// skip, leaving them due and unleased, and still fills the limit from the
+// others, in nextAttemptAt order.
+func testClaimSkipsWebhooks(t *testing.T, e *env) {
+	e.createWebhooks(webhook("busy", 0), webhook("ok", 0), webhook("also", 0))
+	e.enqueue(newDelivery("b1", "busy", at(1_000), at(0)), newDelivery("b2", "busy", at(2_000), at(0)),
+		newDelivery("o1", "ok", at(3_000), at(0)), newDelivery("a1", "also", at(4_000), at(0)),
+		newDelivery("o2", "ok", at(5_000), at(0)))
+	claim := func(limit int, skip ...string) []string {
+		return deliveryIDs(write(e, func(tx chat.Tx) ([]*chat.Delivery, error) {
+			return tx.ClaimDeliveries(e.ctx, "o", at(10_000).Time, lease, limit, skip)
+		}))
+	}
+	require.Equal(t, []string{"o1", "a1"}, claim(2, "busy"))
+	require.Equal(t, []string{"o2"}, claim(10, "busy", "also"), "o1 and a1 are leased")
+	for _, id := range []string{"b1", "b2"} {
+		d := e.delivery(id)
+		require.Equal(t, chat.DeliveryPending, d.State)
+		require.Empty(t, d.LeaseOwner, "skipped, not leased")
+		require.Nil(t, d.LeaseUntil)
+	}
+	require.Empty(t, claim(10, "busy"))
+	require.Equal(t, []string{"b1", "b2"}, claim(10, "nobody"), "a webhook that is not there skips nothing")
+}
+
 // DeleteWebhook removes the webhook's pending deliveries and only them.
 func testDeleteWebhookDeliveries(t *testing.T, e *env) {
 	e.createWebhooks(webhook("w1", 0), webhook("w2", 0))
@@ -514,7 +566,7 @@ func testConcurrentClaims(t *testing.T, e *env) {
 			var got []*chat.Delivery
 			err := e.s.Update(e.ctx, func(tx chat.Tx) error {
 				var err error
-				got, err = tx.ClaimDeliveries(e.ctx, owner, at(1000).Time, time.Hour, batch)
+				got, err = tx.ClaimDeliveries(e.ctx, owner, at(1000).Time, time.Hour, batch, nil)
 				return err
 			})
 			if err != nil {

@@ -15,7 +15,7 @@ import (
 // Run runs the conformance suite against the adapter that h makes. Every
 // area is a subtest (Tx, Channels, Members, ReadState, Messages, AppendMessage, Users, Roles, Rules,
 // Reactions, Flags, Admins, Webhooks, Outbox, Blobs, Meta, Concurrency,
-// MuteExpiry, Persistence, OutboxWatcher) and every case inside runs in parallel on its
+// Audit, Purge, MuteExpiry, Persistence, OutboxWatcher) and every case inside runs in parallel on its
 // own store from h.New, so adapters must allow several live stores at once.
 //
 // Values written by the suite are JSON-native (numbers are float64), so
@@ -60,6 +60,8 @@ func Run(t *testing.T, h Harness) {
 		{"Blobs", blobCases},
 		{"Meta", metaCases},
 		{"Concurrency", concurrencyCases},
+		{"Audit", auditCases},
+		{"Purge", purgeCases},
 		{"MuteExpiry", expiryCases},
 	}
 	for _, a := range areas {

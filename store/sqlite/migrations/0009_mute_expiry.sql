@@ -4,6 +4,6 @@
 -- these partial indexes hold only the muted rows and the lapsed ones not
 -- yet announced.
 CREATE INDEX channels_mute_idx ON channels (mute_timeout)
-    WHERE mute_timeout IS NOT NULL AND NOT is_closed;
+    WHERE mute_timeout IS NOT NULL AND is_closed = 0;
 CREATE INDEX channel_users_mute_idx ON channel_users (mute_timeout)
     WHERE mute_timeout IS NOT NULL AND membership = 'member';

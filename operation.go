@@ -1,0 +1,81 @@
+package chat
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+type operationKey struct{}
+
+// WithOperation returns a copy of ctx naming the operation that the store
+// transactions run with it perform, for a Store wrapper that measures them
+// (see Operation). The Service names its own transactions after the
+// Service method (or internal function) that runs them: "CreateMessage",
+// "QueryChannels". Other code that calls a Store directly names its own
+// (the webhook dispatcher: "webhook.claim", "webhook.finish"). Names
+// should come from code, never from input, so that the set stays small.
+func WithOperation(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, operationKey{}, &name)
+}
+
+// Operation returns the operation name that ctx carries (see
+// WithOperation), or "" when none.
+func Operation(ctx context.Context) string {
+	if p, _ := ctx.Value(operationKey{}).(*string); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// callerNames caches the operation name of each call site (a program
+// counter) of Service.update and Service.view. The names are kept as
+// pointers, so that putting one in a context allocates nothing.
+var callerNames = struct {
+	sync.RWMutex
+	m map[uintptr]*string
+}{m: map[uintptr]*string{}}
+
+// withCaller returns ctx naming the function that called the caller of
+// withCaller (a Service method calling update or view), found from the
+// call stack: so every transaction of the Service is named without
+// listing names at each call site, and the set of names is the set of
+// functions in this package.
+func withCaller(ctx context.Context) context.Context {
+	var pc [1]uintptr
+	// Skip runtime.Callers, withCaller and update/view.
+	if runtime.Callers(3, pc[:]) == 0 {
+		return ctx
+	}
+	callerNames.RLock()
+	name := callerNames.m[pc[0]]
+	callerNames.RUnlock()
+	if name == nil {
+		f, _ := runtime.CallersFrames([]uintptr{pc[0]}).Next()
+		n := operationName(f.Function)
+		name = &n
+		callerNames.Lock()
+		callerNames.m[pc[0]] = name
+		callerNames.Unlock()
+	}
+	return context.WithValue(ctx, operationKey{}, name)
+}
+
+// operationName turns a function's full name into an operation name:
+// "github.com/chatengine/chat.(*Service).CreateMessage.func1" becomes
+// "CreateMessage", "github.com/chatengine/chat.sharedKey" "sharedKey".
+func operationName(full string) string {
+	name := full[strings.LastIndexByte(full, '/')+1:]
+	if i := strings.IndexByte(name, '.'); i >= 0 {
+		name = name[i+1:] // the package name
+	}
+	name = strings.TrimPrefix(name, "(*Service).")
+	if i := strings.IndexByte(name, '.'); i >= 0 {
+		name = name[:i] // closures: .func1, .func2.1
+	}
+	if name == "" {
+		return "other"
+	}
+	return name
+}
