@@ -119,7 +119,7 @@ func (t *tx) QueryUsers(_ context.Context, f chat.UserFilter) ([]*chat.User, err
 		if f.Flagged && u.FlagCount <= 0 {
 			return true
 		}
-		if f.Search != "" && !hasPrefixFold(u.DisplayName, f.Search) && !hasPrefixFold(u.UserID, f.Search) {
+		if f.Search != "" && !chat.MatchUser(f.Search, u) {
 			return true
 		}
 		keep, full := pg.take()

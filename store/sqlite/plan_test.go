@@ -115,9 +115,9 @@ func TestQueryPlans(t *testing.T) {
 			return err
 		}, []string{"channel_users_user_idx (user_id=?)"}},
 		{"users by search prefix", func(tx chat.Tx) error {
-			_, err := tx.QueryUsers(ctx, chat.UserFilter{Search: "Ab", Limit: 11})
+			_, err := tx.QueryUsers(ctx, chat.UserFilter{Search: chat.SearchKey("Ab"), Limit: 11})
 			return err
-		}, []string{"users_search_name_idx (search_name>? AND search_name<?)", "users_search_id_idx (search_id>? AND search_id<?)"}},
+		}, []string{"SEARCH k USING PRIMARY KEY (key>? AND key<?)", "SEARCH u USING PRIMARY KEY (user_id=?)"}},
 		{"users page", func(tx chat.Tx) error {
 			_, err := tx.QueryUsers(ctx, chat.UserFilter{After: &chat.UserCursor{UserID: "u"}, Limit: 11})
 			return err
