@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
-		"unicode/utf8"
+	"unicode/utf8"
 )
 
 // Search limits. A query longer than MaxSearchQueryBytes or with more than
