@@ -268,6 +268,9 @@ func lastWordOf(s string) string {
 // are never found. Errors: CodeBadRequest (empty or too long query, bad
 // ids, limit or token), CodePermissionDenied, CodeNotFound (channel).
 func (s *Service) SearchMessages(ctx context.Context, actorID string, q SearchMessagesQuery) (*MessageList, error) {
+	if q.Query == "" {
+		return nil, invalid("query", "is required")
+	}
 	if err := checkText("query", q.Query); err != nil {
 		return nil, err
 	}

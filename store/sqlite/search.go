@@ -104,7 +104,7 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	var q strings.Builder
 	var args []any
 	c, a := wordCond("w.word", f.Words[d], isPrefix(d))
-	q.WriteString("SELECT " + messageCols + " FROM (SELECT w.message_id, w.created_at FROM message_words w WHERE " + c)
+	q.WriteString("SELECT " + messageCols + " FROM (SELECT DISTINCT w.message_id, w.created_at FROM message_words w WHERE " + c)
 	args = append(args, a...)
 	if f.ChannelID != "" {
 		q.WriteString(" AND w.channel_id = ?")

@@ -47,6 +47,7 @@ func testSearchWords(t *testing.T, e *env) {
 	custom := newMessage("custom", "c", "u", 7)
 	custom.Type = chat.MessageTypeCustom
 	custom.Data = map[string]any{"text": "zebra custom"}
+	twice := textMessage("twice", "c", "u", 9, "zebroid zebrine")
 	gone := textMessage("gone", "c", "u", 8, "zebra gone")
 	gone.IsDeleted = true
 	e.createMessages(
@@ -54,7 +55,7 @@ func testSearchWords(t *testing.T, e *env) {
 		textMessage("m2", "c", "u", 2, "ZEBRAS and keepers"),
 		textMessage("m3", "c", "u", 3, "Straße Σοφία café 42"),
 		textMessage("m4", "c", "u", 4, "zebra-crossing;keeper"),
-		img, file, custom, gone,
+		img, file, custom, gone, twice,
 	)
 	cases := []struct {
 		name string
@@ -65,7 +66,7 @@ func testSearchWords(t *testing.T, e *env) {
 		{"every word required", words("zebra", "keeper"), []string{"m4", "m1"}},
 		{"word order does not matter", words("keeper", "zebra"), []string{"m4", "m1"}},
 		{"exact words are whole words", words("zeb"), nil},
-		{"last word as a prefix", prefixWords("zeb"), []string{"file", "img", "m4", "m2", "m1"}},
+		{"last word as a prefix, each message once", prefixWords("zeb"), []string{"twice", "file", "img", "m4", "m2", "m1"}},
 		{"only the last word is a prefix", prefixWords("zeb", "keeper"), nil},
 		{"prefix with an exact word", prefixWords("keeper", "zebra"), []string{"m4", "m1"}},
 		{"prefix with an exact plural", prefixWords("keepers", "zeb"), []string{"m2"}},
