@@ -106,6 +106,12 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 			d = i
 		}
 	}
+	// A prefix matches several words of one message: each message once.
+	// An exact word has one row per message (the primary key).
+	distinct := ""
+	if isPrefix(d) {
+		distinct = "DISTINCT "
+	}
 	var args argList
 	where := []string{wordCond(&args, "w.word", f.Words[d], isPrefix(d))}
 	if f.ChannelID != "" {
@@ -142,7 +148,7 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	for i, c := range cols {
 		cols[i] = "m." + strings.TrimSpace(c)
 	}
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM (SELECT DISTINCT w.message_id, w.created_at FROM {s}message_words w WHERE " +
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM (SELECT " + distinct + "w.message_id, w.created_at FROM {s}message_words w WHERE " +
 		strings.Join(where, " AND ") + " ORDER BY w.created_at" + dir + ", w.message_id" + dir + limit +
 		") s JOIN {s}messages m ON m.message_id = s.message_id WHERE NOT m.is_deleted ORDER BY s.created_at" + dir + ", s.message_id" + dir
 	return t.messages(ctx, q, args...)

@@ -21,12 +21,8 @@ func (t *tx) writeUserKeys(ctx context.Context, userID, displayName string, repl
 		}
 	}
 	keys := append([]string{chat.IDKey(userID)}, chat.NameKeys(displayName)...)
-	for _, k := range keys {
-		if _, err := t.exec(ctx, "INSERT OR IGNORE INTO user_keys (key, user_id) VALUES (?, ?)", k, userID); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := t.exec(ctx, "INSERT OR IGNORE INTO user_keys (key, user_id) SELECT value, ? FROM json_each(?)", userID, jsonIDs(keys))
+	return err
 }
 
 // writeMessageWords stores the search words of m (chat.MessageWords), after
@@ -37,14 +33,14 @@ func (t *tx) writeMessageWords(ctx context.Context, m *chat.Message, replace boo
 			return err
 		}
 	}
-	created := ms(m.CreatedAt)
-	for _, w := range chat.MessageWords(m) {
-		if _, err := t.exec(ctx, `INSERT OR IGNORE INTO message_words (word, created_at, message_id, channel_id, user_id)
-			VALUES (?, ?, ?, ?, ?)`, w, created, m.MessageID, m.ChannelID, m.UserID); err != nil {
-			return err
-		}
+	ws := chat.MessageWords(m)
+	if len(ws) == 0 {
+		return nil
 	}
-	return nil
+	// One statement for all the words: json_each unpacks the list.
+	_, err := t.exec(ctx, `INSERT OR IGNORE INTO message_words (word, created_at, message_id, channel_id, user_id)
+		SELECT value, ?, ?, ?, ? FROM json_each(?)`, ms(m.CreatedAt), m.MessageID, m.ChannelID, m.UserID, jsonIDs(ws))
+	return err
 }
 
 // wordCond returns the condition on column col that selects one search
@@ -101,10 +97,16 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 			d = i
 		}
 	}
+	// A prefix matches several words of one message: each message once.
+	// An exact word has one row per message (the primary key).
+	distinct := ""
+	if isPrefix(d) {
+		distinct = "DISTINCT "
+	}
 	var q strings.Builder
 	var args []any
 	c, a := wordCond("w.word", f.Words[d], isPrefix(d))
-	q.WriteString("SELECT " + messageCols + " FROM (SELECT DISTINCT w.message_id, w.created_at FROM message_words w WHERE " + c)
+	q.WriteString("SELECT " + messageCols + " FROM (SELECT " + distinct + "w.message_id, w.created_at FROM message_words w WHERE " + c)
 	args = append(args, a...)
 	if f.ChannelID != "" {
 		q.WriteString(" AND w.channel_id = ?")
