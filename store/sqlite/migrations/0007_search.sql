@@ -36,3 +36,8 @@ END;
 INSERT INTO meta (key, value) SELECT 'search.backfill', ''
 WHERE EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM messages)
 ON CONFLICT (key) DO NOTHING;
+
+-- The user search reads user_keys now; the old prefix indexes only cost
+-- writes. (The search_name and search_id columns stay, still written.)
+DROP INDEX users_search_name_idx;
+DROP INDEX users_search_id_idx;
