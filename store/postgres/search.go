@@ -71,8 +71,9 @@ func wordCond(args *argList, col, w string, prefix bool) string {
 
 // SearchMessages implements chat.SearchStore from message_words, as the
 // SQLite adapter does: one statement counts at most searchProbe rows of
-// each word (an index-only range each), and the word with the fewest
-// drives: its primary key range is read newest first while every other
+// each word (an index-only range each, in the channel when f.ChannelID is
+// set), and the word with the fewest drives: its primary key range (in one
+// channel, its message_words_channel_idx range) is read newest first while every other
 // word is checked through message_words_message_idx. An exact word walks
 // its index in order and stops at the limit; a prefix word drives only
 // when it has fewer than searchProbe rows (or is the only word), which are
@@ -85,7 +86,12 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	var cargs argList
 	parts := make([]string, len(f.Words))
 	for i, w := range f.Words {
-		parts[i] = "(SELECT count(*) FROM (SELECT 1 FROM {s}message_words WHERE " + wordCond(&cargs, "word", w, isPrefix(i)) +
+		scope := ""
+		if f.ChannelID != "" {
+			// The word's rows in that channel (message_words_channel_idx).
+			scope = "channel_id = " + cargs.add(f.ChannelID) + " AND "
+		}
+		parts[i] = "(SELECT count(*) FROM (SELECT 1 FROM {s}message_words WHERE " + scope + wordCond(&cargs, "word", w, isPrefix(i)) +
 			" LIMIT " + strconv.Itoa(searchProbe) + ") p)"
 	}
 	counts := make([]int64, len(f.Words))

@@ -58,8 +58,9 @@ func wordCond(col, w string, prefix bool) (string, []any) {
 
 // SearchMessages implements chat.SearchStore from message_words. It first
 // counts, for each word, at most searchProbe of its rows (one short index
-// range each) and lets the word with the fewest drive: its rows are read
-// from the primary key, newest first, and every other word is checked by
+// range each; in the channel when f.ChannelID is set) and lets the word
+// with the fewest drive: its rows are read from the primary key (or, in
+// one channel, from message_words_channel_idx), newest first, and every other word is checked by
 // message_words_message_idx. An exact word walks its index in order and
 // stops at the limit; a prefix word that drives has fewer than
 // searchProbe rows (or is the only word), which are sorted.
@@ -76,6 +77,11 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 			cq.WriteString(", ")
 		}
 		c, a := wordCond("word", w, isPrefix(i))
+		if f.ChannelID != "" {
+			// The word's rows in that channel (message_words_channel_idx).
+			c = "channel_id = ? AND " + c
+			a = append([]any{f.ChannelID}, a...)
+		}
 		cq.WriteString("(SELECT count(*) FROM (SELECT 1 FROM message_words WHERE " + c + " LIMIT " + strconv.Itoa(searchProbe) + "))")
 		cargs = append(cargs, a...)
 	}
@@ -106,12 +112,15 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	var q strings.Builder
 	var args []any
 	c, a := wordCond("w.word", f.Words[d], isPrefix(d))
-	q.WriteString("SELECT " + messageCols + " FROM (SELECT " + distinct + "w.message_id, w.created_at FROM message_words w WHERE " + c)
-	args = append(args, a...)
+	from := "message_words w"
 	if f.ChannelID != "" {
-		q.WriteString(" AND w.channel_id = ?")
-		args = append(args, f.ChannelID)
+		// One channel: its rows of the word, whatever other channels hold.
+		from = "message_words w INDEXED BY message_words_channel_idx"
+		c = "w.channel_id = ? AND " + c
+		a = append([]any{f.ChannelID}, a...)
 	}
+	q.WriteString("SELECT " + messageCols + " FROM (SELECT " + distinct + "w.message_id, w.created_at FROM " + from + " WHERE " + c)
+	args = append(args, a...)
 	if f.UserID != "" {
 		q.WriteString(" AND w.user_id = ?")
 		args = append(args, f.UserID)

@@ -13,7 +13,7 @@ CREATE INDEX user_keys_user_idx ON user_keys (user_id);
 
 -- message_words: one row per distinct search word (chat.MessageWords) of
 -- each live message. The primary key walks one word's messages newest
--- first; message_words_message_idx checks the other words of a candidate
+-- first (searches of every channel); message_words_message_idx checks the other words of a candidate
 -- and drops a message's rows on edit.
 CREATE TABLE message_words (
     word       text COLLATE "C" NOT NULL,
@@ -24,6 +24,9 @@ CREATE TABLE message_words (
     PRIMARY KEY (word, created_at, message_id)
 );
 CREATE INDEX message_words_message_idx ON message_words (message_id, word);
+-- A search in one channel walks that channel's rows of a word newest
+-- first, whatever the word's count in other channels.
+CREATE INDEX message_words_channel_idx ON message_words (channel_id, word, created_at, message_id);
 
 -- A deleted message is never found, whichever statement deleted it.
 CREATE FUNCTION message_words_on_delete() RETURNS trigger
