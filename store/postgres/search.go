@@ -72,8 +72,9 @@ func wordCond(args *argList, col, w string, prefix bool) string {
 // SearchMessages implements chat.SearchStore from message_words, as the
 // SQLite adapter does: one statement counts at most searchProbe rows of
 // each word (an index-only range each, in the channel when f.ChannelID is
-// set), and the word with the fewest drives: its primary key range (in one
-// channel, its message_words_channel_idx range) is read newest first while every other
+// set, in the member's channels when f.MemberOf is), and the word with the fewest drives: its primary key range (in one
+// channel, its message_words_channel_idx range; the planner picks the
+// index for a member's channels) is read newest first while every other
 // word is checked through message_words_message_idx. An exact word walks
 // its index in order and stops at the limit; a prefix word drives only
 // when it has fewer than searchProbe rows (or is the only word), which are
@@ -87,9 +88,14 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	parts := make([]string, len(f.Words))
 	for i, w := range f.Words {
 		scope := ""
-		if f.ChannelID != "" {
+		switch {
+		case f.ChannelID != "":
 			// The word's rows in that channel (message_words_channel_idx).
 			scope = "channel_id = " + cargs.add(f.ChannelID) + " AND "
+		case f.MemberOf != "":
+			// The word's rows in the member's channels.
+			scope = "channel_id IN (SELECT channel_id FROM {s}channel_users WHERE user_id = " + cargs.add(f.MemberOf) +
+				" AND membership = 'member') AND "
 		}
 		parts[i] = "(SELECT count(*) FROM (SELECT 1 FROM {s}message_words WHERE " + scope + wordCond(&cargs, "word", w, isPrefix(i)) +
 			" LIMIT " + strconv.Itoa(searchProbe) + ") p)"

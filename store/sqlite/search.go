@@ -43,6 +43,10 @@ func (t *tx) writeMessageWords(ctx context.Context, m *chat.Message, replace boo
 	return err
 }
 
+// memberChannels selects the channels where the user (the argument) is a
+// member.
+const memberChannels = "(SELECT channel_id FROM channel_users WHERE user_id = ? AND membership = 'member')"
+
 // wordCond returns the condition on column col that selects one search
 // word (a prefix range when prefix is set) and its arguments.
 func wordCond(col, w string, prefix bool) (string, []any) {
@@ -58,9 +62,12 @@ func wordCond(col, w string, prefix bool) (string, []any) {
 
 // SearchMessages implements chat.SearchStore from message_words. It first
 // counts, for each word, at most searchProbe of its rows (one short index
-// range each; in the channel when f.ChannelID is set) and lets the word
+// range each; in the channel when f.ChannelID is set, in the member's
+// channels when f.MemberOf is) and lets the word
 // with the fewest drive: its rows are read from the primary key (or, in
-// one channel, from message_words_channel_idx), newest first, and every other word is checked by
+// one channel, from message_words_channel_idx; for a member whose
+// channels hold fewer than searchProbe rows of it, from that index too,
+// then sorted), newest first, and every other word is checked by
 // message_words_message_idx. An exact word walks its index in order and
 // stops at the limit; a prefix word that drives has fewer than
 // searchProbe rows (or is the only word), which are sorted.
@@ -77,10 +84,15 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 			cq.WriteString(", ")
 		}
 		c, a := wordCond("word", w, isPrefix(i))
-		if f.ChannelID != "" {
+		switch {
+		case f.ChannelID != "":
 			// The word's rows in that channel (message_words_channel_idx).
 			c = "channel_id = ? AND " + c
 			a = append([]any{f.ChannelID}, a...)
+		case f.MemberOf != "":
+			// The word's rows in the member's channels.
+			c = "channel_id IN " + memberChannels + " AND " + c
+			a = append([]any{f.MemberOf}, a...)
 		}
 		cq.WriteString("(SELECT count(*) FROM (SELECT 1 FROM message_words WHERE " + c + " LIMIT " + strconv.Itoa(searchProbe) + "))")
 		cargs = append(cargs, a...)
@@ -113,21 +125,31 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	var args []any
 	c, a := wordCond("w.word", f.Words[d], isPrefix(d))
 	from := "message_words w"
-	if f.ChannelID != "" {
+	switch {
+	case f.ChannelID != "":
 		// One channel: its rows of the word, whatever other channels hold.
 		from = "message_words w INDEXED BY message_words_channel_idx"
 		c = "w.channel_id = ? AND " + c
 		a = append([]any{f.ChannelID}, a...)
+		if f.MemberOf != "" {
+			c += " AND w.channel_id IN " + memberChannels
+			a = append(a, f.MemberOf)
+		}
+	case f.MemberOf != "" && counts[d] < searchProbe:
+		// Few rows of the word in the member's channels: read them there
+		// (then sort them) rather than walk the word's rows everywhere.
+		from = "message_words w INDEXED BY message_words_channel_idx"
+		c = "w.channel_id IN " + memberChannels + " AND " + c
+		a = append([]any{f.MemberOf}, a...)
+	case f.MemberOf != "":
+		c += " AND w.channel_id IN " + memberChannels
+		a = append(a, f.MemberOf)
 	}
 	q.WriteString("SELECT " + messageCols + " FROM (SELECT " + distinct + "w.message_id, w.created_at FROM " + from + " WHERE " + c)
 	args = append(args, a...)
 	if f.UserID != "" {
 		q.WriteString(" AND w.user_id = ?")
 		args = append(args, f.UserID)
-	}
-	if f.MemberOf != "" {
-		q.WriteString(" AND w.channel_id IN (SELECT channel_id FROM channel_users WHERE user_id = ? AND membership = 'member')")
-		args = append(args, f.MemberOf)
 	}
 	if f.After != nil {
 		q.WriteString(" AND (w.created_at, w.message_id) < (?, ?)")
