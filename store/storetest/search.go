@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +17,7 @@ var searchCases = []tcase{
 	{"EditAndDelete", testSearchEditDelete},
 	{"Paging", testSearchPaging},
 	{"AppendMessage", testSearchAppend},
+	{"DuringEdits", testSearchDuringEdits},
 }
 
 // textMessage is a text message created at ms milliseconds.
@@ -216,4 +220,65 @@ func testSearchAppend(t *testing.T, e *env) {
 		return err
 	})
 	require.Equal(t, []string{"m1"}, e.search(words("appended")))
+}
+
+// testSearchDuringEdits: while two writers flip the texts of ten messages
+// between "alpha one" and "beta two" (one Update per edit), every message
+// a concurrent search returns holds the searched word in the text returned
+// with it: the words are written in the transaction of the edit, never
+// beside it. At the end the two searches partition the messages.
+func testSearchDuringEdits(t *testing.T, e *env) {
+	const msgs, edits, readers = 10, 40, 2
+	e.createChannels(newChannel("c", at(0)))
+	for i := 0; i < msgs; i++ {
+		e.createMessages(textMessage(fmt.Sprintf("m%d", i), "c", "u", int64(i+1), "alpha one"))
+	}
+	err := group(2+readers, func(g int) error {
+		if g < 2 {
+			for k := 0; k < edits; k++ {
+				id := fmt.Sprintf("m%d", (k*2+g)%msgs)
+				if err := e.s.Update(e.ctx, func(tx chat.Tx) error {
+					m, err := tx.GetMessage(e.ctx, id)
+					if err != nil {
+						return err
+					}
+					text := "alpha one"
+					if m.Data["text"] == "alpha one" {
+						text = "beta two"
+					}
+					m.Data = map[string]any{"text": text}
+					return tx.UpdateMessage(e.ctx, m)
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for k := 0; k < edits; k++ {
+			for _, w := range []string{"alpha", "beta"} {
+				var found []*chat.Message
+				if err := e.s.View(e.ctx, func(tx chat.Tx) error {
+					var err error
+					found, err = tx.SearchMessages(e.ctx, chat.MessageSearch{Words: []string{w}, ChannelID: "c"})
+					return err
+				}); err != nil {
+					return err
+				}
+				for _, m := range found {
+					if text, _ := m.Data["text"].(string); !strings.Contains(text, w) {
+						return fmt.Errorf("search %q returned %s with text %q", w, m.MessageID, text)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	all := append(e.search(words("alpha")), e.search(words("beta"))...)
+	slices.Sort(all)
+	want := make([]string, msgs)
+	for i := range want {
+		want[i] = fmt.Sprintf("m%d", i)
+	}
+	require.Equal(t, want, all, "every message is found by exactly one of its two texts")
 }
