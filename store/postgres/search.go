@@ -132,7 +132,12 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	if f.UserID != "" {
 		where = append(where, "w.user_id = "+args.add(f.UserID))
 	}
-	if f.MemberOf != "" {
+	// Few rows of the driving word in the member's channels: read them
+	// channel by channel (message_words_channel_idx, through LATERAL),
+	// rather than walk the word's rows in every channel. The planner does
+	// not know how few there are.
+	perChannel := f.MemberOf != "" && f.ChannelID == "" && counts[d] < searchProbe
+	if f.MemberOf != "" && !perChannel {
 		where = append(where, "w.channel_id IN (SELECT channel_id FROM {s}channel_users WHERE user_id = "+
 			args.add(f.MemberOf)+" AND membership = 'member')")
 	}
@@ -160,8 +165,15 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	for i, c := range cols {
 		cols[i] = "m." + strings.TrimSpace(c)
 	}
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM (SELECT " + distinct + "w.message_id, w.created_at FROM {s}message_words w WHERE " +
-		strings.Join(where, " AND ") + " ORDER BY w.created_at" + dir + ", w.message_id" + dir + limit +
+	page := " ORDER BY w.created_at" + dir + ", w.message_id" + dir + limit
+	driver := "SELECT " + distinct + "w.message_id, w.created_at FROM {s}message_words w WHERE " + strings.Join(where, " AND ") + page
+	if perChannel {
+		driver = "SELECT w.message_id, w.created_at FROM (SELECT channel_id FROM {s}channel_users WHERE user_id = " +
+			args.add(f.MemberOf) + " AND membership = 'member') cu CROSS JOIN LATERAL (SELECT " + distinct +
+			"w.message_id, w.created_at FROM {s}message_words w WHERE w.channel_id = cu.channel_id AND " +
+			strings.Join(where, " AND ") + page + ") w" + page
+	}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM (" + driver +
 		") s JOIN {s}messages m ON m.message_id = s.message_id WHERE NOT m.is_deleted ORDER BY s.created_at" + dir + ", s.message_id" + dir
 	return t.messages(ctx, q, args...)
 }

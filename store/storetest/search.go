@@ -119,6 +119,12 @@ func testSearchScope(t *testing.T, e *env) {
 		{"channel and author", chat.MessageSearch{Words: []string{"apple"}, ChannelID: "a", UserID: "u1"}, []string{"a1"}},
 		{"channels of a member (banned is not member)", chat.MessageSearch{Words: []string{"apple"}, MemberOf: "me"}, []string{"c1", "a2", "a1"}},
 		{"member of none", chat.MessageSearch{Words: []string{"apple"}, MemberOf: "stranger"}, nil},
+		{"member, first page", chat.MessageSearch{Words: []string{"apple"}, MemberOf: "me", Limit: 2}, []string{"c1", "a2"}},
+		{"member, next page", chat.MessageSearch{Words: []string{"apple"}, MemberOf: "me", Limit: 2,
+			After: &chat.MessageSearchCursor{CreatedAt: at(2000).Time, MessageID: "a2"}}, []string{"a1"}},
+		{"member, previous page", chat.MessageSearch{Words: []string{"apple"}, MemberOf: "me", Limit: 2,
+			Before: &chat.MessageSearchCursor{CreatedAt: at(1000).Time, MessageID: "a1"}}, []string{"a2", "c1"}},
+		{"member, prefix", chat.MessageSearch{Words: []string{"pie", "app"}, Prefix: true, MemberOf: "me"}, []string{"a1"}},
 		{"member and channel", chat.MessageSearch{Words: []string{"apple"}, MemberOf: "me", ChannelID: "b"}, nil},
 	}
 	for _, c := range cases {
