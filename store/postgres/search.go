@@ -94,8 +94,8 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 			scope = "channel_id = " + cargs.add(f.ChannelID) + " AND "
 		case f.MemberOf != "":
 			// The word's rows in the member's channels.
-			scope = "channel_id IN (SELECT channel_id FROM {s}channel_users WHERE user_id = " + cargs.add(f.MemberOf) +
-				" AND membership = 'member') AND "
+			scope = "channel_id = ANY(ARRAY(SELECT channel_id FROM {s}channel_users WHERE user_id = " + cargs.add(f.MemberOf) +
+				" AND membership = 'member')) AND "
 		}
 		parts[i] = "(SELECT count(*) FROM (SELECT 1 FROM {s}message_words WHERE " + scope + wordCond(&cargs, "word", w, isPrefix(i)) +
 			" LIMIT " + strconv.Itoa(searchProbe) + ") p)"
@@ -138,8 +138,11 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	// not know how few there are.
 	perChannel := f.MemberOf != "" && f.ChannelID == "" && counts[d] < searchProbe
 	if f.MemberOf != "" && !perChannel {
-		where = append(where, "w.channel_id IN (SELECT channel_id FROM {s}channel_users WHERE user_id = "+
-			args.add(f.MemberOf)+" AND membership = 'member')")
+		// An array computed once (an InitPlan), not a join: the statement
+		// is prepared, and a generic plan chose to hash-join every row of
+		// the word.
+		where = append(where, "w.channel_id = ANY(ARRAY(SELECT channel_id FROM {s}channel_users WHERE user_id = "+
+			args.add(f.MemberOf)+" AND membership = 'member'))")
 	}
 	if f.After != nil {
 		where = append(where, "(w.created_at, w.message_id) < ("+args.add(timeArg(chat.NewTime(f.After.CreatedAt)))+", "+args.add(f.After.MessageID)+")")
