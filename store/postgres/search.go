@@ -186,7 +186,7 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 const backfillBatch = 500
 
 // backfillSearch indexes the users and messages stored before migration
-// 0008 (whose words come from Go code, not SQL), a batch per transaction,
+// *_search.sql (whose words come from Go code, not SQL), a batch per transaction,
 // resuming from the cursor in the meta row search.backfill (locked, so
 // processes starting together take turns) and deleting the row when done.
 // Writes made meanwhile index themselves.

@@ -183,7 +183,7 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 const backfillBatch = 500
 
 // backfillSearch indexes the users and messages stored before migration
-// 0007 (whose words come from Go code, not SQL), a batch per transaction,
+// *_search.sql (whose words come from Go code, not SQL), a batch per transaction,
 // resuming from the cursor in the meta row search.backfill and deleting
 // the row when done. Writes made meanwhile index themselves.
 func (s *Store) backfillSearch(ctx context.Context) error {
