@@ -46,6 +46,7 @@ const (
 	actCloseChannel     action = "channel.close"
 	actReadMessages     action = "message.read"
 	actReadAllMessages  action = "message.readAll"
+	actSearchMessages   action = "message.search"
 	actPostMessage      action = "message.create"
 	actEditMessage      action = "message.update"
 	actDeleteMessage    action = "message.delete"
@@ -104,6 +105,7 @@ var rights = map[action]right{
 	actCloseChannel:     {perm: PermCloseChannel},
 	actReadMessages:     {member: true},
 	actReadAllMessages:  {perm: PermGlobalAccess},
+	actSearchMessages:   {},
 	actPostMessage:      {member: true},
 	actEditMessage:      {adminOnly: true},
 	actDeleteMessage:    {perm: PermManageMessages},

@@ -33,6 +33,7 @@ type OutboxWatcher interface {
 type Tx interface {
 	ChannelStore
 	MessageStore
+	SearchStore
 	UserStore
 	RoleStore
 	RuleStore
@@ -228,8 +229,11 @@ func AppendMessage(ctx context.Context, tx Tx, m *Message, now time.Time) (*Chan
 // UserCursor is a keyset position in the user order (UserID ascending).
 type UserCursor struct{ UserID string }
 
-// UserFilter selects users ordered by UserID ascending. Search matches a
-// case-insensitive prefix of the displayName or of the userId. Flagged
+// UserFilter selects users ordered by UserID ascending. Search, when not
+// empty, is a SearchKey: it matches users one of whose NameKeys, or whose
+// IDKey, starts with it (MatchUser), a case-insensitive prefix of any word
+// of the displayName (and of the rest of the name from there) or of the
+// whole userId. Flagged
 // keeps users with flagCount > 0. After/Before work as in ChannelFilter
 // (Before returns descending order).
 type UserFilter struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"strings"
 )
 
 // UserList is the response of user reads and updates.
@@ -22,8 +21,10 @@ const (
 	UsersFlagged UserFlagFilter = "flagged"
 )
 
-// UserQuery selects users. Search matches a case-insensitive prefix of the
-// displayName or userId; Filter keeps every user (UsersAll, the default)
+// UserQuery selects users. Search matches a case-insensitive prefix of
+// any word of the displayName (and of the rest of the name from that word:
+// "zebra k" finds "The Zebra Keeper") or of the whole userId (see
+// NameKeys); Filter keeps every user (UsersAll, the default)
 // or the flagged ones. Users are ordered by userId.
 type UserQuery struct {
 	Search    string
@@ -54,8 +55,9 @@ func (s *Service) QueryUsers(ctx context.Context, actorID string, q UserQuery) (
 		return nil, err
 	}
 	flagged := q.Filter == UsersFlagged
-	qh := queryHash(strings.ToLower(q.Search), string(q.Filter))
-	f := UserFilter{Search: q.Search, Flagged: flagged, Limit: limit + 1}
+	key := SearchKey(q.Search)
+	qh := queryHash(key, string(q.Filter))
+	f := UserFilter{Search: key, Flagged: flagged, Limit: limit + 1}
 	var tok *pageToken
 	if q.PageToken != "" {
 		if tok, err = s.decodeToken("pageToken", q.PageToken, "users", qh); err != nil {

@@ -12,7 +12,8 @@ import (
 
 // QueryUsersRequest selects users, ordered by userId.
 type QueryUsersRequest struct {
-	// Search matches a case-insensitive prefix of displayName or userId.
+	// Search matches a case-insensitive prefix of any word of displayName
+	// (and of the rest of the name from that word) or of userId.
 	Search string
 	// Filter is chat.UsersAll (the default) or chat.UsersFlagged.
 	Filter chat.UserFlagFilter

@@ -121,6 +121,8 @@ var matrixRows = []matrixRow{
 	{"POST", "/channels/{channelId}/close", "/channels/c/close", ``, false, granted},
 	// Messages.
 	{"POST", "/messages", "/messages", `{"channelId":"c"}`, false, members},
+	{"POST", "/messages/search", "/messages/search", `{"query":"hello","channelId":"c"}`, false, members},
+	{"POST", "/messages/search", "/messages/search", `{"query":"hello"}`, false, anyUser},
 	{"GET", "/message/{messageId}", "/message/{msg}", ``, false, members},
 	{"POST", "/message", "/message", `{"channelId":"c","type":"text","data":{"text":"hello"}}`, false, members},
 	{"PUT", "/message/{messageId}", "/message/{msg}", `{"data":{"text":"edited"}}`, false, own},

@@ -179,6 +179,7 @@ func (h *handler) routes() []route {
 		rt(post, "/channels/{channelId}/close", h.closeChannel),
 		// Messages.
 		rt(post, "/messages", h.queryMessages),
+		rt(post, "/messages/search", h.searchMessages),
 		rt(get, "/message/{messageId}", h.getMessage),
 		rt(post, "/message", h.createMessage),
 		rt(put, "/message/{messageId}", h.updateMessage),

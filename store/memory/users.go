@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	chat "github.com/chatengine/chat"
 )
@@ -119,7 +117,7 @@ func (t *tx) QueryUsers(_ context.Context, f chat.UserFilter) ([]*chat.User, err
 		if f.Flagged && u.FlagCount <= 0 {
 			return true
 		}
-		if f.Search != "" && !hasPrefixFold(u.DisplayName, f.Search) && !hasPrefixFold(u.UserID, f.Search) {
+		if f.Search != "" && !chat.MatchUser(f.Search, u) {
 			return true
 		}
 		keep, full := pg.take()
@@ -129,35 +127,6 @@ func (t *tx) QueryUsers(_ context.Context, f chat.UserFilter) ([]*chat.User, err
 		return !full
 	})
 	return out, nil
-}
-
-// hasPrefixFold reports whether prefix is a prefix of s under simple
-// Unicode case folding.
-func hasPrefixFold(s, prefix string) bool {
-	for prefix != "" {
-		if s == "" {
-			return false
-		}
-		r1, n1 := utf8.DecodeRuneInString(s)
-		r2, n2 := utf8.DecodeRuneInString(prefix)
-		if !equalFold(r1, r2) {
-			return false
-		}
-		s, prefix = s[n1:], prefix[n2:]
-	}
-	return true
-}
-
-func equalFold(a, b rune) bool {
-	if a == b {
-		return true
-	}
-	for f := unicode.SimpleFold(a); f != a; f = unicode.SimpleFold(f) {
-		if f == b {
-			return true
-		}
-	}
-	return false
 }
 
 // ---- roles ----

@@ -93,7 +93,7 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 		return chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
 			m.MessageID, m.ChannelSegment, m.ChannelID)
 	}
-	return nil
+	return t.writeMessageWords(ctx, m, false)
 }
 
 // appendSQL is AppendMessage in one statement: the channel row's increment
@@ -162,6 +162,9 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 		return nil, chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
 			m.MessageID, c.MessageCount, m.ChannelID)
 	}
+	if err := t.writeMessageWords(ctx, m, false); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -206,7 +209,7 @@ func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 	if n == 0 {
 		return chat.Errorf(chat.CodeNotFound, "message %q not found", m.MessageID)
 	}
-	return nil
+	return t.writeMessageWords(ctx, m, true)
 }
 
 // QueryMessages reads one channel's messages by the unique (channel_id,

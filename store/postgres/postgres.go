@@ -171,6 +171,10 @@ func New(ctx context.Context, db *sql.DB, opt *Options) (*Store, error) {
 	}
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.w.init()
+	if err := s.backfillSearch(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

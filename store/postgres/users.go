@@ -140,7 +140,7 @@ func (t *tx) CreateUser(ctx context.Context, u *chat.User) error {
 		return chat.Errorf(chat.CodeConflict, "user %q already exists", u.UserID)
 	}
 	t.heldUser(u.UserID)
-	return nil
+	return t.writeUserKeys(ctx, []string{u.UserID}, []string{u.DisplayName}, false)
 }
 
 // EnsureUsers inserts the missing users in one statement (ON CONFLICT DO
@@ -154,6 +154,7 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 	for i, id := range ids {
 		keys[i] = searchKey(id)
 	}
+	var added []string
 	if err := t.query(ctx, `INSERT INTO {s}users (user_id, display_name, search_name, search_id, created_at, updated_at)
 		SELECT id, id, k, k, $3, $3 FROM unnest($1::text[], $2::text[]) AS x(id, k)
 		ON CONFLICT (user_id) DO NOTHING RETURNING user_id`, []any{textArray(ids), textArray(keys), timeArg(chat.NewTime(now))},
@@ -161,8 +162,12 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 			var id string
 			err := r.Scan(&id)
 			t.heldUser(id)
+			added = append(added, id)
 			return err
 		}); err != nil {
+		return nil, err
+	}
+	if err := t.writeUserKeys(ctx, added, added, false); err != nil {
 		return nil, err
 	}
 	return t.GetUsers(ctx, ids)
@@ -236,28 +241,19 @@ func (t *tx) UpdateUser(ctx context.Context, u *chat.User) error {
 		return chat.Errorf(chat.CodeNotFound, "user %q not found", u.UserID)
 	}
 	t.heldUser(u.UserID)
-	return nil
+	return t.writeUserKeys(ctx, []string{u.UserID}, []string{u.DisplayName}, true)
 }
 
-// QueryUsers pages by user_id. A selective search is answered with two
-// index range scans, on search_name and on search_id (prefix bounds
-// >= p AND < prefixEnd(p)), combined with a BitmapOr; when many users
-// match, the planner walks the primary key in user_id order instead and
-// stops at the limit.
+// QueryUsers pages by user_id. A search is a prefix range on
+// user_keys.key (chat.IDKey and chat.NameKeys of each user, bounds >= p AND
+// < prefixEnd(p)), whose user ids are matched against the primary key.
 func (t *tx) QueryUsers(ctx context.Context, f chat.UserFilter) ([]*chat.User, error) {
 	var (
 		args  argList
 		where []string
 	)
 	if f.Search != "" {
-		p := searchKey(f.Search)
-		lo := args.add(p)
-		if end := prefixEnd(p); end != "" {
-			hi := args.add(end)
-			where = append(where, "((search_name >= "+lo+" AND search_name < "+hi+") OR (search_id >= "+lo+" AND search_id < "+hi+"))")
-		} else {
-			where = append(where, "(search_name >= "+lo+" OR search_id >= "+lo+")")
-		}
+		where = append(where, "user_id IN (SELECT k.user_id FROM {s}user_keys k WHERE "+wordCond(&args, "k.key", f.Search, true)+")")
 	}
 	if f.Flagged {
 		where = append(where, "flag_count > 0")

@@ -68,7 +68,7 @@ func TestQueryUsersUnicodeSearch(t *testing.T) {
 	} {
 		var got []string
 		require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
-			us, err := tx.QueryUsers(ctx, chat.UserFilter{Search: search})
+			us, err := tx.QueryUsers(ctx, chat.UserFilter{Search: chat.SearchKey(search)})
 			for _, u := range us {
 				got = append(got, u.UserID)
 			}

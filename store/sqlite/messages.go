@@ -191,6 +191,9 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 	if err := t.insertMessageTags(ctx, m.MessageID, m.Tags); err != nil {
 		return err
 	}
+	if err := t.writeMessageWords(ctx, m, false); err != nil {
+		return err
+	}
 	if m.ParentID != "" {
 		if _, err := t.exec(ctx, "UPDATE messages SET children_number = children_number + 1 WHERE message_id = ?", m.ParentID); err != nil {
 			return err
@@ -249,6 +252,9 @@ func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 	if _, err := t.exec(ctx, `UPDATE messages SET data = ?, tags = ?, is_deleted = ?, edited_at = ?,
 	updated_at = ?, flag_count = ?, hashflag = ? WHERE message_id = ?`,
 		data, tags, m.IsDeleted, msp(m.EditedAt), ms(m.UpdatedAt), m.FlagCount, hf, m.MessageID); err != nil {
+		return err
+	}
+	if err := t.writeMessageWords(ctx, m, true); err != nil {
 		return err
 	}
 	if string(old) == tags {

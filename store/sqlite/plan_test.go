@@ -41,7 +41,7 @@ func (r *recorder) QueryRowContext(ctx context.Context, q string, args ...any) *
 
 // bigTables are the tables that grow with use; a plan may read them only
 // through an index.
-var bigTables = []string{"messages", "message_tags", "channels", "channel_tags", "channel_users", "users",
+var bigTables = []string{"messages", "message_words", "user_keys", "message_tags", "channels", "channel_tags", "channel_users", "users",
 	"reactions", "reaction_counts", "deliveries", "delivery_attempts", "blobs", "flags", "audit"}
 
 // TestQueryPlans runs the hot queries through the real Tx methods, records
@@ -115,9 +115,9 @@ func TestQueryPlans(t *testing.T) {
 			return err
 		}, []string{"channel_users_user_idx (user_id=?)"}},
 		{"users by search prefix", func(tx chat.Tx) error {
-			_, err := tx.QueryUsers(ctx, chat.UserFilter{Search: "Ab", Limit: 11})
+			_, err := tx.QueryUsers(ctx, chat.UserFilter{Search: chat.SearchKey("Ab"), Limit: 11})
 			return err
-		}, []string{"users_search_name_idx (search_name>? AND search_name<?)", "users_search_id_idx (search_id>? AND search_id<?)"}},
+		}, []string{"SEARCH k USING PRIMARY KEY (key>? AND key<?)", "SEARCH u USING PRIMARY KEY (user_id=?)"}},
 		{"users page", func(tx chat.Tx) error {
 			_, err := tx.QueryUsers(ctx, chat.UserFilter{After: &chat.UserCursor{UserID: "u"}, Limit: 11})
 			return err
@@ -200,6 +200,19 @@ func TestQueryPlans(t *testing.T) {
 		{"blobs of a channel", func(tx chat.Tx) error {
 			return tx.DeleteChannelBlobs(ctx, "c")
 		}, []string{"blobs_channel_idx (channel_id=?)"}},
+		{"search of every channel, common word driving (index order)", func(tx chat.Tx) error {
+			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"hello", "wor"}, Prefix: true, Limit: 21})
+		}, []string{"SEARCH w USING PRIMARY KEY (word=?)", "message_words_message_idx (message_id=? AND word>? AND word<?)"}},
+		{"search of one channel (index order)", func(tx chat.Tx) error {
+			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"hello", "wor"}, Prefix: true, ChannelID: "c", Limit: 21})
+		}, []string{"message_words_channel_idx (channel_id=? AND word=?)", "message_words_message_idx (message_id=? AND word>? AND word<?)"}},
+		{"search of a member's channels with few rows of the word, next page", func(tx chat.Tx) error {
+			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"hello"}, MemberOf: "u", Limit: 21,
+				After: &chat.MessageSearchCursor{CreatedAt: now, MessageID: "m"}})
+		}, []string{"message_words_channel_idx (channel_id=? AND word=?)", "channel_users_member_idx (user_id=?)"}},
+		{"search by a prefix alone", func(tx chat.Tx) error {
+			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"wor"}, Prefix: true, Limit: 21})
+		}, []string{"SEARCH w USING PRIMARY KEY (word>? AND word<?)"}},
 		{"admin by token", func(tx chat.Tx) error {
 			_, err := tx.GetAdminByTokenHash(ctx, []byte("h"))
 			if chat.ErrorCode(err) == chat.CodeNotFound {
@@ -278,4 +291,23 @@ func scansTable(line, table string) bool {
 	aliases := map[string]string{"m": "messages", "c": "channels", "u": "users", "cu": "channel_users",
 		"nm": "channel_users", "ct": "channel_tags", "xt": "channel_tags", "mt": "message_tags", "rc": "reaction_counts", "d": "deliveries"}
 	return aliases[name] == table
+}
+
+// searchPlan stores two messages that f finds (so that the search runs
+// past its word counts) and searches.
+func searchPlan(ctx context.Context, tx chat.Tx, f chat.MessageSearch) error {
+	now := chat.NewTime(time.Unix(1700000000, 0))
+	if err := tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: "u", Membership: chat.MembershipMember,
+		CreatedAt: now, UpdatedAt: now}); err != nil {
+		return err
+	}
+	for i, text := range []string{"hello world", "hello work"} {
+		m := &chat.Message{MessageID: fmt.Sprintf("plan%d", i), ChannelID: "c", UserID: "u", Type: chat.MessageTypeText,
+			Data: map[string]any{"text": text}, ChannelSegment: int64(i + 1), CreatedAt: now, UpdatedAt: now}
+		if err := tx.CreateMessage(ctx, m); err != nil {
+			return err
+		}
+	}
+	_, err := tx.SearchMessages(ctx, f)
+	return err
 }

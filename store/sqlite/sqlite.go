@@ -220,6 +220,10 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 		s.rslots <- nil
 	}
 	go s.writer(&writerState{})
+	if err := s.backfillSearch(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -56,7 +56,10 @@ func (t *tx) CreateUser(ctx context.Context, u *chat.User) error {
 	}
 	_, err = t.exec(ctx, insertUser, u.UserID, u.DisplayName, foldKey(u.DisplayName), foldKey(u.UserID),
 		roles, md, u.FlagCount, hf, u.IsGlobalBan, ms(u.CreatedAt), ms(u.UpdatedAt), msp(u.TokensRevokedAt))
-	return asConflict(err, "user", u.UserID)
+	if err != nil {
+		return asConflict(err, "user", u.UserID)
+	}
+	return t.writeUserKeys(ctx, u.UserID, u.DisplayName, false)
 }
 
 // EnsureUsers implements chat.UserStore.
@@ -67,9 +70,15 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 	n := ms(chat.NewTime(now))
 	hf, _ := jsonText(chat.Hashflag{})
 	for _, id := range ids {
-		if _, err := t.exec(ctx, insertUser+" ON CONFLICT (user_id) DO NOTHING",
-			id, id, foldKey(id), foldKey(id), "null", "null", 0, hf, false, n, n, nil); err != nil {
+		added, err := t.execN(ctx, insertUser+" ON CONFLICT (user_id) DO NOTHING",
+			id, id, foldKey(id), foldKey(id), "null", "null", 0, hf, false, n, n, nil)
+		if err != nil {
 			return nil, err
+		}
+		if added > 0 {
+			if err := t.writeUserKeys(ctx, id, id, false); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return t.GetUsers(ctx, ids)
@@ -140,7 +149,7 @@ func (t *tx) UpdateUser(ctx context.Context, u *chat.User) error {
 	if n == 0 {
 		return notFound("user", u.UserID)
 	}
-	return nil
+	return t.writeUserKeys(ctx, u.UserID, u.DisplayName, true)
 }
 
 // foldKey returns the search key of s: every rune replaced by one
@@ -191,22 +200,16 @@ func foldRune(r rune) rune {
 	}
 }
 
-// QueryUsers implements chat.UserStore. Search is a range on the case-folded
-// search_name and search_id columns (see foldKey; indexes
-// users_search_name_idx and users_search_id_idx), never LIKE.
+// QueryUsers implements chat.UserStore. Search is a prefix range on
+// user_keys.key (chat.IDKey and chat.NameKeys of each user), never LIKE.
 func (t *tx) QueryUsers(ctx context.Context, f chat.UserFilter) ([]*chat.User, error) {
 	var q strings.Builder
 	var args []any
 	q.WriteString("SELECT " + userCols + " FROM users u WHERE 1")
 	if f.Search != "" {
-		lo, hi := prefixRange(foldKey(f.Search))
-		if hi == "" {
-			q.WriteString(" AND (u.search_name >= ? OR u.search_id >= ?)")
-			args = append(args, lo, lo)
-		} else {
-			q.WriteString(" AND ((u.search_name >= ? AND u.search_name < ?) OR (u.search_id >= ? AND u.search_id < ?))")
-			args = append(args, lo, hi, lo, hi)
-		}
+		c, a := wordCond("k.key", f.Search, true)
+		q.WriteString(" AND u.user_id IN (SELECT k.user_id FROM user_keys k WHERE " + c + ")")
+		args = append(args, a...)
 	}
 	if f.Flagged {
 		q.WriteString(" AND u.flag_count > 0")

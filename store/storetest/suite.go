@@ -48,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 		{"Messages", messageCases},
 		{"AppendMessage", appendCases},
 		{"Users", userCases},
+		{"Search", searchCases},
 		{"Roles", roleCases},
 		{"Rules", ruleCases},
 		{"Reactions", reactionCases},

@@ -167,8 +167,10 @@ func queryUsers(e *env) []string {
 		newUser("al_x", "x"),
 		newUser("a%b", "Percent"),
 		zed,
+		newUser("sofia", "Σοφίας"),
+		newUser("kel", "Kelvin"),
 	)
-	return []string{"ALBERT", "a%b", "al_x", "alice", "bob", "carol", "dave", "zed"}
+	return []string{"ALBERT", "a%b", "al_x", "alice", "bob", "carol", "dave", "kel", "sofia", "zed"}
 }
 
 func testUserQueryFilters(t *testing.T, e *env) {
@@ -179,22 +181,29 @@ func testUserQueryFilters(t *testing.T, e *env) {
 		want []string
 	}{
 		{"all, by userId", chat.UserFilter{}, all},
-		{"search prefix of id or name", chat.UserFilter{Search: "al"}, []string{"ALBERT", "al_x", "alice", "carol"}},
-		{"search is case-insensitive", chat.UserFilter{Search: "AL"}, []string{"ALBERT", "al_x", "alice", "carol"}},
-		{"search matches displayName", chat.UserFilter{Search: "rob"}, []string{"bob"}},
-		{"search matches a later word? no: prefix only", chat.UserFilter{Search: "smith"}, nil},
-		{"search is not infix", chat.UserFilter{Search: "lic"}, nil},
-		{"search underscore is literal", chat.UserFilter{Search: "al_"}, []string{"al_x"}},
-		{"search percent is literal", chat.UserFilter{Search: "a%"}, []string{"a%b"}},
-		{"search whole id", chat.UserFilter{Search: "dave"}, []string{"dave"}},
-		{"search longer than any", chat.UserFilter{Search: "davey"}, nil},
+		{"search prefix of id or name", chat.UserFilter{Search: chat.SearchKey("al")}, []string{"ALBERT", "al_x", "alice", "carol"}},
+		{"search is case-insensitive", chat.UserFilter{Search: chat.SearchKey("AL")}, []string{"ALBERT", "al_x", "alice", "carol"}},
+		{"search matches displayName", chat.UserFilter{Search: chat.SearchKey("rob")}, []string{"bob"}},
+		{"search matches a later word of the name", chat.UserFilter{Search: chat.SearchKey("smith")}, []string{"alice"}},
+		{"search runs across words", chat.UserFilter{Search: chat.SearchKey("alpha C")}, []string{"carol"}},
+		{"search runs across words from a later word", chat.UserFilter{Search: chat.SearchKey("CENTAURI")}, []string{"carol"}},
+		{"search word prefix after punctuation", chat.UserFilter{Search: chat.SearchKey("a")}, []string{"ALBERT", "a%b", "al_x", "alice", "carol"}},
+		{"search across words needs the separator", chat.UserFilter{Search: chat.SearchKey("alphac")}, nil},
+		{"search Unicode folding", chat.UserFilter{Search: chat.SearchKey("ΣΟΦ")}, []string{"sofia"}},
+		{"search Unicode folding, final sigma", chat.UserFilter{Search: chat.SearchKey("σοφίας")}, []string{"sofia"}},
+		{"search Kelvin sign", chat.UserFilter{Search: chat.SearchKey("KEL")}, []string{"kel"}},
+		{"search is not infix", chat.UserFilter{Search: chat.SearchKey("lic")}, nil},
+		{"search underscore is literal", chat.UserFilter{Search: chat.SearchKey("al_")}, []string{"al_x"}},
+		{"search percent is literal", chat.UserFilter{Search: chat.SearchKey("a%")}, []string{"a%b"}},
+		{"search whole id", chat.UserFilter{Search: chat.SearchKey("dave")}, []string{"dave"}},
+		{"search longer than any", chat.UserFilter{Search: chat.SearchKey("davey")}, nil},
 		{"flagged", chat.UserFilter{Flagged: true}, []string{"dave", "zed"}},
-		{"flagged and search", chat.UserFilter{Flagged: true, Search: "D"}, []string{"dave"}},
-		{"flagged and search none", chat.UserFilter{Flagged: true, Search: "al"}, nil},
+		{"flagged and search", chat.UserFilter{Flagged: true, Search: chat.SearchKey("D")}, []string{"dave"}},
+		{"flagged and search none", chat.UserFilter{Flagged: true, Search: chat.SearchKey("al")}, nil},
 		{"limit", chat.UserFilter{Limit: 3}, all[:3]},
-		{"search limit", chat.UserFilter{Search: "al", Limit: 2}, []string{"ALBERT", "al_x"}},
-		{"search after", chat.UserFilter{Search: "al", After: &chat.UserCursor{UserID: "al_x"}}, []string{"alice", "carol"}},
-		{"search before", chat.UserFilter{Search: "al", Before: &chat.UserCursor{UserID: "carol"}, Limit: 2}, []string{"alice", "al_x"}},
+		{"search limit", chat.UserFilter{Search: chat.SearchKey("al"), Limit: 2}, []string{"ALBERT", "al_x"}},
+		{"search after", chat.UserFilter{Search: chat.SearchKey("al"), After: &chat.UserCursor{UserID: "al_x"}}, []string{"alice", "carol"}},
+		{"search before", chat.UserFilter{Search: chat.SearchKey("al"), Before: &chat.UserCursor{UserID: "carol"}, Limit: 2}, []string{"alice", "al_x"}},
 		{"flagged after", chat.UserFilter{Flagged: true, After: &chat.UserCursor{UserID: "dave"}}, []string{"zed"}},
 	}
 	e.view(func(tx chat.Tx) error {

@@ -1,0 +1,46 @@
+-- search: the word indexes of user and message search.
+--
+-- user_keys: per user, the folded userId and, for each word of the
+-- displayName, the folded rest of the name from that word (chat.IDKey,
+-- chat.NameKeys). A user search is a prefix range on key.
+CREATE TABLE user_keys (
+    key     TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    PRIMARY KEY (key, user_id)
+) WITHOUT ROWID;
+CREATE INDEX user_keys_user_idx ON user_keys (user_id);
+
+-- message_words: one row per distinct search word (chat.MessageWords) of
+-- each live message. The primary key walks one word's messages newest
+-- first (searches of every channel); message_words_message_idx checks the other words of a candidate
+-- and drops a message's rows on edit.
+CREATE TABLE message_words (
+    word       TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    message_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    user_id    TEXT NOT NULL,
+    PRIMARY KEY (word, created_at, message_id)
+) WITHOUT ROWID;
+CREATE INDEX message_words_message_idx ON message_words (message_id, word);
+-- A search in one channel walks that channel's rows of a word newest
+-- first, whatever the word's count in other channels.
+CREATE INDEX message_words_channel_idx ON message_words (channel_id, word, created_at, message_id);
+
+-- A deleted message is never found, whichever statement deleted it.
+CREATE TRIGGER message_words_on_delete AFTER UPDATE OF is_deleted ON messages
+WHEN new.is_deleted BEGIN
+    DELETE FROM message_words WHERE message_id = new.message_id;
+END;
+
+-- Existing users and messages are indexed by the store after the
+-- migrations (the words come from Go code): this row, present only when
+-- there is something to index, is its cursor.
+INSERT INTO meta (key, value) SELECT 'search.backfill', ''
+WHERE EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM messages)
+ON CONFLICT (key) DO NOTHING;
+
+-- The user search reads user_keys now; the old prefix indexes only cost
+-- writes. (The search_name and search_id columns stay, still written.)
+DROP INDEX users_search_name_idx;
+DROP INDEX users_search_id_idx;
