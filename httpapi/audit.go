@@ -38,13 +38,7 @@ func (h *handler) checkMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	userID := p.str("userId")
-	in := chat.CreateMessage{
-		ChannelID: p.str("channelId"),
-		Type:      chat.MessageType(p.str("type")),
-		Data:      p.object("data"),
-		Tags:      p.strs("tags"),
-		ParentID:  p.str("parentId"),
-	}
+	in := createMessageParams(p)
 	if err := p.Err(); err != nil {
 		return err
 	}

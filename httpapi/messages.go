@@ -50,18 +50,24 @@ func (h *handler) createMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := chat.CreateMessage{
+	in := createMessageParams(p)
+	if err := p.Err(); err != nil {
+		return err
+	}
+	out, err := h.svc.CreateMessage(r.Context(), actor(r), in)
+	return h.reply(w, out, err)
+}
+
+// createMessageParams reads the message of POST /message, which POST
+// /moderation/check reads too: {channelId, type, data, tags, parentId}.
+func createMessageParams(p *params) chat.CreateMessage {
+	return chat.CreateMessage{
 		ChannelID: p.str("channelId"),
 		Type:      chat.MessageType(p.str("type")),
 		Data:      p.object("data"),
 		Tags:      p.strs("tags"),
 		ParentID:  p.str("parentId"),
 	}
-	if err := p.Err(); err != nil {
-		return err
-	}
-	out, err := h.svc.CreateMessage(r.Context(), actor(r), in)
-	return h.reply(w, out, err)
 }
 
 // updateMessage serves PUT /message/{messageId} (ext): data, caption
