@@ -84,6 +84,12 @@ func (h *Hub) RedeemTicket(t string) (c Caller, ok bool) {
 	return v.c, true
 }
 
+// Connections returns the number of event streams (WebSocket and SSE)
+// that ServeEvents serves at this moment on this process; subscriptions
+// made with Subscribe alone are not counted. It backs the
+// chat_stream_connections gauge of the example server.
+func (h *Hub) Connections() int { return int(h.conns.Load()) }
+
 // ServeEvents serves GET /events for an authenticated caller: a WebSocket,
 // or Server-Sent Events when the request accepts text/event-stream. The
 // query takes after=<id> (SSE also the Last-Event-ID header) and, for
@@ -124,10 +130,11 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 		return err
 	}
 	defer sub.Close()
-	hello := Frame{Event: EventDidConnect, Data: mustJSON(ConnectData{UserID: c.UserID, Resumed: sub.Resumed}),
-		CreatedAt: h.svc.Now()}
+	h.conns.Add(1)
+	defer h.conns.Add(-1)
+	hello := newFrame("", EventDidConnect, mustJSON(ConnectData{UserID: c.UserID, Resumed: sub.Resumed}), h.svc.Now())
 	if sse {
-		h.serveSSE(ctx, w, sub, hello)
+		h.serveSSE(ctx, w, sub, *hello)
 		return nil
 	}
 	// Streams authenticate by header or single-use ticket, never by
@@ -143,7 +150,7 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if err != nil {
 		return nil // Accept answered the request
 	}
-	h.serveWS(ctx, conn, sub, hello)
+	h.serveWS(ctx, conn, sub, *hello)
 	return nil
 }
 
@@ -164,7 +171,7 @@ func (h *Hub) serveWS(ctx context.Context, conn *websocket.Conn, sub *Subscripti
 	write := func(f Frame) error {
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		defer cancel()
-		return conn.Write(wctx, websocket.MessageText, mustJSON(f))
+		return conn.Write(wctx, websocket.MessageText, f.JSON())
 	}
 	if write(hello) != nil {
 		conn.CloseNow()
@@ -215,9 +222,9 @@ func (h *Hub) serveSSE(ctx context.Context, w http.ResponseWriter, sub *Subscrip
 		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		var err error
 		if f.ID != "" {
-			_, err = fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", f.ID, f.Event, mustJSON(f))
+			_, err = fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", f.ID, f.Event, f.JSON())
 		} else {
-			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", f.Event, mustJSON(f))
+			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", f.Event, f.JSON())
 		}
 		if err == nil {
 			err = rc.Flush()
@@ -248,26 +255,5 @@ func (h *Hub) serveSSE(ctx context.Context, w http.ResponseWriter, sub *Subscrip
 		if send(f) != nil {
 			return
 		}
-	}
-}
-
-// next is Next with a ticker: pinged is true when tick fired first.
-func (s *Subscription) next(ctx context.Context, tick <-chan time.Time) (f Frame, pinged bool, err error) {
-	select {
-	case <-s.done:
-		f, err = s.drain()
-		return f, false, err
-	default:
-	}
-	select {
-	case f := <-s.q:
-		return *f, false, nil
-	case <-s.done:
-		f, err = s.drain()
-		return f, false, err
-	case <-tick:
-		return Frame{}, true, nil
-	case <-ctx.Done():
-		return Frame{}, false, ctx.Err()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -89,6 +90,25 @@ type Frame struct {
 	Event     string          `json:"event"`
 	Data      json.RawMessage `json:"data"`
 	CreatedAt chat.Time       `json:"createdAt"`
+
+	wire []byte // the frame as JSON, encoded once for every subscriber
+}
+
+// newFrame returns a frame with its JSON encoding.
+func newFrame(id, event string, data json.RawMessage, at chat.Time) *Frame {
+	f := &Frame{ID: id, Event: event, Data: data, CreatedAt: at}
+	f.wire = mustJSON(f)
+	return f
+}
+
+// JSON returns the frame as sent on the wire. Frames made by the hub
+// carry their encoding, made once and shared by every subscriber; the
+// returned bytes must not be modified.
+func (f *Frame) JSON() []byte {
+	if f.wire != nil {
+		return f.wire
+	}
+	return mustJSON(f)
 }
 
 // EventDidConnect is the name of the first frame of every stream.
@@ -131,6 +151,7 @@ type Hub struct {
 	wg      sync.WaitGroup
 
 	tickets tickets
+	conns   atomic.Int64 // streams served by ServeEvents right now
 }
 
 // New returns a hub over svc's store. It starts nothing: call Start.
@@ -306,7 +327,7 @@ func (h *Hub) deleteOld(ctx context.Context) {
 }
 
 func (h *Hub) ephemeral(ev chat.EphemeralEvent) {
-	f := &Frame{Event: ev.Event, Data: ev.Data, CreatedAt: ev.CreatedAt}
+	f := newFrame("", ev.Event, ev.Data, ev.CreatedAt)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.live {
@@ -327,7 +348,7 @@ func (h *Hub) Subscribe(ctx context.Context, f Filter, after *int64) (*Subscript
 	if !f.Admin && f.UserID == "" {
 		return nil, chat.Errorf(chat.CodeBadRequest, "stream: a user subscription needs a userId")
 	}
-	s := &Subscription{h: h, f: f, q: make(chan *Frame, h.cfg.QueueSize), done: make(chan struct{})}
+	s := &Subscription{h: h, f: f, ready: make(chan struct{}, 1), done: make(chan struct{})}
 	if f.Admin && len(f.ChannelIDs) > 0 {
 		s.chans = map[string]bool{}
 		for _, c := range f.ChannelIDs {
@@ -389,10 +410,81 @@ type Subscription struct {
 	chans   map[string]bool // admin channel filter
 	members map[string]bool // user: channels where it is a member
 	pos     int64           // the last event id offered
-	q       chan *Frame     // frames are shared by every subscriber: read only
 	done    chan struct{}
 	once    sync.Once
 	err     error
+
+	// The queue: a slice that grows with the backlog, up to
+	// Config.QueueSize, and is released when drained, so that an idle
+	// subscription holds no buffer. Frames are shared by every
+	// subscriber: read only.
+	qmu   sync.Mutex
+	queue []*Frame
+	ready chan struct{} // holds a signal after a frame was queued
+	space chan struct{} // holds a signal after a frame was taken; made by a waiting replay
+}
+
+// enqueue queues f unless the queue holds QueueSize frames already.
+func (s *Subscription) enqueue(f *Frame) bool {
+	s.qmu.Lock()
+	if len(s.queue) >= s.h.cfg.QueueSize {
+		s.qmu.Unlock()
+		return false
+	}
+	s.queue = append(s.queue, f)
+	s.qmu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// dequeue takes the oldest queued frame, if any.
+func (s *Subscription) dequeue() (*Frame, bool) {
+	s.qmu.Lock()
+	if len(s.queue) == 0 {
+		s.qmu.Unlock()
+		return nil, false
+	}
+	f := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	if len(s.queue) == 0 {
+		s.queue = nil // release the buffer
+	}
+	space := s.space
+	s.qmu.Unlock()
+	if space != nil {
+		select {
+		case space <- struct{}{}:
+		default:
+		}
+	}
+	return f, true
+}
+
+// enqueueWait queues f, waiting for room while the queue is full; false
+// when the subscription ended first.
+func (s *Subscription) enqueueWait(f *Frame) bool {
+	for !s.enqueue(f) {
+		s.qmu.Lock()
+		if s.space == nil {
+			s.space = make(chan struct{}, 1)
+		}
+		space := s.space
+		full := len(s.queue) >= s.h.cfg.QueueSize
+		s.qmu.Unlock()
+		if !full {
+			continue
+		}
+		select {
+		case <-space:
+		case <-s.done:
+			return false
+		}
+	}
+	return true
 }
 
 // loadMembership reads the channels where the user is a member. A
@@ -454,18 +546,12 @@ func (s *Subscription) catchUp(ctx context.Context) {
 		for _, e := range es {
 			if s.admit(e) {
 				if !s.Resumed {
-					select {
-					case s.q <- frameOf(e):
-					default:
+					if !s.enqueue(frameOf(e)) {
 						s.close(ErrTooSlow)
 						return
 					}
-				} else {
-					select {
-					case s.q <- frameOf(e):
-					case <-s.done:
-						return
-					}
+				} else if !s.enqueueWait(frameOf(e)) {
+					return
 				}
 			}
 			s.pos = e.ID
@@ -478,7 +564,7 @@ func (s *Subscription) catchUp(ctx context.Context) {
 }
 
 func frameOf(e *chat.Event) *Frame {
-	return &Frame{ID: strconv.FormatInt(e.ID, 10), Event: e.Name, Data: e.Data, CreatedAt: e.CreatedAt}
+	return newFrame(strconv.FormatInt(e.ID, 10), e.Name, e.Data, e.CreatedAt)
 }
 
 // offerLive offers a logged event; called by the follower with h.mu held.
@@ -496,9 +582,7 @@ func (s *Subscription) offerLive(e *chat.Event, f *Frame) {
 // push queues a frame without waiting; a full queue ends the
 // subscription. Called with h.mu held.
 func (s *Subscription) push(f *Frame) {
-	select {
-	case s.q <- f:
-	default:
+	if !s.enqueue(f) {
 		delete(s.h.live, s)
 		s.end(ErrTooSlow)
 	}
@@ -581,27 +665,37 @@ func (s *Subscription) Err() error {
 // queued (a banned user receives its user.didGlobalBan), except after
 // ErrTooSlow, which is returned at once.
 func (s *Subscription) Next(ctx context.Context) (Frame, error) {
-	select {
-	case <-s.done:
-		return s.drain()
-	default:
-	}
-	select {
-	case f := <-s.q:
-		return *f, nil
-	case <-s.done:
-		return s.drain()
-	case <-ctx.Done():
-		return Frame{}, ctx.Err()
+	f, _, err := s.next(ctx, nil)
+	return f, err
+}
+
+// next is Next with a ticker: pinged is true when tick fired first.
+func (s *Subscription) next(ctx context.Context, tick <-chan time.Time) (f Frame, pinged bool, err error) {
+	for {
+		select {
+		case <-s.done:
+			f, err = s.drain()
+			return f, false, err
+		default:
+		}
+		if f, ok := s.dequeue(); ok {
+			return *f, false, nil
+		}
+		select {
+		case <-s.ready:
+		case <-s.done:
+		case <-tick:
+			return Frame{}, true, nil
+		case <-ctx.Done():
+			return Frame{}, false, ctx.Err()
+		}
 	}
 }
 
 func (s *Subscription) drain() (Frame, error) {
 	if s.err != ErrTooSlow {
-		select {
-		case f := <-s.q:
+		if f, ok := s.dequeue(); ok {
 			return *f, nil
-		default:
 		}
 	}
 	return Frame{}, s.err
