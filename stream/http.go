@@ -123,20 +123,32 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if !sse && !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return chat.Errorf(chat.CodeBadRequest, "GET /events needs a WebSocket upgrade or Accept: text/event-stream")
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	sub, err := h.Subscribe(ctx, f, after)
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
-	h.conns.Add(1)
-	defer h.conns.Add(-1)
-	hello := newFrame("", EventDidConnect, mustJSON(ConnectData{UserID: c.UserID, Resumed: sub.Resumed}), h.svc.Now())
 	if sse {
-		h.serveSSE(ctx, w, sub, *hello)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		sub, err := h.Subscribe(ctx, f, after)
+		if err != nil {
+			return err
+		}
+		defer sub.Close()
+		h.conns.Add(1)
+		defer h.conns.Add(-1)
+		h.serveSSE(ctx, w, sub, *h.hello(c, sub))
 		return nil
 	}
+	// A WebSocket outlives its request: once upgraded, the handler
+	// returns, and the connection is served by the goroutine that reads
+	// it and by a writer goroutine that runs only while there is
+	// something to send (see wsStream). Its context keeps the request's
+	// values but ends only with the connection.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	ws := &wsStream{h: h, running: true, cancel: cancel}
+	sub, err := h.subscribe(ctx, f, after, ws.kick)
+	if err != nil {
+		cancel()
+		return err
+	}
+	ws.sub = sub
 	// Streams authenticate by header or single-use ticket, never by
 	// cookie, so a page of another origin gains nothing by opening one:
 	// the origin check is not needed.
@@ -148,10 +160,180 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 	_ = rc.SetWriteDeadline(time.Time{})
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
+		sub.Close()
+		cancel()
 		return nil // Accept answered the request
 	}
-	h.serveWS(ctx, conn, sub, *hello)
+	h.conns.Add(1)
+	ws.conn = conn
+	ws.ctx = conn.CloseRead(ctx) // reads (and answers) control frames; done when the peer closes
+	context.AfterFunc(ws.ctx, func() { sub.close(ws.ctx.Err()) })
+	if ws.write(*h.hello(c, sub)) != nil {
+		ws.finish(func() { conn.CloseNow() })
+		return nil
+	}
+	ws.ping = time.AfterFunc(h.cfg.PingInterval, ws.pingDue)
+	ws.release()
 	return nil
+}
+
+// hello returns the stream.didConnect frame of a new stream.
+func (h *Hub) hello(c Caller, sub *Subscription) *Frame {
+	return newFrame("", EventDidConnect, mustJSON(ConnectData{UserID: c.UserID, Resumed: sub.Resumed}), h.svc.Now())
+}
+
+// wsStream serves one WebSocket. An idle connection has one goroutine, the
+// one that reads it (Conn.CloseRead); the hub's queueing of a frame, the
+// end of the subscription and the ping timer each call kick, which starts
+// a writer goroutine unless one runs. The writer sends what is queued and
+// exits when nothing is left.
+type wsStream struct {
+	h      *Hub
+	sub    *Subscription
+	conn   *websocket.Conn
+	ctx    context.Context // done when the connection's reading ends
+	cancel context.CancelFunc
+	ping   *time.Timer
+
+	mu       sync.Mutex
+	running  bool // a goroutine owns the writing
+	pending  bool // kicked while running: look again before exiting
+	pinging  bool // a ping is due
+	finished bool
+}
+
+// kick makes sure a writer runs. It never blocks (the hub calls it with
+// its lock held).
+func (w *wsStream) kick() {
+	w.mu.Lock()
+	if w.running {
+		w.pending = true
+		w.mu.Unlock()
+		return
+	}
+	w.running = true
+	w.mu.Unlock()
+	go w.pump()
+}
+
+func (w *wsStream) pingDue() {
+	w.mu.Lock()
+	w.pinging = true
+	w.mu.Unlock()
+	w.kick()
+}
+
+// release gives up the writing, unless a kick came meanwhile: then the
+// caller writes on (pump) or starts the writer (the handler).
+func (w *wsStream) release() {
+	w.mu.Lock()
+	if w.pending {
+		w.pending = false
+		w.mu.Unlock()
+		go w.pump()
+		return
+	}
+	w.running = false
+	w.mu.Unlock()
+}
+
+func (w *wsStream) write(f Frame) error {
+	wctx, cancel := context.WithTimeout(w.ctx, writeTimeout)
+	defer cancel()
+	return w.conn.Write(wctx, websocket.MessageText, f.JSON())
+}
+
+// pump writes until nothing is left to do, then exits; at the end of the
+// subscription it closes the connection with the matching code.
+func (w *wsStream) pump() {
+	for {
+		select {
+		case <-w.sub.done:
+			w.end()
+			return
+		default:
+		}
+		for w.sub.Err() == nil {
+			f, ok := w.sub.dequeue()
+			if !ok {
+				break
+			}
+			if w.write(*f) != nil {
+				w.finish(func() { w.conn.CloseNow() })
+				return
+			}
+		}
+		w.mu.Lock()
+		ping := w.pinging
+		w.pinging = false
+		if !ping && !w.pending {
+			select {
+			case <-w.sub.done:
+			default:
+				w.running = false
+				w.mu.Unlock()
+				return
+			}
+		}
+		w.pending = false
+		w.mu.Unlock()
+		if ping {
+			pctx, cancel := context.WithTimeout(w.ctx, writeTimeout)
+			err := w.conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				w.finish(func() { w.conn.CloseNow() })
+				return
+			}
+			w.ping.Reset(w.h.cfg.PingInterval)
+		}
+	}
+}
+
+// end sends what an ended subscription still has (a banned user receives
+// its user.didGlobalBan) and closes the connection with the code of the
+// subscription's end.
+func (w *wsStream) end() {
+	for w.sub.Err() != ErrTooSlow {
+		f, ok := w.sub.dequeue()
+		if !ok {
+			break
+		}
+		if w.write(*f) != nil {
+			w.finish(func() { w.conn.CloseNow() })
+			return
+		}
+	}
+	w.finish(func() {
+		switch err := w.sub.Err(); {
+		case errors.Is(err, ErrTooSlow):
+			_ = w.conn.Close(CloseTooSlow, "too slow")
+		case errors.Is(err, ErrBanned):
+			_ = w.conn.Close(CloseBanned, "cannot access the client SDK")
+		case errors.Is(err, ErrStopped):
+			_ = w.conn.Close(websocket.StatusGoingAway, "server stopping")
+		default:
+			w.conn.CloseNow()
+		}
+	})
+}
+
+// finish closes the connection once, with close, and releases the rest.
+func (w *wsStream) finish(close func()) {
+	w.mu.Lock()
+	if w.finished {
+		w.mu.Unlock()
+		return
+	}
+	w.finished = true
+	w.mu.Unlock()
+	if w.ping != nil {
+		w.ping.Stop()
+	}
+	close()
+	w.sub.Close()
+	w.cancel()
+	w.h.conns.Add(-1)
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -165,48 +347,6 @@ func mustJSON(v any) json.RawMessage {
 // writeTimeout bounds one write or ping: a peer that stops reading is
 // dropped rather than holding the connection forever.
 const writeTimeout = 10 * time.Second
-
-func (h *Hub) serveWS(ctx context.Context, conn *websocket.Conn, sub *Subscription, hello Frame) {
-	ctx = conn.CloseRead(ctx) // reads (and answers) control frames; done when the peer closes
-	write := func(f Frame) error {
-		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-		defer cancel()
-		return conn.Write(wctx, websocket.MessageText, f.JSON())
-	}
-	if write(hello) != nil {
-		conn.CloseNow()
-		return
-	}
-	ping := time.NewTicker(h.cfg.PingInterval)
-	defer ping.Stop()
-	for {
-		f, pinged, err := sub.next(ctx, ping.C)
-		switch {
-		case errors.Is(err, ErrTooSlow):
-			_ = conn.Close(CloseTooSlow, "too slow")
-			return
-		case errors.Is(err, ErrBanned):
-			_ = conn.Close(CloseBanned, "cannot access the client SDK")
-			return
-		case errors.Is(err, ErrStopped):
-			_ = conn.Close(websocket.StatusGoingAway, "server stopping")
-			return
-		case err != nil:
-			conn.CloseNow()
-			return
-		case pinged:
-			pctx, cancel := context.WithTimeout(ctx, writeTimeout)
-			err = conn.Ping(pctx)
-			cancel()
-		default:
-			err = write(f)
-		}
-		if err != nil {
-			conn.CloseNow()
-			return
-		}
-	}
-}
 
 func (h *Hub) serveSSE(ctx context.Context, w http.ResponseWriter, sub *Subscription, hello Frame) {
 	rc := http.NewResponseController(w)

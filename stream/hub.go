@@ -345,10 +345,17 @@ func (h *Hub) ephemeral(ev chat.EphemeralEvent) {
 // The subscription ends when ctx ends, on Close, or with ErrTooSlow,
 // ErrBanned or ErrStopped.
 func (h *Hub) Subscribe(ctx context.Context, f Filter, after *int64) (*Subscription, error) {
+	return h.subscribe(ctx, f, after, nil)
+}
+
+// subscribe is Subscribe with a function called after each frame is
+// queued and when the subscription ends (possibly with h.mu held: it must
+// not block nor take h.mu).
+func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func()) (*Subscription, error) {
 	if !f.Admin && f.UserID == "" {
 		return nil, chat.Errorf(chat.CodeBadRequest, "stream: a user subscription needs a userId")
 	}
-	s := &Subscription{h: h, f: f, ready: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Subscription{h: h, f: f, ready: make(chan struct{}, 1), done: make(chan struct{}), notify: notify}
 	if f.Admin && len(f.ChannelIDs) > 0 {
 		s.chans = map[string]bool{}
 		for _, c := range f.ChannelIDs {
@@ -421,6 +428,9 @@ type Subscription struct {
 	qmu   sync.Mutex
 	queue []*Frame
 	ready chan struct{} // holds a signal after a frame was queued
+	// notify, when not nil, is called after a frame was queued and when
+	// the subscription ends (see Hub.subscribe).
+	notify func()
 	space chan struct{} // holds a signal after a frame was taken; made by a waiting replay
 }
 
@@ -436,6 +446,9 @@ func (s *Subscription) enqueue(f *Frame) bool {
 	select {
 	case s.ready <- struct{}{}:
 	default:
+	}
+	if s.notify != nil {
+		s.notify()
 	}
 	return true
 }
@@ -633,6 +646,9 @@ func (s *Subscription) end(err error) {
 	s.once.Do(func() {
 		s.err = err
 		close(s.done)
+		if s.notify != nil {
+			s.notify()
+		}
 	})
 }
 

@@ -467,14 +467,15 @@ func idle(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	n := float64(o.idle)
-	per := func(b, a memReport) (float64, float64, float64) {
-		return float64(int64(a.HeapInuse+a.StackInuse)-int64(b.HeapInuse+b.StackInuse)) / n / 1024,
-			float64(int64(a.RSS)-int64(b.RSS)) / n / 1024, float64(a.Goroutines-b.Goroutines) / n
+	per := func(b, a memReport) (hs, st, rs, gs float64) {
+		kib := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / n / 1024 }
+		return kib(a.HeapInuse+a.StackInuse, b.HeapInuse+b.StackInuse), kib(a.StackInuse, b.StackInuse),
+			kib(a.RSS, b.RSS), float64(a.Goroutines-b.Goroutines) / n
 	}
-	hs, rs, gs := per(b, a)
-	chs, crs, cgs := per(cb, ca)
-	fmt.Fprintf(w, "| Event stream, %s: %d idle WebSocket connections, server memory per connection (Go heap in use + stacks / RSS), goroutines per connection | %.1f / %.1f KiB, %.1f goroutines (gauge: %d) | bare coder/websocket server: %.1f / %.1f KiB, %.1f goroutines | %.2f / %.2f | %s | %s |\n",
-		procsLabel(o), o.idle, hs, rs, gs, a.Conns, chs, crs, cgs, hs/chs, rs/crs, ld, cmdLine(o, "idle"))
+	hs, st, rs, gs := per(b, a)
+	chs, cst, crs, cgs := per(cb, ca)
+	fmt.Fprintf(w, "| Event stream, %s: %d idle WebSocket connections, server memory per connection: Go heap in use + stacks (of which stacks) / RSS; goroutines per connection | %.1f (%.1f) / %.1f KiB; %.1f goroutines (gauge: %d) | bare coder/websocket server: %.1f (%.1f) / %.1f KiB; %.1f goroutines | %.2f / %.2f | %s | %s |\n",
+		procsLabel(o), o.idle, hs, st, rs, gs, a.Conns, chs, cst, crs, cgs, hs/chs, rs/crs, ld, cmdLine(o, "idle"))
 	return nil
 }
 

@@ -24,12 +24,13 @@ type metrics struct {
 	storeOps  *prometheus.HistogramVec
 	webhooks  *prometheus.CounterVec
 	backlog   prometheus.GaugeFunc
-	streamsIn prometheus.Gauge
+	streams   prometheus.GaugeFunc
 }
 
 // newMetrics creates and registers the collectors. inFlight reports the
-// webhook deliveries claimed and not yet recorded (chat_webhook_backlog).
-func newMetrics(inFlight func() int) *metrics {
+// webhook deliveries claimed and not yet recorded (chat_webhook_backlog);
+// streams the open event streams (chat_stream_connections).
+func newMetrics(inFlight, streams func() int) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chat_http_requests_total",
@@ -56,11 +57,11 @@ func newMetrics(inFlight func() int) *metrics {
 		Name: "chat_webhook_backlog",
 		Help: "Webhook deliveries this process has claimed and not yet recorded (sending or waiting to be recorded).",
 	}, func() float64 { return float64(inFlight()) })
-	m.streamsIn = prometheus.NewGauge(prometheus.GaugeOpts{
+	m.streams = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chat_stream_connections",
-		Help: "Event stream connections open on this process.",
-	})
-	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.backlog, m.streamsIn,
+		Help: "Event stream connections (GET /events, WebSocket and SSE) open on this process.",
+	}, func() float64 { return float64(streams()) })
+	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.backlog, m.streams,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 )
 
@@ -95,4 +97,43 @@ func TestMetricsAddr(t *testing.T) {
 	require.Contains(t, text, `chat_http_requests_total{code="404",method="GET",route="unmatched"} 1`)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestMetricsStreamConnections: chat_stream_connections counts the open
+// event streams of the process, WebSocket and SSE, and falls back when
+// they close.
+func TestMetricsStreamConnections(t *testing.T) {
+	t.Parallel()
+	s := start(t, "-store", "memory")
+	tok := s.token(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	auth := http.Header{"Authorization": {"Bearer " + tok}}
+	var conns []*websocket.Conn
+	for range 2 {
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/api/v2/events", &websocket.DialOptions{HTTPHeader: auth})
+		require.NoError(t, err)
+		defer c.CloseNow()
+		_, _, err = c.Read(ctx) // stream.didConnect: the stream is open
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/api/v2/events", nil)
+	req.Header = auth.Clone()
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	line, err := bufio.NewReader(res.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "event: stream.didConnect\n", line)
+
+	_, text := scrape(t, s.base+"/metrics")
+	require.Contains(t, text, "\nchat_stream_connections 3\n")
+	conns[0].Close(websocket.StatusNormalClosure, "")
+	res.Body.Close()
+	require.Eventually(t, func() bool {
+		_, text := scrape(t, s.base+"/metrics")
+		return strings.Contains(text, "\nchat_stream_connections 1\n")
+	}, 20*time.Second, 10*time.Millisecond)
 }

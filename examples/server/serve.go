@@ -120,7 +120,8 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 
 	allowPrivate := cfg.allowPrivate
 	var disp *webhook.Dispatcher
-	m := newMetrics(func() int { return disp.InFlight() })
+	var hub *stream.Hub
+	m := newMetrics(func() int { return disp.InFlight() }, func() int { return hub.Connections() })
 	disp = webhook.New(st, webhook.Config{
 		AllowPrivate:    allowPrivate,
 		SignatureHeader: cfg.webhookHeader,
@@ -157,7 +158,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		log.Info("static webhook registered", "webhookId", w.WebhookID, "url", w.URL)
 	}
 
-	hub := stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, Logger: log})
+	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, Logger: log})
 	api := httpapi.New(svc, httpapi.Config{
 		Events:               hub,
 		MaxBodyBytes:         cfg.maxBodyBytes,
