@@ -431,7 +431,7 @@ type Subscription struct {
 	// notify, when not nil, is called after a frame was queued and when
 	// the subscription ends (see Hub.subscribe).
 	notify func()
-	space chan struct{} // holds a signal after a frame was taken; made by a waiting replay
+	space  chan struct{} // holds a signal after a frame was taken; made by a waiting replay
 }
 
 // enqueue queues f unless the queue holds QueueSize frames already.

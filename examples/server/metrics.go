@@ -18,13 +18,13 @@ import (
 // metrics holds the server's Prometheus collectors, registered in their own
 // registry (so that tests can run several servers in one process).
 type metrics struct {
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	storeOps  *prometheus.HistogramVec
-	webhooks  *prometheus.CounterVec
-	backlog   prometheus.GaugeFunc
-	streams   prometheus.GaugeFunc
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	storeOps *prometheus.HistogramVec
+	webhooks *prometheus.CounterVec
+	backlog  prometheus.GaugeFunc
+	streams  prometheus.GaugeFunc
 }
 
 // newMetrics creates and registers the collectors. inFlight reports the
