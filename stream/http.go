@@ -3,6 +3,8 @@ package stream
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -35,53 +37,52 @@ type Caller struct {
 	Admin  bool
 }
 
-type ticket struct {
-	c   Caller
-	exp time.Time
-}
-
-// tickets are the unused tickets of this process.
-type tickets struct {
-	mu sync.Mutex
-	m  map[string]ticket
-}
-
 // IssueTicket returns a new single-use ticket bound to c, for browsers
 // that cannot send an Authorization header with a WebSocket or
-// EventSource request, and its expiry (Config.TicketTTL, 60 s). Tickets
-// live in this process: a ticket opens a stream only on the process that
-// issued it.
-func (h *Hub) IssueTicket(c Caller) (string, time.Time) {
+// EventSource request, and its expiry (Config.TicketTTL, 60 s). The
+// ticket is kept in the store (as its SHA-256 only), so that any process
+// sharing the store redeems it, once.
+func (h *Hub) IssueTicket(ctx context.Context, c Caller) (string, time.Time, error) {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	t := base64.RawURLEncoding.EncodeToString(b[:])
-	now := time.Now()
-	exp := now.Add(h.cfg.TicketTTL)
-	h.tickets.mu.Lock()
-	defer h.tickets.mu.Unlock()
-	for k, v := range h.tickets.m {
-		if now.After(v.exp) {
-			delete(h.tickets.m, k)
-		}
+	exp := chat.NewTime(h.svc.Now().Add(h.cfg.TicketTTL))
+	err := h.svc.Store().Update(ctx, func(tx chat.Tx) error {
+		return tx.PutTicket(ctx, &chat.StreamTicket{Hash: ticketHash(t), UserID: c.UserID, Admin: c.Admin, ExpiresAt: exp})
+	})
+	if err != nil {
+		return "", time.Time{}, err
 	}
-	h.tickets.m[t] = ticket{c: c, exp: exp}
-	return t, exp
+	return t, exp.Time, nil
 }
 
-// RedeemTicket returns the caller a ticket was issued to and forgets the
-// ticket; ok is false for an unknown, used or expired ticket.
-func (h *Hub) RedeemTicket(t string) (c Caller, ok bool) {
-	h.tickets.mu.Lock()
-	defer h.tickets.mu.Unlock()
-	v, ok := h.tickets.m[t]
-	if !ok {
-		return Caller{}, false
+// RedeemTicket returns the caller a ticket was issued to and deletes the
+// ticket; ok is false for an unknown, used or expired ticket. Of several
+// redeems of one ticket at once, on any processes, one succeeds.
+func (h *Hub) RedeemTicket(ctx context.Context, t string) (c Caller, ok bool, err error) {
+	if t == "" || len(t) > 128 {
+		return Caller{}, false, nil
 	}
-	delete(h.tickets.m, t)
-	if time.Now().After(v.exp) {
-		return Caller{}, false
+	var tk *chat.StreamTicket
+	err = h.svc.Store().Update(ctx, func(tx chat.Tx) (err error) {
+		tk, err = tx.TakeTicket(ctx, ticketHash(t))
+		return err
+	})
+	switch {
+	case chat.ErrorCode(err) == chat.CodeNotFound:
+		return Caller{}, false, nil
+	case err != nil:
+		return Caller{}, false, err
+	case !h.svc.Now().Before(tk.ExpiresAt.Time):
+		return Caller{}, false, nil
 	}
-	return v.c, true
+	return Caller{UserID: tk.UserID, Admin: tk.Admin}, true, nil
+}
+
+// ticketHash is what the store keeps of a ticket.
+func ticketHash(t string) string {
+	sum := sha256.Sum256([]byte(t))
+	return hex.EncodeToString(sum[:])
 }
 
 // Connections returns the number of event streams (WebSocket and SSE)

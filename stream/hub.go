@@ -150,14 +150,12 @@ type Hub struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	tickets tickets
 	conns   atomic.Int64 // streams served by ServeEvents right now
 }
 
 // New returns a hub over svc's store. It starts nothing: call Start.
 func New(svc *chat.Service, cfg Config) *Hub {
-	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: map[*Subscription]struct{}{},
-		tickets: tickets{m: map[string]ticket{}}}
+	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: map[*Subscription]struct{}{}}
 }
 
 // Start reads the log's position and starts following it, and the
@@ -304,8 +302,9 @@ func (h *Hub) retain(ctx context.Context) {
 	}
 }
 
-// deleteOld deletes the events older than the retention, a bounded batch
-// per transaction so that no transaction holds the log for long.
+// deleteOld deletes the events older than the retention, then the expired
+// tickets, a bounded batch per transaction so that no transaction holds
+// the log for long.
 func (h *Hub) deleteOld(ctx context.Context) {
 	cut := h.svc.Now().Add(-h.cfg.EventRetention)
 	for ctx.Err() == nil {
@@ -317,6 +316,24 @@ func (h *Hub) deleteOld(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				h.cfg.Logger.Warn("stream: deleting old events", "err", err)
+			}
+			return
+		}
+		if n < retentionBatch {
+			break
+		}
+	}
+	// Expired tickets, likewise.
+	now := h.svc.Now().Time
+	for ctx.Err() == nil {
+		var n int
+		err := h.svc.Store().Update(ctx, func(tx chat.Tx) (err error) {
+			n, err = tx.DeleteTicketsBefore(ctx, now, retentionBatch)
+			return err
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				h.cfg.Logger.Warn("stream: deleting expired tickets", "err", err)
 			}
 			return
 		}

@@ -102,8 +102,32 @@ type timedStore struct {
 	view, update prometheus.Observer
 }
 
+// timedBroker is a timedStore over a store that is also a
+// chat.EphemeralBroker (Postgres), which it stays.
+type timedBroker struct {
+	*timedStore
+	chat.EphemeralBroker
+}
+
+// timeStore wraps s. The wrapper keeps the optional interfaces that the
+// Service and the stream hub look for: chat.OutboxWatcher (without it the
+// hub would only poll the event log) and chat.EphemeralBroker (without it
+// typing events would not leave the process).
 func (m *metrics) timeStore(s chat.Store) chat.Store {
-	return &timedStore{Store: s, view: m.storeOps.WithLabelValues("view"), update: m.storeOps.WithLabelValues("update")}
+	t := &timedStore{Store: s, view: m.storeOps.WithLabelValues("view"), update: m.storeOps.WithLabelValues("update")}
+	if b, ok := s.(chat.EphemeralBroker); ok {
+		return &timedBroker{timedStore: t, EphemeralBroker: b}
+	}
+	return t
+}
+
+// WatchOutbox implements chat.OutboxWatcher with the wrapped store's; a
+// store without one gives a channel that never receives.
+func (s *timedStore) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
+	if w, ok := s.Store.(chat.OutboxWatcher); ok {
+		return w.WatchOutbox(ctx)
+	}
+	return nil, nil
 }
 
 // View runs fn in a read-only transaction of the wrapped store and

@@ -11,6 +11,11 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/internal/pgtest"
+	"github.com/chatengine/chat/store/memory"
+	"github.com/chatengine/chat/store/postgres"
 )
 
 func scrape(t *testing.T, url string) (int, string) {
@@ -136,4 +141,41 @@ func TestMetricsStreamConnections(t *testing.T) {
 		_, text := scrape(t, s.base+"/metrics")
 		return strings.Contains(text, "\nchat_stream_connections 1\n")
 	}, 20*time.Second, 10*time.Millisecond)
+}
+
+// TestTimedStoreKeepsInterfaces: the timing wrapper still signals commits
+// (chat.OutboxWatcher), so that the stream hub wakes at once instead of
+// polling, and stays an EphemeralBroker over Postgres (typing across
+// processes) and only there.
+func TestTimedStoreKeepsInterfaces(t *testing.T) {
+	t.Parallel()
+	m := newMetrics(func() int { return 0 }, func() int { return 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st := m.timeStore(memory.New())
+	_, isBroker := st.(chat.EphemeralBroker)
+	require.False(t, isBroker, "the memory store delivers typing in process")
+	w, ok := st.(chat.OutboxWatcher)
+	require.True(t, ok)
+	ch, err := w.WatchOutbox(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.Update(ctx, func(tx chat.Tx) error {
+		return tx.AppendEvents(ctx, []*chat.Event{{Name: chat.EventMessageDidCreate, Data: []byte(`{}`), CreatedAt: chat.NewTime(time.Now())}})
+	}))
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatal("no signal after a commit that appended an event")
+	}
+
+	dsn := pgtest.URL(t)
+	schema := pgtest.SchemaName()
+	pg, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: schema, MaxOpenConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = pg.DB().Exec("DROP SCHEMA " + schema + " CASCADE")
+		pg.Close()
+	})
+	_, isBroker = m.timeStore(pg).(chat.EphemeralBroker)
+	require.True(t, isBroker)
 }

@@ -82,6 +82,8 @@ type data struct {
 	chanBlobs map[string]map[string]int        // channelID -> messageID -> blob count
 
 	meta map[string]string
+
+	tickets map[string]*chat.StreamTicket // stream tickets by hash
 }
 
 type reactKey struct{ user, msg, name string }
@@ -128,6 +130,7 @@ func newData() *data {
 		blobs:       map[string]map[string]*chat.Blob{},
 		chanBlobs:   map[string]map[string]int{},
 		meta:        map[string]string{},
+		tickets:     map[string]*chat.StreamTicket{},
 	}
 }
 
