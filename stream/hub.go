@@ -150,7 +150,7 @@ type Hub struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	conns   atomic.Int64 // streams served by ServeEvents right now
+	conns atomic.Int64 // streams served by ServeEvents right now
 }
 
 // New returns a hub over svc's store. It starts nothing: call Start.

@@ -89,7 +89,7 @@ func newClock() *clock {
 	return c
 }
 
-func (c *clock) Now() time.Time           { return time.Unix(0, c.ns.Load()) }
+func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // process is one of two server processes on one Postgres schema: its own
