@@ -415,7 +415,15 @@ func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func
 	s.pos = last
 	if s.Resumed {
 		s.pos = *after
-		go s.catchUp(ctx)
+		go func() {
+			if !f.Admin {
+				if err := s.rewindMembership(ctx, last); err != nil {
+					s.close(err)
+					return
+				}
+			}
+			s.catchUp(ctx)
+		}()
 	} else {
 		s.catchUp(ctx)
 	}
@@ -545,6 +553,71 @@ func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
 		l := cs[len(cs)-1]
 		cur = &chat.ChannelCursor{CreatedAt: l.CreatedAt.Time, ChannelID: l.ChannelID}
 	}
+}
+
+// rewindMembership turns the user's member channels, read at event id
+// last, into those at s.pos (the id the subscription resumes after), so
+// that the replay sends each event by the membership when it happened.
+// It reads the events in (s.pos, last]: for each channel, the first event
+// there that changed the user's membership tells what it was at s.pos.
+//
+//   - joined (channel.didCreate, didJoin, didAddUsers naming the user):
+//     not a member before;
+//   - removed (channel.didRemoveUsers naming the user, which names only
+//     users who were members) or closed with the user among the members
+//     it removed: a member before;
+//   - banned (channel.didBanUsers names non-members too) or closed
+//     without the user: taken as not a member before, so a replay never
+//     sends a channel's events to a user who may not have been in it;
+//   - no such event: the membership at last.
+func (s *Subscription) rewindMembership(ctx context.Context, last int64) error {
+	decided := map[string]bool{}
+	for after := s.pos; after < last; {
+		es, err := s.h.read(ctx, after, readBatch)
+		if err != nil {
+			return err
+		}
+		if len(es) == 0 {
+			return nil
+		}
+		for _, e := range es {
+			if e.ID > last {
+				return nil
+			}
+			after = e.ID
+			if e.ChannelID == "" || decided[e.ChannelID] {
+				continue
+			}
+			about := slices.Contains(e.UserIDs, s.f.UserID)
+			var member bool
+			switch e.Name {
+			case chat.EventChannelDidCreate, chat.EventChannelDidJoin, chat.EventChannelDidAddUsers:
+				if !about {
+					continue
+				}
+			case chat.EventChannelDidRemoveUsers:
+				if !about {
+					continue
+				}
+				member = true
+			case chat.EventChannelDidBanUsers:
+				if !about {
+					continue
+				}
+			case chat.EventChannelDidClose:
+				member = about
+			default:
+				continue
+			}
+			decided[e.ChannelID] = true
+			if member {
+				s.members[e.ChannelID] = true
+			} else {
+				delete(s.members, e.ChannelID)
+			}
+		}
+	}
+	return nil
 }
 
 // catchUp replays the log from s.pos, then joins the live set at exactly
