@@ -123,12 +123,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	o.secret = hex.EncodeToString(b[:])
-	if o.store == "postgres" {
-		o.schema = fmt.Sprintf("streamload_%d", os.Getpid())
-		defer dropSchema(o.dsn, o.schema)
-	}
+
 	fmt.Fprintf(stdout, "| what | figure | ceiling in the same run | ratio | load | command |\n|---|---|---|---|---|---|\n")
 	for _, s := range o.scenarios {
+		if o.store == "postgres" { // a fresh schema per scenario
+			o.schema = fmt.Sprintf("streamload_%d_%s", os.Getpid(), s)
+			defer dropSchema(o.dsn, o.schema)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 		var err error
 		switch s {
@@ -293,6 +294,8 @@ type clients struct {
 	onMsg  atomic.Pointer[func(size int)]
 	closed atomic.Int64 // connections the server closed
 	per    []*atomic.Int64
+	// lastSize is the size of the last message.didCreate frame received.
+	lastSize atomic.Int64
 }
 
 var didCreate = []byte(`"event":"message.didCreate"`)
@@ -359,6 +362,7 @@ func (cs *clients) read(ctx context.Context, c *websocket.Conn, count *atomic.In
 		}
 		if fn := cs.onMsg.Load(); fn != nil && bytes.Contains(b, didCreate) {
 			count.Add(1)
+			cs.lastSize.Store(int64(len(b)))
 			(*fn)(len(b))
 		}
 	}
@@ -555,10 +559,65 @@ func latency(ctx context.Context, o options, w io.Writer) error {
 		}
 	}
 	ld := load()
-	fmt.Fprintf(w, "| Event stream, %s: a message created through the API to the last of %d connected members, p50 / p99 over %d | %s / %s ms | the create call with nobody connected: %s / %s ms | %.1f / %.1f | %s | %s |\n",
+	// Second ceiling: the bare server writing one frame of the same size
+	// to as many connections, timed to the last receipt.
+	size := frameSize(&cs)
+	cs.close()
+	stopAll(ps)
+	bare, err := bareLatency(ctx, o, size)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "| Event stream, %s: a message created through the API to the last of %d connected members, p50 / p99 over %d | %s / %s ms | the create call with nobody connected: %s / %s ms; a bare coder/websocket broadcast of one frame of the same size to as many connections: %s / %s ms | %.1f / %.1f (of the sum of both) | %s | %s |\n",
 		procsLabel(o), o.members, o.messages, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(raw, 50)), ms(pct(raw, 99)),
-		float64(pct(lat, 50))/float64(pct(raw, 50)), float64(pct(lat, 99))/float64(pct(raw, 99)), ld, cmdLine(o, "latency"))
+		ms(pct(bare, 50)), ms(pct(bare, 99)),
+		float64(pct(lat, 50))/float64(pct(raw, 50)+pct(bare, 50)), float64(pct(lat, 99))/float64(pct(raw, 99)+pct(bare, 99)), ld, cmdLine(o, "latency"))
 	return nil
+}
+
+// frameSize returns the size of the last message.didCreate frame the
+// clients received.
+func frameSize(cs *clients) int { return int(cs.lastSize.Load()) }
+
+// bareLatency times one frame of size bytes broadcast by the bare server
+// to o.members connections, from the request to the last receipt.
+func bareLatency(ctx context.Context, o options, size int) ([]time.Duration, error) {
+	cp, err := start(o, "ceiling", false)
+	if err != nil {
+		return nil, err
+	}
+	defer cp.stop()
+	var cs clients
+	defer cs.close()
+	if err := cs.connect(ctx, o, []string{cp.Addr}, "/ws", 0, o.members, false); err != nil {
+		return nil, err
+	}
+	var got atomic.Int64
+	last := make(chan time.Time, 1)
+	fn := func(int) {
+		if got.Add(1) == int64(o.members) {
+			last <- time.Now()
+		}
+	}
+	cs.onMsg.Store(&fn)
+	url := fmt.Sprintf("http://%s/broadcast?n=1&size=%d", cp.Addr, size)
+	lat := make([]time.Duration, 0, o.messages)
+	for i := 0; i < o.messages; i++ {
+		got.Store(0)
+		t0 := time.Now()
+		resp, err := http.Post(url, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp.Body.Close()
+		select {
+		case t := <-last:
+			lat = append(lat, t.Sub(t0))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("broadcast %d: %d of %d receipts: %w", i, got.Load(), o.members, ctx.Err())
+		}
+	}
+	return lat, nil
 }
 
 // throughput posts a burst of messages from 4 writers and counts the
