@@ -701,8 +701,10 @@ func burst(ctx context.Context, o options, addrs []string, path string, authed b
 	if err := send(); err != nil {
 		return 0, 0, err
 	}
+	sent := time.Since(t0)
 	select {
 	case t := <-done:
+		fmt.Fprintf(os.Stderr, "%s: sending took %v, the last receipt came %v after the start\n", path, sent.Round(time.Millisecond), t.Sub(t0).Round(time.Millisecond))
 		return float64(want) / t.Sub(t0).Seconds(), int(size.Load()), nil
 	case <-ctx.Done():
 		hist := map[int64]int{}

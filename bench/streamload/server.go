@@ -171,6 +171,7 @@ func chatServer(ctx context.Context, o serveOpts) (http.Handler, string, func(),
 		_ = json.NewEncoder(w).Encode(readMem(hub.Connections()))
 	})
 	mux.Handle("GET /debug/pprof/", http.HandlerFunc(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	stop := func() {
 		_ = hub.Stop(context.Background())
 		_ = st.Close()
