@@ -239,10 +239,16 @@ func (w *wsStream) release() {
 }
 
 func (w *wsStream) write(f Frame) error {
-	wctx, cancel := context.WithTimeout(w.ctx, writeTimeout)
+	wctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	return w.conn.Write(wctx, websocket.MessageText, f.JSON())
 }
+
+// writeRun is how many frames one write timeout covers when a writer
+// finds several queued: writeTimeout bounds each run of up to writeRun
+// frames. One timer per frame costs more than the write on a busy
+// process.
+const writeRun = 64
 
 // pump writes until nothing is left to do, then exits; at the end of the
 // subscription it closes the connection with the matching code.
@@ -254,16 +260,26 @@ func (w *wsStream) pump() {
 			return
 		default:
 		}
-		for w.sub.Err() == nil {
+		// Writes need no cancellation by the connection's context: a
+		// connection whose reading ended is closed, and its writes fail.
+		var wctx context.Context
+		cancel := func() {}
+		for n := 0; w.sub.Err() == nil; n++ {
 			f, ok := w.sub.dequeue()
 			if !ok {
 				break
 			}
-			if w.write(*f) != nil {
+			if n%writeRun == 0 {
+				cancel()
+				wctx, cancel = context.WithTimeout(context.Background(), writeTimeout)
+			}
+			if w.conn.Write(wctx, websocket.MessageText, f.JSON()) != nil {
+				cancel()
 				w.finish(func() { w.conn.CloseNow() })
 				return
 			}
 		}
+		cancel()
 		w.mu.Lock()
 		ping := w.pinging
 		w.pinging = false

@@ -78,6 +78,8 @@ type options struct {
 	burst     int
 	timeout   time.Duration
 	hold      time.Duration
+	postURL   string
+	token     string
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -98,9 +100,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.messages, "messages", 200, "messages timed one at a time for latency (1-10,000)")
 	fs.IntVar(&o.burst, "burst", 500, "messages posted for throughput (1-999: below the queue of 1,000, so nobody is closed as too slow)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of each scenario")
+	fs.StringVar(&o.postURL, "post-url", "", "internal: the chat server (http://127.0.0.1:PORT) a post process posts to")
+	fs.StringVar(&o.token, "token", "", "internal: the admin token of a post process")
 	fs.DurationVar(&o.hold, "hold", 0, "idle: keep the connections open this long before measuring (to inspect the servers' /debug/pprof/)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.role == "post" {
+		return postBurst(o)
 	}
 	if o.role != "" {
 		return serve(o.serveOpts, stdout)
@@ -634,25 +641,17 @@ func throughput(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	want := int64(o.burst) * int64(o.members)
+	// The messages are posted by a process of their own: in this one, the
+	// members' 1,000 reading goroutines would delay the posting ones.
 	rate, size, err := burst(ctx, o, addrsOf(ps), "/api/v2/events", true, want, func() error {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		errc := make(chan error, 4)
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := next.Add(1); i <= int64(o.burst); i = next.Add(1) {
-					if err := a.createMessage(ctx, "load", fmt.Sprintf("m%d", i)); err != nil {
-						errc <- err
-						return
-					}
-				}
-			}()
+		exe, err := os.Executable()
+		if err != nil {
+			return err
 		}
-		wg.Wait()
-		close(errc)
-		return <-errc
+		cmd := exec.CommandContext(ctx, exe, "-role", "post", "-post-url", "http://"+ps[0].Addr, "-token", token,
+			"-burst", fmt.Sprint(o.burst))
+		cmd.Stderr = os.Stderr
+		return cmd.Run()
 	})
 	if err != nil {
 		return err
@@ -676,6 +675,36 @@ func throughput(ctx context.Context, o options, w io.Writer) error {
 	fmt.Fprintf(w, "| Event stream, %s: events delivered per second, %d messages to %d connected members (frames of %d bytes) | %.0f /s | bare coder/websocket broadcast, same connections and frame size: %.0f /s | %.2f | %s | %s |\n",
 		procsLabel(o), o.burst, o.members, size, rate, crate, rate/crate, ld, cmdLine(o, "throughput"))
 	return nil
+}
+
+// postBurst is the post process: it creates -burst messages in channel
+// "load" of -post-url from 4 concurrent writers.
+func postBurst(o options) error {
+	if !strings.HasPrefix(o.postURL, "http://127.0.0.1:") {
+		return errors.New("-post-url must be http://127.0.0.1:PORT")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.maxRuntime)
+	defer cancel()
+	a := &api{base: o.postURL + "/api/v2", token: o.token,
+		c: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: time.Minute}}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(o.burst); i = next.Add(1) {
+				if err := a.createMessage(ctx, "load", fmt.Sprintf("m%d", i)); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
 }
 
 // burst connects the members, runs send, and waits until want frames were
