@@ -96,7 +96,11 @@ func (h *Hub) Connections() int { return int(h.conns.Load()) }
 // query takes after=<id> (SSE also the Last-Event-ID header) and, for
 // admins, repeated channelId. Errors found before the stream starts are
 // returned (chat.CodeBadRequest naming the parameter, or the store's) for
-// the caller to answer; once streaming, ServeEvents returns nil.
+// the caller to answer; once streaming, ServeEvents returns nil. An SSE
+// stream is served until it ends, in the request's goroutine; a WebSocket
+// is served by goroutines of its own (one while idle), and ServeEvents
+// returns once the connection is upgraded: the connection then lives until
+// the client leaves, the subscription ends, or Stop.
 func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) error {
 	q := r.URL.Query()
 	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
