@@ -303,6 +303,8 @@ type clients struct {
 	per    []*atomic.Int64
 	// lastSize is the size of the last message.didCreate frame received.
 	lastSize atomic.Int64
+	mu       sync.Mutex
+	errs     []string // why connections ended early
 }
 
 var didCreate = []byte(`"event":"message.didCreate"`)
@@ -364,6 +366,11 @@ func (cs *clients) read(ctx context.Context, c *websocket.Conn, count *atomic.In
 		if err != nil {
 			if websocket.CloseStatus(err) != -1 {
 				cs.closed.Add(1)
+			}
+			if ctx.Err() == nil {
+				cs.mu.Lock()
+				cs.errs = append(cs.errs, err.Error())
+				cs.mu.Unlock()
 			}
 			return
 		}
@@ -741,6 +748,9 @@ func burst(ctx context.Context, o options, addrs []string, path string, authed b
 			hist[n.Load()]++
 		}
 		fmt.Fprintln(os.Stderr, "frames per connection: count of connections", hist)
+		cs.mu.Lock()
+		fmt.Fprintln(os.Stderr, "connections that ended:", cs.errs)
+		cs.mu.Unlock()
 		return 0, 0, fmt.Errorf("%d of %d frames received, %d connections closed by the server: %w", got.Load(), want, cs.closed.Load(), ctx.Err())
 	}
 }
