@@ -47,6 +47,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -121,8 +122,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return errors.New("-messages must be 1-10000")
 	case o.burst < 1 || o.burst > 999:
 		return errors.New("-burst must be 1-999")
-	case o.store == "postgres" && !strings.HasPrefix(o.dsn, "postgres://postgres@127.0.0.1"):
-		return errors.New("-store postgres needs -dsn postgres://...@127.0.0.1...")
+	case o.store == "postgres" && !loopbackDSN(o.dsn):
+		return errors.New("-store postgres needs -dsn with host 127.0.0.1, as postgres://USER@127.0.0.1:5432/DB")
 	case o.store != "postgres" && o.store != "sqlite":
 		return errors.New("-store must be sqlite or postgres")
 	}
@@ -155,6 +156,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// loopbackDSN reports whether dsn is a postgres:// URL of host 127.0.0.1.
+func loopbackDSN(dsn string) bool {
+	u, err := url.Parse(dsn)
+	return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.Hostname() == "127.0.0.1"
 }
 
 func dropSchema(dsn, schema string) {
