@@ -991,6 +991,16 @@ func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) e
 		if c.IsClosed {
 			return nil
 		}
+		cus, err := tx.GetChannelUsers(ctx, channelID, nil)
+		if err != nil {
+			return err
+		}
+		var members []string
+		for _, cu := range cus {
+			if cu.Membership == MembershipMember {
+				members = append(members, cu.UserID)
+			}
+		}
 		if err := tx.DeleteChannelUsers(ctx, channelID); err != nil {
 			return err
 		}
@@ -1008,7 +1018,10 @@ func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) e
 		}
 		c.MemberCount = 0
 		presentChannel(c, now.Time)
-		ev.add(EventChannelDidClose, ChannelEventData{Channel: *c, UserIDs: []string{}, ActorID: actorID, Users: []User{}})
+		ev.add(EventChannelDidClose, closedChannelData{
+			ChannelEventData: ChannelEventData{Channel: *c, UserIDs: []string{}, ActorID: actorID, Users: []User{}},
+			members:          members,
+		})
 		return nil
 	})
 }

@@ -54,6 +54,8 @@ func eventScope(data any) (channelID string, userIDs []string) {
 		}
 	case ChannelEventData:
 		channelID, userIDs = d.Channel.ChannelID, d.UserIDs
+	case closedChannelData:
+		channelID, userIDs = d.Channel.ChannelID, d.members
 	case UserEventData:
 		for _, u := range d.Users {
 			userIDs = append(userIDs, u.UserID)
@@ -87,4 +89,14 @@ func (s *Service) RecentEvents(ctx context.Context, n int) ([]Event, error) {
 		return nil
 	})
 	return out, err
+}
+
+// closedChannelData is the data of channel.didClose, encoded as its
+// ChannelEventData, with the members the close removed: they are the
+// users the event is about (Event.UserIDs), so that a stream resuming
+// from before the close knows they were members until then. They are not
+// in the event's data.
+type closedChannelData struct {
+	ChannelEventData
+	members []string
 }

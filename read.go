@@ -4,8 +4,8 @@ import "context"
 
 // EventChannelDidMarkRead is the ephemeral event of Service.MarkRead when a
 // read marker moves: like channel.didStartTyping it is published to the
-// SubscribeEphemeral subscribers of the process only, never stored and
-// never sent to webhooks, so it is not in EventNames. An event stream
+// SubscribeEphemeral subscribers (of every process sharing a Postgres
+// store, else of this process), never stored and never sent to webhooks, so it is not in EventNames. An event stream
 // sends it to the streams of the user whose marker moved (its other tabs
 // and devices) and to admins, never to the other members: their markers
 // are read with GetChannel (readToSegment of each member), which is also
@@ -70,13 +70,18 @@ func (s *Service) MarkRead(ctx context.Context, actorID, channelID string, segme
 		return err
 	})
 	if err == nil && moved > 0 {
-		s.publishEphemeral(EphemeralEvent{
+		ev := EphemeralEvent{
 			Event:     EventChannelDidMarkRead,
 			ChannelID: channelID,
 			UserID:    actorID,
 			Data:      mustJSON(MarkReadEventData{ChannelID: channelID, UserID: actorID, ReadToSegment: moved}),
 			CreatedAt: NewTime(s.now()),
-		})
+		}
+		// The marker is stored; the event is a hint delivered at most
+		// once, so a failure to send it is logged, not returned.
+		if perr := s.emitEphemeral(ctx, ev); perr != nil {
+			s.log.Warn("read marker event not sent", "channelId", channelID, "userId", actorID, "err", perr)
+		}
 	}
 	return out, err
 }

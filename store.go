@@ -49,6 +49,7 @@ type Tx interface {
 	AuditStore
 	PurgeStore
 	MuteExpiryStore
+	TicketStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order
@@ -503,4 +504,34 @@ type MetaStore interface {
 	// PutMetaIfAbsent stores value unless key exists and returns the value
 	// that is stored afterwards.
 	PutMetaIfAbsent(ctx context.Context, key, value string) (string, error)
+}
+
+// StreamTicket is a single-use ticket of the event stream (POST
+// /events/ticket), kept in the store so that a ticket issued by one
+// process opens a stream on any process sharing the store. Only the
+// ticket's hash is stored: the ticket itself is a credential.
+type StreamTicket struct {
+	// Hash identifies the ticket: the hex SHA-256 of the ticket string.
+	Hash string
+	// UserID is the user the ticket opens a stream for: an end user, or
+	// an admin's acting user when Admin is set.
+	UserID string
+	Admin  bool
+	// ExpiresAt is when the ticket stops opening streams.
+	ExpiresAt Time
+}
+
+// TicketStore keeps the unused stream tickets.
+type TicketStore interface {
+	// PutTicket stores t. A ticket with the same hash is CodeConflict.
+	PutTicket(ctx context.Context, t *StreamTicket) error
+	// TakeTicket deletes the ticket with this hash and returns it, or
+	// CodeNotFound when there is none. Of several transactions taking one
+	// ticket at once, in one process or several, one gets it. Expired
+	// tickets are returned too (until deleted): the caller checks
+	// ExpiresAt.
+	TakeTicket(ctx context.Context, hash string) (*StreamTicket, error)
+	// DeleteTicketsBefore deletes up to limit tickets that expired
+	// before the given time and returns how many it deleted.
+	DeleteTicketsBefore(ctx context.Context, before time.Time, limit int) (int, error)
 }

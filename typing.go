@@ -8,9 +8,9 @@ import (
 )
 
 // EventChannelDidStartTyping is the ephemeral event of Service.Typing.
-// Ephemeral events are published to in-process subscribers only
-// (SubscribeEphemeral): they are never stored and never sent to webhooks,
-// so they are not in EventNames.
+// Ephemeral events go to the SubscribeEphemeral subscribers of every
+// process sharing the store: they are never stored and never sent to
+// webhooks, so they are not in EventNames.
 const EventChannelDidStartTyping = "channel.didStartTyping"
 
 // TypingInterval is the least time between two channel.didStartTyping
@@ -19,7 +19,9 @@ const EventChannelDidStartTyping = "channel.didStartTyping"
 const TypingInterval = 2 * time.Second
 
 // EphemeralEvent is an event that is published once, to the subscribers
-// of the process where it happened, and then forgotten.
+// of the process where it happened (and, with a store that is an
+// EphemeralBroker, of every process sharing the store), and then
+// forgotten.
 type EphemeralEvent struct {
 	// Event is the event name, for example EventChannelDidStartTyping.
 	Event string
@@ -44,12 +46,31 @@ type TypingEventData struct {
 	UserID string `json:"userId"`
 }
 
+// EphemeralBroker is implemented by stores that several processes share
+// (the Postgres adapter, with LISTEN/NOTIFY): it carries ephemeral events
+// to every process. With such a store the Service publishes ephemeral
+// events through it, and relays what it receives to its
+// SubscribeEphemeral subscribers; other stores deliver in process.
+type EphemeralBroker interface {
+	// PublishEphemeral sends ev to the WatchEphemeral channels of every
+	// process sharing the store, this one included. Delivery is at most
+	// once: nothing is stored.
+	PublishEphemeral(ctx context.Context, ev EphemeralEvent) error
+	// WatchEphemeral returns a channel that receives the ephemeral events
+	// published from the time it returns, by any process; it is closed
+	// when ctx is done or the store is closed.
+	WatchEphemeral(ctx context.Context) (<-chan EphemeralEvent, error)
+}
+
 // ephemeralSubs is the list of ephemeral event subscribers. Publishing
 // reads a snapshot without a lock; subscribing and cancelling copy it.
+// With an EphemeralBroker store, a relay runs while the list is not
+// empty: stopRelay ends it.
 type ephemeralSubs struct {
-	mu   sync.Mutex
-	next int
-	list []ephemeralSub
+	mu        sync.Mutex
+	next      int
+	list      []ephemeralSub
+	stopRelay context.CancelFunc
 }
 
 type ephemeralSub struct {
@@ -57,12 +78,17 @@ type ephemeralSub struct {
 	fn func(EphemeralEvent)
 }
 
-// SubscribeEphemeral registers fn to receive every ephemeral event of this
-// Service (channel.didStartTyping, channel.didMarkRead), in the goroutine that caused it, and
-// returns a function that unsubscribes (safe to call more than once). fn
-// must not block: a transport hands the event to its own queues. Events of
-// other processes sharing the store are not seen: ephemeral events never
-// leave the process where they happened.
+// SubscribeEphemeral registers fn to receive every ephemeral event
+// (channel.didStartTyping, channel.didMarkRead) and returns a function that unsubscribes (safe
+// to call more than once). fn must not block: a transport hands the event
+// to its own queues.
+//
+// With the memory and SQLite stores the events are those of this Service,
+// and fn runs in the goroutine that caused them. With a store that is an
+// EphemeralBroker (Postgres), the events of every process sharing the
+// store arrive through it: the first subscriber starts a goroutine that
+// relays them (it waits up to 10 s for the store to listen; a failure is
+// logged and retried every second), the last cancel stops it.
 func (s *Service) SubscribeEphemeral(fn func(EphemeralEvent)) (cancel func()) {
 	e := &s.ephem
 	e.mu.Lock()
@@ -71,7 +97,17 @@ func (s *Service) SubscribeEphemeral(fn func(EphemeralEvent)) (cancel func()) {
 	list := make([]ephemeralSub, len(e.list), len(e.list)+1)
 	copy(list, e.list)
 	e.list = append(list, ephemeralSub{id: id, fn: fn})
+	var relay context.Context
+	b, ok := s.store.(EphemeralBroker)
+	if ok && e.stopRelay == nil {
+		var stop context.CancelFunc
+		relay, stop = context.WithCancel(context.Background())
+		e.stopRelay = stop
+	}
 	e.mu.Unlock()
+	if relay != nil {
+		s.startRelay(relay, b)
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -84,7 +120,49 @@ func (s *Service) SubscribeEphemeral(fn func(EphemeralEvent)) (cancel func()) {
 				}
 			}
 			e.list = list
+			if len(list) == 0 && e.stopRelay != nil {
+				e.stopRelay()
+				e.stopRelay = nil
+			}
 		})
+	}
+}
+
+// startRelay starts a goroutine that watches the broker and hands what
+// it receives to the subscribers until ctx ends, re-watching a second
+// after a failure. It waits until the first watch is in place (at most
+// 10 s), so that events published after SubscribeEphemeral returns are
+// seen.
+func (s *Service) startRelay(ctx context.Context, b EphemeralBroker) {
+	ready := make(chan struct{})
+	go func() {
+		for first := true; ; first = false {
+			ch, err := b.WatchEphemeral(ctx)
+			if first {
+				close(ready)
+			}
+			switch {
+			case err == nil:
+				for ev := range ch {
+					s.publishEphemeral(ev)
+				}
+			case ctx.Err() == nil:
+				s.log.Warn("chat: watching ephemeral events", "err", err)
+			}
+			t := time.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
 	}
 }
 
@@ -148,7 +226,8 @@ func (t *typingThrottle) size() int {
 
 // Typing records that the acting user is typing in a channel: it publishes
 // the ephemeral event channel.didStartTyping {channelId, userId} to the
-// SubscribeEphemeral subscribers, at most once per user and channel every
+// SubscribeEphemeral subscribers (of every process, with an
+// EphemeralBroker store), at most once per user and channel every
 // TypingInterval (2 s) within this process; calls in between succeed and
 // publish nothing. Nothing is stored and no webhook receives it. The
 // caller must be a member of the channel, or an admin (who may post to
@@ -173,12 +252,23 @@ func (s *Service) Typing(ctx context.Context, actorID, channelID string) error {
 	if !s.typing.allow(actorID, channelID, now) {
 		return nil
 	}
-	s.publishEphemeral(EphemeralEvent{
+	ev := EphemeralEvent{
 		Event:     EventChannelDidStartTyping,
 		ChannelID: channelID,
 		UserID:    actorID,
 		Data:      mustJSON(TypingEventData{ChannelID: channelID, UserID: actorID}),
 		CreatedAt: NewTime(now),
-	})
+	}
+	return s.emitEphemeral(ctx, ev)
+}
+
+// emitEphemeral sends ev to the ephemeral subscribers of every process
+// sharing the store when it is an EphemeralBroker (Postgres), else to
+// this Service's.
+func (s *Service) emitEphemeral(ctx context.Context, ev EphemeralEvent) error {
+	if b, ok := s.store.(EphemeralBroker); ok {
+		return b.PublishEphemeral(ctx, ev)
+	}
+	s.publishEphemeral(ev)
 	return nil
 }

@@ -24,7 +24,11 @@ func (h *handler) ticketOrAuth(next http.Handler) http.Handler {
 			h.writeError(w, r, errNoStream)
 			return
 		}
-		c, ok := h.cfg.Events.RedeemTicket(r.URL.Query().Get("ticket"))
+		c, ok, err := h.cfg.Events.RedeemTicket(r.Context(), r.URL.Query().Get("ticket"))
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
 		if !ok {
 			h.writeError(w, r, chat.Errorf(chat.CodeUnauthorized, "ticket: unknown, used or expired; ask POST /events/ticket for a new one"))
 			return
@@ -73,7 +77,10 @@ func (h *handler) eventTicket(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.Events == nil {
 		return errNoStream
 	}
-	t, exp := h.cfg.Events.IssueTicket(streamCaller(r))
+	t, exp, err := h.cfg.Events.IssueTicket(r.Context(), streamCaller(r))
+	if err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, ticketBody{Ticket: t, ExpiresAt: chat.NewTime(exp.Truncate(time.Millisecond))})
 	return nil
 }

@@ -16,12 +16,27 @@
 // with ErrTooSlow (WebSocket close code 4008, "too slow"), and may resume
 // from the last id it received.
 //
+// Each event's frame is encoded once and the same bytes go to every
+// subscriber. A subscriber's queue is a slice that grows with its backlog
+// and is released when drained. A WebSocket stream holds one goroutine
+// while idle, the one that reads the connection: the HTTP handler returns
+// after the upgrade, and a writer goroutine runs only while frames or a
+// ping are due.
+//
 // Ephemeral events (channel.didStartTyping, channel.didMarkRead) are never
-// stored: the hub takes them from chat.Service.SubscribeEphemeral and
-// offers them to live subscribers only, without an id. An end user
-// receives the typing of the other members of its channels and its own
-// read markers only (for its other connections); an admin receives both
-// kinds for every channel, or for the channels it names.
+// stored: the hub takes them from chat.Service.SubscribeEphemeral (which,
+// over Postgres, relays those of every process) and offers them to live
+// subscribers only, without an id. An end user receives the typing of the
+// other members of its channels and its own read markers only (for its
+// other connections); an admin receives both kinds for every channel, or
+// for the channels it names.
+//
+// Tickets (IssueTicket, RedeemTicket) are kept in the store, by hash, so a
+// ticket issued by one process opens a stream on any process sharing the
+// store, once; the retention job deletes expired ones.
+//
+// A resumed end-user subscription replays each event by the user's
+// membership when the event happened (see Subscription.rewindMembership).
 //
 // New starts nothing; Start starts the follower and the retention job,
 // which deletes events older than Config.EventRetention in bounded batches;

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -89,6 +90,25 @@ type Frame struct {
 	Event     string          `json:"event"`
 	Data      json.RawMessage `json:"data"`
 	CreatedAt chat.Time       `json:"createdAt"`
+
+	wire []byte // the frame as JSON, encoded once for every subscriber
+}
+
+// newFrame returns a frame with its JSON encoding.
+func newFrame(id, event string, data json.RawMessage, at chat.Time) *Frame {
+	f := &Frame{ID: id, Event: event, Data: data, CreatedAt: at}
+	f.wire = mustJSON(f)
+	return f
+}
+
+// JSON returns the frame as sent on the wire. Frames made by the hub
+// carry their encoding, made once and shared by every subscriber; the
+// returned bytes must not be modified.
+func (f *Frame) JSON() []byte {
+	if f.wire != nil {
+		return f.wire
+	}
+	return mustJSON(f)
 }
 
 // EventDidConnect is the name of the first frame of every stream.
@@ -130,13 +150,12 @@ type Hub struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	tickets tickets
+	conns atomic.Int64 // streams served by ServeEvents right now
 }
 
 // New returns a hub over svc's store. It starts nothing: call Start.
 func New(svc *chat.Service, cfg Config) *Hub {
-	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: map[*Subscription]struct{}{},
-		tickets: tickets{m: map[string]ticket{}}}
+	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: map[*Subscription]struct{}{}}
 }
 
 // Start reads the log's position and starts following it, and the
@@ -283,8 +302,9 @@ func (h *Hub) retain(ctx context.Context) {
 	}
 }
 
-// deleteOld deletes the events older than the retention, a bounded batch
-// per transaction so that no transaction holds the log for long.
+// deleteOld deletes the events older than the retention, then the expired
+// tickets, a bounded batch per transaction so that no transaction holds
+// the log for long.
 func (h *Hub) deleteOld(ctx context.Context) {
 	cut := h.svc.Now().Add(-h.cfg.EventRetention)
 	for ctx.Err() == nil {
@@ -300,13 +320,31 @@ func (h *Hub) deleteOld(ctx context.Context) {
 			return
 		}
 		if n < retentionBatch {
+			break
+		}
+	}
+	// Expired tickets, likewise.
+	now := h.svc.Now().Time
+	for ctx.Err() == nil {
+		var n int
+		err := h.svc.Store().Update(ctx, func(tx chat.Tx) (err error) {
+			n, err = tx.DeleteTicketsBefore(ctx, now, retentionBatch)
+			return err
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				h.cfg.Logger.Warn("stream: deleting expired tickets", "err", err)
+			}
+			return
+		}
+		if n < retentionBatch {
 			return
 		}
 	}
 }
 
 func (h *Hub) ephemeral(ev chat.EphemeralEvent) {
-	f := &Frame{Event: ev.Event, Data: ev.Data, CreatedAt: ev.CreatedAt}
+	f := newFrame("", ev.Event, ev.Data, ev.CreatedAt)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.live {
@@ -324,10 +362,17 @@ func (h *Hub) ephemeral(ev chat.EphemeralEvent) {
 // The subscription ends when ctx ends, on Close, or with ErrTooSlow,
 // ErrBanned or ErrStopped.
 func (h *Hub) Subscribe(ctx context.Context, f Filter, after *int64) (*Subscription, error) {
+	return h.subscribe(ctx, f, after, nil)
+}
+
+// subscribe is Subscribe with a function called after each frame is
+// queued and when the subscription ends (possibly with h.mu held: it must
+// not block nor take h.mu).
+func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func()) (*Subscription, error) {
 	if !f.Admin && f.UserID == "" {
 		return nil, chat.Errorf(chat.CodeBadRequest, "stream: a user subscription needs a userId")
 	}
-	s := &Subscription{h: h, f: f, q: make(chan *Frame, h.cfg.QueueSize), done: make(chan struct{})}
+	s := &Subscription{h: h, f: f, ready: make(chan struct{}, 1), done: make(chan struct{}), notify: notify}
 	if f.Admin && len(f.ChannelIDs) > 0 {
 		s.chans = map[string]bool{}
 		for _, c := range f.ChannelIDs {
@@ -370,7 +415,15 @@ func (h *Hub) Subscribe(ctx context.Context, f Filter, after *int64) (*Subscript
 	s.pos = last
 	if s.Resumed {
 		s.pos = *after
-		go s.catchUp(ctx)
+		go func() {
+			if !f.Admin {
+				if err := s.rewindMembership(ctx, last); err != nil {
+					s.close(err)
+					return
+				}
+			}
+			s.catchUp(ctx)
+		}()
 	} else {
 		s.catchUp(ctx)
 	}
@@ -389,10 +442,87 @@ type Subscription struct {
 	chans   map[string]bool // admin channel filter
 	members map[string]bool // user: channels where it is a member
 	pos     int64           // the last event id offered
-	q       chan *Frame     // frames are shared by every subscriber: read only
 	done    chan struct{}
 	once    sync.Once
 	err     error
+
+	// The queue: a slice that grows with the backlog, up to
+	// Config.QueueSize, and is released when drained, so that an idle
+	// subscription holds no buffer. Frames are shared by every
+	// subscriber: read only.
+	qmu   sync.Mutex
+	queue []*Frame
+	ready chan struct{} // holds a signal after a frame was queued
+	// notify, when not nil, is called after a frame was queued and when
+	// the subscription ends (see Hub.subscribe).
+	notify func()
+	space  chan struct{} // holds a signal after a frame was taken; made by a waiting replay
+}
+
+// enqueue queues f unless the queue holds QueueSize frames already.
+func (s *Subscription) enqueue(f *Frame) bool {
+	s.qmu.Lock()
+	if len(s.queue) >= s.h.cfg.QueueSize {
+		s.qmu.Unlock()
+		return false
+	}
+	s.queue = append(s.queue, f)
+	s.qmu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+	if s.notify != nil {
+		s.notify()
+	}
+	return true
+}
+
+// dequeue takes the oldest queued frame, if any.
+func (s *Subscription) dequeue() (*Frame, bool) {
+	s.qmu.Lock()
+	if len(s.queue) == 0 {
+		s.qmu.Unlock()
+		return nil, false
+	}
+	f := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	if len(s.queue) == 0 {
+		s.queue = nil // release the buffer
+	}
+	space := s.space
+	s.qmu.Unlock()
+	if space != nil {
+		select {
+		case space <- struct{}{}:
+		default:
+		}
+	}
+	return f, true
+}
+
+// enqueueWait queues f, waiting for room while the queue is full; false
+// when the subscription ended first.
+func (s *Subscription) enqueueWait(f *Frame) bool {
+	for !s.enqueue(f) {
+		s.qmu.Lock()
+		if s.space == nil {
+			s.space = make(chan struct{}, 1)
+		}
+		space := s.space
+		full := len(s.queue) >= s.h.cfg.QueueSize
+		s.qmu.Unlock()
+		if !full {
+			continue
+		}
+		select {
+		case <-space:
+		case <-s.done:
+			return false
+		}
+	}
+	return true
 }
 
 // loadMembership reads the channels where the user is a member. A
@@ -425,6 +555,71 @@ func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
 	}
 }
 
+// rewindMembership turns the user's member channels, read at event id
+// last, into those at s.pos (the id the subscription resumes after), so
+// that the replay sends each event by the membership when it happened.
+// It reads the events in (s.pos, last]: for each channel, the first event
+// there that changed the user's membership tells what it was at s.pos.
+//
+//   - joined (channel.didCreate, didJoin, didAddUsers naming the user):
+//     not a member before;
+//   - removed (channel.didRemoveUsers naming the user, which names only
+//     users who were members) or closed with the user among the members
+//     it removed: a member before;
+//   - banned (channel.didBanUsers names non-members too) or closed
+//     without the user: taken as not a member before, so a replay never
+//     sends a channel's events to a user who may not have been in it;
+//   - no such event: the membership at last.
+func (s *Subscription) rewindMembership(ctx context.Context, last int64) error {
+	decided := map[string]bool{}
+	for after := s.pos; after < last; {
+		es, err := s.h.read(ctx, after, readBatch)
+		if err != nil {
+			return err
+		}
+		if len(es) == 0 {
+			return nil
+		}
+		for _, e := range es {
+			if e.ID > last {
+				return nil
+			}
+			after = e.ID
+			if e.ChannelID == "" || decided[e.ChannelID] {
+				continue
+			}
+			about := slices.Contains(e.UserIDs, s.f.UserID)
+			var member bool
+			switch e.Name {
+			case chat.EventChannelDidCreate, chat.EventChannelDidJoin, chat.EventChannelDidAddUsers:
+				if !about {
+					continue
+				}
+			case chat.EventChannelDidRemoveUsers:
+				if !about {
+					continue
+				}
+				member = true
+			case chat.EventChannelDidBanUsers:
+				if !about {
+					continue
+				}
+			case chat.EventChannelDidClose:
+				member = about
+			default:
+				continue
+			}
+			decided[e.ChannelID] = true
+			if member {
+				s.members[e.ChannelID] = true
+			} else {
+				delete(s.members, e.ChannelID)
+			}
+		}
+	}
+	return nil
+}
+
 // catchUp replays the log from s.pos, then joins the live set at exactly
 // the hub's position. A resuming subscriber asked for the backlog, so the
 // replay waits for it to read; otherwise a full queue is too slow, as in
@@ -454,18 +649,12 @@ func (s *Subscription) catchUp(ctx context.Context) {
 		for _, e := range es {
 			if s.admit(e) {
 				if !s.Resumed {
-					select {
-					case s.q <- frameOf(e):
-					default:
+					if !s.enqueue(frameOf(e)) {
 						s.close(ErrTooSlow)
 						return
 					}
-				} else {
-					select {
-					case s.q <- frameOf(e):
-					case <-s.done:
-						return
-					}
+				} else if !s.enqueueWait(frameOf(e)) {
+					return
 				}
 			}
 			s.pos = e.ID
@@ -478,7 +667,7 @@ func (s *Subscription) catchUp(ctx context.Context) {
 }
 
 func frameOf(e *chat.Event) *Frame {
-	return &Frame{ID: strconv.FormatInt(e.ID, 10), Event: e.Name, Data: e.Data, CreatedAt: e.CreatedAt}
+	return newFrame(strconv.FormatInt(e.ID, 10), e.Name, e.Data, e.CreatedAt)
 }
 
 // offerLive offers a logged event; called by the follower with h.mu held.
@@ -496,9 +685,7 @@ func (s *Subscription) offerLive(e *chat.Event, f *Frame) {
 // push queues a frame without waiting; a full queue ends the
 // subscription. Called with h.mu held.
 func (s *Subscription) push(f *Frame) {
-	select {
-	case s.q <- f:
-	default:
+	if !s.enqueue(f) {
 		delete(s.h.live, s)
 		s.end(ErrTooSlow)
 	}
@@ -557,6 +744,9 @@ func (s *Subscription) end(err error) {
 	s.once.Do(func() {
 		s.err = err
 		close(s.done)
+		if s.notify != nil {
+			s.notify()
+		}
 	})
 }
 
@@ -589,27 +779,37 @@ func (s *Subscription) Err() error {
 // queued (a banned user receives its user.didGlobalBan), except after
 // ErrTooSlow, which is returned at once.
 func (s *Subscription) Next(ctx context.Context) (Frame, error) {
-	select {
-	case <-s.done:
-		return s.drain()
-	default:
-	}
-	select {
-	case f := <-s.q:
-		return *f, nil
-	case <-s.done:
-		return s.drain()
-	case <-ctx.Done():
-		return Frame{}, ctx.Err()
+	f, _, err := s.next(ctx, nil)
+	return f, err
+}
+
+// next is Next with a ticker: pinged is true when tick fired first.
+func (s *Subscription) next(ctx context.Context, tick <-chan time.Time) (f Frame, pinged bool, err error) {
+	for {
+		select {
+		case <-s.done:
+			f, err = s.drain()
+			return f, false, err
+		default:
+		}
+		if f, ok := s.dequeue(); ok {
+			return *f, false, nil
+		}
+		select {
+		case <-s.ready:
+		case <-s.done:
+		case <-tick:
+			return Frame{}, true, nil
+		case <-ctx.Done():
+			return Frame{}, false, ctx.Err()
+		}
 	}
 }
 
 func (s *Subscription) drain() (Frame, error) {
 	if s.err != ErrTooSlow {
-		select {
-		case f := <-s.q:
+		if f, ok := s.dequeue(); ok {
 			return *f, nil
-		default:
 		}
 	}
 	return Frame{}, s.err

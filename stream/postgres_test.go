@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,4 +78,167 @@ func TestPostgresAcrossStores(t *testing.T) {
 		require.Equal(t, strconv.Itoa(want), text(t, f))
 		want++
 	}
+}
+
+// clock is a settable clock for the Services of a test.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// process is one of two server processes on one Postgres schema: its own
+// store, Service and hub.
+type process struct {
+	st  *postgres.Store
+	svc *chat.Service
+	hub *stream.Hub
+}
+
+// twoProcesses opens two stores on one fresh schema, each with its
+// Service (sharing clk) and a started hub.
+func twoProcesses(t *testing.T, ctx context.Context, clk *clock, cfg stream.Config) (a, b *process, admin string) {
+	t.Helper()
+	dsn := pgtest.URL(t)
+	schema := pgtest.SchemaName()
+	t.Cleanup(func() {
+		db, err := sql.Open("postgres", dsn)
+		if err == nil {
+			_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
+			db.Close()
+		}
+	})
+	open := func() *process {
+		st, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: schema, MaxOpenConns: 4})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		svc, err := chat.New(ctx, st, chat.Config{Now: clk.Now})
+		require.NoError(t, err)
+		hub := stream.New(svc, cfg)
+		require.NoError(t, hub.Start(ctx))
+		t.Cleanup(func() { _ = hub.Stop(context.Background()) })
+		return &process{st: st, svc: svc, hub: hub}
+	}
+	a, b = open(), open()
+	ad, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	return a, b, ad.UserID
+}
+
+// TestPostgresTicketAcrossProcesses: a ticket issued by one process opens
+// a stream on the other, once; of two processes redeeming one ticket at
+// once, one succeeds; an expired ticket opens nothing, and the retention
+// job deletes it.
+func TestPostgresTicketAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	clk := newClock()
+	a, b, _ := twoProcesses(t, ctx, clk, stream.Config{EventRetention: 50 * time.Millisecond})
+
+	tk, exp, err := a.hub.IssueTicket(ctx, stream.Caller{UserID: "alice"})
+	require.NoError(t, err)
+	require.True(t, clk.Now().Add(60*time.Second).Truncate(time.Millisecond).Equal(exp), "expiry %v", exp)
+	c, ok, err := b.hub.RedeemTicket(ctx, tk)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, stream.Caller{UserID: "alice"}, c)
+	for _, p := range []*process{a, b} {
+		_, ok, err = p.hub.RedeemTicket(ctx, tk)
+		require.NoError(t, err)
+		require.False(t, ok, "a ticket is single use across processes")
+	}
+
+	for range 10 {
+		tk, _, err := b.hub.IssueTicket(ctx, stream.Caller{UserID: "ops-user", Admin: true})
+		require.NoError(t, err)
+		var wins atomic.Int64
+		var wg sync.WaitGroup
+		for _, p := range []*process{a, b, a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, ok, err := p.hub.RedeemTicket(ctx, tk)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					require.Equal(t, stream.Caller{UserID: "ops-user", Admin: true}, c)
+					wins.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, int64(1), wins.Load())
+	}
+
+	late, _, err := a.hub.IssueTicket(ctx, stream.Caller{UserID: "alice"})
+	require.NoError(t, err)
+	_, _, err = a.hub.IssueTicket(ctx, stream.Caller{UserID: "bob"}) // never redeemed
+	require.NoError(t, err)
+	clk.Advance(61 * time.Second)
+	_, ok, err = b.hub.RedeemTicket(ctx, late)
+	require.NoError(t, err)
+	require.False(t, ok, "expired")
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, a.st.DB().QueryRowContext(ctx, "SELECT count(*) FROM "+a.st.Schema()+".stream_tickets").Scan(&n))
+		return n == 0
+	}, 20*time.Second, 10*time.Millisecond, "the retention job deletes expired tickets")
+}
+
+// TestPostgresTypingAcrossProcesses: a user typing on one process reaches
+// the streams of the channel's other members on the other process, through
+// NOTIFY, once; the typist's own stream does not get it.
+func TestPostgresTypingAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, b, admin := twoProcesses(t, ctx, newClock(), stream.Config{PollInterval: time.Hour})
+	_, err := a.svc.CreateChannel(ctx, admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	require.NoError(t, err)
+	bob, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "bob"}, nil)
+	require.NoError(t, err)
+	defer bob.Close()
+	alice, err := a.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
+	require.NoError(t, err)
+	defer alice.Close()
+	watch, err := a.hub.Subscribe(ctx, stream.Filter{Admin: true}, nil)
+	require.NoError(t, err)
+	defer watch.Close()
+
+	require.NoError(t, a.svc.Typing(ctx, "alice", "c"))
+	_, err = a.svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("after typing")})
+	require.NoError(t, err)
+
+	// The typing notification and the message's commit come by different
+	// routes, so either may be first.
+	got := map[string]stream.Frame{}
+	for range 2 {
+		f := next(t, bob)
+		got[f.Event] = f
+	}
+	f := got[chat.EventChannelDidStartTyping]
+	require.JSONEq(t, `{"channelId":"c","userId":"alice"}`, string(f.Data))
+	require.Empty(t, f.ID, "ephemeral: no event id")
+	require.Equal(t, "after typing", text(t, got[chat.EventMessageDidCreate]))
+
+	require.Equal(t, "after typing", text(t, next(t, alice)), "the typist's own stream has no typing event")
+
+	// The admin stream on the typist's process gets the event once (from
+	// NOTIFY, not also in process).
+	var names []string
+	for len(names) < 2 {
+		names = append(names, next(t, watch).Event)
+	}
+	require.ElementsMatch(t, []string{chat.EventChannelDidStartTyping, chat.EventMessageDidCreate}, names)
+	require.NoError(t, a.svc.Typing(ctx, "bob", "c")) // a marker: the next typing event
+	f = next(t, watch)
+	require.Equal(t, chat.EventChannelDidStartTyping, f.Event)
+	require.JSONEq(t, `{"channelId":"c","userId":"bob"}`, string(f.Data), "alice's typing came twice")
 }

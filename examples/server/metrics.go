@@ -19,19 +19,20 @@ import (
 // metrics holds the server's Prometheus collectors, registered in their own
 // registry (so that tests can run several servers in one process).
 type metrics struct {
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	storeOps  *prometheus.HistogramVec
-	webhooks  *prometheus.CounterVec
-	inFlight  prometheus.GaugeFunc
-	streamsIn prometheus.Gauge
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	storeOps *prometheus.HistogramVec
+	webhooks *prometheus.CounterVec
+	inFlight prometheus.GaugeFunc
+	streams  prometheus.GaugeFunc
 }
 
 // newMetrics creates and registers the collectors. inFlight reports the
 // webhook deliveries this process claimed and has not yet recorded; the
-// durable backlog is added by reportBacklog.
-func newMetrics(inFlight func() int) *metrics {
+// durable backlog is added by reportBacklog; streams reports the open
+// event streams (chat_stream_connections).
+func newMetrics(inFlight, streams func() int) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chat_http_requests_total",
@@ -58,11 +59,11 @@ func newMetrics(inFlight func() int) *metrics {
 		Name: "chat_webhook_in_flight",
 		Help: "Webhook deliveries this process has claimed and not yet recorded (sending or waiting to be recorded).",
 	}, func() float64 { return float64(inFlight()) })
-	m.streamsIn = prometheus.NewGauge(prometheus.GaugeOpts{
+	m.streams = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chat_stream_connections",
-		Help: "Event stream connections open on this process.",
-	})
-	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.inFlight, m.streamsIn,
+		Help: "Event stream connections (GET /events, WebSocket and SSE) open on this process.",
+	}, func() float64 { return float64(streams()) })
+	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.inFlight, m.streams,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -125,9 +126,26 @@ func (s timedWatchStore) WatchOutbox(ctx context.Context) (<-chan struct{}, erro
 	return s.w.WatchOutbox(ctx)
 }
 
+// timedBroker is a timedWatchStore over a store that is also a
+// chat.EphemeralBroker (Postgres), which it stays.
+type timedBroker struct {
+	timedWatchStore
+	chat.EphemeralBroker
+}
+
+// timeStore wraps s. The wrapper keeps the optional interfaces that the
+// Service and the stream hub look for: chat.OutboxWatcher (without it the
+// hub would only poll the event log) and chat.EphemeralBroker (without it
+// typing events would not leave the process; every broker, Postgres, also
+// watches).
 func (m *metrics) timeStore(s chat.Store) chat.Store {
 	t := &timedStore{Store: s, ops: m.storeOps}
-	if w, ok := s.(chat.OutboxWatcher); ok {
+	w, watches := s.(chat.OutboxWatcher)
+	b, brokers := s.(chat.EphemeralBroker)
+	switch {
+	case watches && brokers:
+		return &timedBroker{timedWatchStore: timedWatchStore{timedStore: t, w: w}, EphemeralBroker: b}
+	case watches:
 		return timedWatchStore{timedStore: t, w: w}
 	}
 	return t

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -13,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/internal/pgtest"
 	"github.com/chatengine/chat/store/memory"
+	"github.com/chatengine/chat/store/postgres"
 	"github.com/chatengine/chat/store/sqlite"
 )
 
@@ -78,7 +82,7 @@ func TestMetrics(t *testing.T) {
 // signals visible, so the dispatcher and the event stream hub that get it
 // wake on commits instead of polling.
 func TestTimedStoreKeepsWatcher(t *testing.T) {
-	m := newMetrics(func() int { return 0 })
+	m := newMetrics(func() int { return 0 }, func() int { return 0 })
 	_, ok := m.timeStore(memory.New()).(chat.OutboxWatcher)
 	require.True(t, ok)
 	_, ok = m.timeStore(struct{ chat.Store }{memory.New()}).(chat.OutboxWatcher)
@@ -202,38 +206,80 @@ func TestMetricsAddr(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// TestTimedStoreWatchesCommits: the store wrapper that times transactions
-// passes on the wrapped store's commit signals, which the event streams
-// wait on (without them a stream would deliver only on its next poll).
-func TestTimedStoreWatchesCommits(t *testing.T) {
+// TestMetricsStreamConnections: chat_stream_connections counts the open
+// event streams of the process, WebSocket and SSE, and falls back when
+// they close.
+func TestMetricsStreamConnections(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
+	s := start(t, "-store", "memory")
+	tok := s.token(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st := newMetrics(func() int { return 0 }).timeStore(memory.New())
+	auth := http.Header{"Authorization": {"Bearer " + tok}}
+	var conns []*websocket.Conn
+	for range 2 {
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/api/v2/events", &websocket.DialOptions{HTTPHeader: auth})
+		require.NoError(t, err)
+		defer c.CloseNow()
+		_, _, err = c.Read(ctx) // stream.didConnect: the stream is open
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/api/v2/events", nil)
+	req.Header = auth.Clone()
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	line, err := bufio.NewReader(res.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "event: stream.didConnect\n", line)
+
+	_, text := scrape(t, s.base+"/metrics")
+	require.Contains(t, text, "\nchat_stream_connections 3\n")
+	conns[0].Close(websocket.StatusNormalClosure, "")
+	res.Body.Close()
+	require.Eventually(t, func() bool {
+		_, text := scrape(t, s.base+"/metrics")
+		return strings.Contains(text, "\nchat_stream_connections 1\n")
+	}, 20*time.Second, 10*time.Millisecond)
+}
+
+// TestTimedStoreKeepsInterfaces: the timing wrapper still signals commits
+// (chat.OutboxWatcher), so that the stream hub wakes at once instead of
+// polling, and stays an EphemeralBroker over Postgres (typing across
+// processes) and only there.
+func TestTimedStoreKeepsInterfaces(t *testing.T) {
+	t.Parallel()
+	m := newMetrics(func() int { return 0 }, func() int { return 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st := m.timeStore(memory.New())
+	_, isBroker := st.(chat.EphemeralBroker)
+	require.False(t, isBroker, "the memory store delivers typing in process")
 	w, ok := st.(chat.OutboxWatcher)
-	require.True(t, ok, "the timed store is a chat.OutboxWatcher")
-	wake, err := w.WatchOutbox(ctx)
+	require.True(t, ok)
+	ch, err := w.WatchOutbox(ctx)
 	require.NoError(t, err)
-	require.NotNil(t, wake)
-	svc, err := chat.New(ctx, st, chat.Config{})
-	require.NoError(t, err)
-	// Drain what setting up the Service signalled, then commit an event.
-	for drained := false; !drained; {
-		select {
-		case <-wake:
-		default:
-			drained = true
-		}
-	}
-	admin, _, err := svc.CreateAdmin(ctx, "root", "")
-	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: "standard"})
-	require.NoError(t, err)
+	require.NoError(t, st.Update(ctx, func(tx chat.Tx) error {
+		return tx.AppendEvents(ctx, []*chat.Event{{Name: chat.EventMessageDidCreate, Data: []byte(`{}`), CreatedAt: chat.NewTime(time.Now())}})
+	}))
 	select {
-	case <-wake:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no commit signal through the timed store")
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatal("no signal after a commit that appended an event")
 	}
+
+	dsn := pgtest.URL(t)
+	schema := pgtest.SchemaName()
+	pg, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: schema, MaxOpenConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = pg.DB().Exec("DROP SCHEMA " + schema + " CASCADE")
+		pg.Close()
+	})
+	_, isBroker = m.timeStore(pg).(chat.EphemeralBroker)
+	require.True(t, isBroker)
 }
 
 func webhookLines(text string) string {

@@ -120,9 +120,11 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 
 	allowPrivate := cfg.allowPrivate
 	var disp *webhook.Dispatcher
-	m := newMetrics(func() int { return disp.InFlight() })
+	var hub *stream.Hub
+	m := newMetrics(func() int { return disp.InFlight() }, func() int { return hub.Connections() })
 	// The Service's and the dispatcher's transactions are timed; the timed
-	// store passes the commit signals (chat.OutboxWatcher) through.
+	// store passes the commit signals (chat.OutboxWatcher) and the typing
+	// relay (chat.EphemeralBroker) through.
 	timed := m.timeStore(st)
 	m.reportBacklog(timed)
 	disp = webhook.New(timed, webhook.Config{
@@ -159,7 +161,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		log.Info("static webhook registered", "webhookId", w.WebhookID, "url", w.URL)
 	}
 
-	hub := stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, Logger: log})
+	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, Logger: log})
 	api := httpapi.New(svc, httpapi.Config{
 		Events:               hub,
 		MaxBodyBytes:         cfg.maxBodyBytes,

@@ -91,6 +91,7 @@ type data struct {
 	// The audit log in (CreatedAt, AuditID) ascending order, and by id.
 	audit    []*chat.AuditEntry
 	auditIDs map[string]*chat.AuditEntry
+	tickets  map[string]*chat.StreamTicket // stream tickets by hash
 }
 
 type reactKey struct{ user, msg, name string }
@@ -140,6 +141,7 @@ func newData() *data {
 		chanBlobs:     map[string]map[string]int{},
 		meta:          map[string]string{},
 		auditIDs:      map[string]*chat.AuditEntry{},
+		tickets:       map[string]*chat.StreamTicket{},
 	}
 }
 

@@ -80,6 +80,16 @@
 // transaction; WatchOutbox LISTENs on a dedicated connection and signals
 // its channels when such a transaction commits, in any process.
 //
+// # Ephemeral events and stream tickets
+//
+// The Store is a chat.EphemeralBroker: PublishEphemeral sends a typing
+// event as one NOTIFY (small JSON, under the 8000-byte limit) on a second
+// channel of the schema, which the same LISTEN connection hears, and
+// WatchEphemeral hands those events to its channels in every process.
+// Stream tickets (chat.TicketStore) are rows of stream_tickets keyed by
+// the ticket's SHA-256; TakeTicket is DELETE ... RETURNING, so one of
+// several processes redeeming a ticket at once gets it.
+//
 // # Errors
 //
 // Driver errors are translated in one function: no row is CodeNotFound, a

@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 type watchers struct {
 	mu       sync.Mutex
 	subs     map[chan struct{}]struct{}
+	ephem    map[chan chat.EphemeralEvent]struct{} // WatchEphemeral channels
 	closed   bool
 	done     chan struct{} // closed by close
 	listener *pq.Listener  // running listener, nil until started
@@ -32,6 +35,7 @@ type listenStart struct {
 
 func (w *watchers) init() {
 	w.subs = make(map[chan struct{}]struct{})
+	w.ephem = make(map[chan chat.EphemeralEvent]struct{})
 	w.done = make(chan struct{})
 }
 
@@ -60,6 +64,10 @@ func (w *watchers) close() {
 		close(ch)
 	}
 	w.subs = nil
+	for ch := range w.ephem {
+		close(ch)
+	}
+	w.ephem = nil
 	if w.listener != nil {
 		w.listener.Close()
 	}
@@ -150,6 +158,9 @@ func (s *Store) listen(ctx context.Context) error {
 
 func (s *Store) startListener(st *listenStart) {
 	err := st.l.Listen(s.notify)
+	if err == nil {
+		err = st.l.Listen(s.ephem)
+	}
 	w := &s.w
 	w.mu.Lock()
 	w.starting = nil
@@ -180,9 +191,13 @@ func (s *Store) relay(l *pq.Listener) {
 	defer ping.Stop()
 	for {
 		select {
-		case _, ok := <-l.Notify:
+		case n, ok := <-l.Notify:
 			if !ok {
 				return
+			}
+			if n != nil && n.Channel == s.ephem {
+				s.w.deliver(n.Extra)
+				continue
 			}
 			s.w.signal()
 		case <-ping.C:
@@ -197,6 +212,100 @@ func (s *Store) relay(l *pq.Listener) {
 				}
 			}()
 			return
+		}
+	}
+}
+
+// ephemeralPayload is an ephemeral event as sent by NOTIFY.
+type ephemeralPayload struct {
+	Event     string          `json:"e"`
+	ChannelID string          `json:"c"`
+	UserID    string          `json:"u"`
+	Data      json.RawMessage `json:"d"`
+	At        int64           `json:"t"` // unix milliseconds
+}
+
+// maxNotifyPayload is the largest payload Postgres's NOTIFY takes (8000
+// bytes, less one).
+const maxNotifyPayload = 7999
+
+// PublishEphemeral implements chat.EphemeralBroker with one NOTIFY (on the
+// schema's ephemeral channel, outside any transaction): every process
+// that watches it receives the event, this one included. The payload is
+// small JSON (event, channel id, user id, data, time); one over Postgres's
+// limit of 8000 bytes is CodeBadRequest. Without a LISTEN connection
+// (New without Options.NotifyDSN) the event goes to this Store's watchers
+// only, as in a single process.
+func (s *Store) PublishEphemeral(ctx context.Context, ev chat.EphemeralEvent) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ephemeralPayload{Event: ev.Event, ChannelID: ev.ChannelID, UserID: ev.UserID,
+		Data: ev.Data, At: ev.CreatedAt.UnixMilli()}); err != nil {
+		return chat.Errorf(chat.CodeBadRequest, "ephemeral event: %v", err)
+	}
+	payload := bytes.TrimSpace(b.Bytes())
+	if len(payload) > maxNotifyPayload {
+		return chat.Errorf(chat.CodeBadRequest, "ephemeral event: %d bytes, over the %d of a notification", len(payload), maxNotifyPayload)
+	}
+	if s.opt.NotifyDSN == "" {
+		s.w.deliver(string(payload)) // no LISTEN: this Store's watchers only
+		return nil
+	}
+	_, err := s.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, s.ephem, string(payload))
+	return dbErr(err)
+}
+
+// WatchEphemeral implements chat.EphemeralBroker: the returned channel
+// receives the ephemeral events that any process published on this
+// schema, from the moment WatchEphemeral returns (it waits, as WatchOutbox
+// does, until the LISTEN connection listens). Events are not stored: one
+// that arrives while the channel's buffer (64) is full is dropped, and
+// those sent while the LISTEN connection was being re-established are
+// lost. The channel is closed when ctx is done or the Store is closed.
+func (s *Store) WatchEphemeral(ctx context.Context) (<-chan chat.EphemeralEvent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, dbErr(err)
+	}
+	if err := s.listen(ctx); err != nil {
+		return nil, err
+	}
+	ch := make(chan chat.EphemeralEvent, 64)
+	w := &s.w
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil, errClosed
+	}
+	w.ephem[ch] = struct{}{}
+	w.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if _, ok := w.ephem[ch]; ok {
+			delete(w.ephem, ch)
+			close(ch)
+		}
+	})
+	return ch, nil
+}
+
+// deliver decodes a notification of the ephemeral channel and hands it to
+// every WatchEphemeral channel without waiting. A payload that does not
+// decode (nothing this package sent) is dropped.
+func (w *watchers) deliver(payload string) {
+	var p ephemeralPayload
+	if json.Unmarshal([]byte(payload), &p) != nil || p.Event == "" {
+		return
+	}
+	ev := chat.EphemeralEvent{Event: p.Event, ChannelID: p.ChannelID, UserID: p.UserID, Data: p.Data,
+		CreatedAt: chat.NewTime(time.UnixMilli(p.At))}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.ephem {
+		select {
+		case ch <- ev:
+		default:
 		}
 	}
 }

@@ -76,6 +76,7 @@ type Store struct {
 	schema string
 	prefix string // quoted schema name and a dot, prepended to every table
 	notify string // LISTEN/NOTIFY channel of the outbox
+	ephem  string // LISTEN/NOTIFY channel of ephemeral events
 	opt    Options
 
 	sqlMu sync.RWMutex
@@ -166,6 +167,7 @@ func New(ctx context.Context, db *sql.DB, opt *Options) (*Store, error) {
 		schema: schema,
 		prefix: pq.QuoteIdentifier(schema) + ".",
 		notify: notifyChannel(schema),
+		ephem:  ephemeralChannel(schema),
 		opt:    o,
 		sqls:   make(map[string]*statement),
 	}
@@ -233,6 +235,18 @@ func notifyChannel(schema string) string {
 	h := fnv.New64a()
 	h.Write([]byte(schema))
 	return fmt.Sprintf("chat_outbox.%016x", h.Sum64())
+}
+
+// ephemeralChannel returns the LISTEN/NOTIFY channel of a schema's
+// ephemeral events, named like notifyChannel's.
+func ephemeralChannel(schema string) string {
+	c := "chat_ephemeral." + schema
+	if len(c) <= 63 {
+		return c
+	}
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return fmt.Sprintf("chat_ephemeral.%016x", h.Sum64())
 }
 
 // maxReruns bounds how often one Update runs fn again because fn wrote a

@@ -14,7 +14,7 @@ import (
 
 // Run runs the conformance suite against the adapter that h makes. Every
 // area is a subtest (Tx, Channels, Members, ReadState, Messages, AppendMessage, Users, Roles, Rules,
-// Reactions, Flags, Admins, Webhooks, Outbox, Blobs, Meta, Concurrency,
+// Reactions, Flags, Admins, Webhooks, Outbox, Events, Blobs, Meta, Tickets, Concurrency,
 // Audit, Purge, MuteExpiry, Persistence, OutboxWatcher) and every case inside runs in parallel on its
 // own store from h.New, so adapters must allow several live stores at once.
 //
@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"Events", eventCases},
 		{"Blobs", blobCases},
 		{"Meta", metaCases},
+		{"Tickets", ticketCases},
 		{"Concurrency", concurrencyCases},
 		{"Audit", auditCases},
 		{"Purge", purgeCases},

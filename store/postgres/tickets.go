@@ -1,0 +1,43 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
+
+// PutTicket implements chat.TicketStore.
+func (t *tx) PutTicket(ctx context.Context, tk *chat.StreamTicket) error {
+	_, err := t.exec(ctx, `INSERT INTO {s}stream_tickets (hash, user_id, admin, expires_at) VALUES ($1, $2, $3, $4)`,
+		tk.Hash, tk.UserID, tk.Admin, timeArg(tk.ExpiresAt))
+	return err
+}
+
+// TakeTicket implements chat.TicketStore with DELETE ... RETURNING: of
+// several transactions deleting the row at once, the first takes its row
+// lock and the others, once it committed, find no row.
+func (t *tx) TakeTicket(ctx context.Context, hash string) (*chat.StreamTicket, error) {
+	tk := chat.StreamTicket{Hash: hash}
+	var exp time.Time
+	err := t.queryRow(ctx, `DELETE FROM {s}stream_tickets WHERE hash = $1 RETURNING user_id, admin, expires_at`,
+		[]any{hash}, &tk.UserID, &tk.Admin, &exp)
+	if chat.ErrorCode(err) == chat.CodeNotFound {
+		return nil, chat.Errorf(chat.CodeNotFound, "ticket not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	tk.ExpiresAt = chat.NewTime(exp)
+	return &tk, nil
+}
+
+// DeleteTicketsBefore implements chat.TicketStore.
+func (t *tx) DeleteTicketsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	n, err := t.exec(ctx, `DELETE FROM {s}stream_tickets WHERE hash IN
+		(SELECT hash FROM {s}stream_tickets WHERE expires_at < $1 ORDER BY expires_at LIMIT $2)`, before.UTC(), limit)
+	return int(n), err
+}

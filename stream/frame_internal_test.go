@@ -1,0 +1,47 @@
+package stream
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/store/memory"
+)
+
+// TestFrameEncodedOnce: every subscriber of an event receives the same
+// encoded bytes (one encoding per event, not per subscriber), and an idle
+// subscription holds no queue buffer.
+func TestFrameEncodedOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc, err := chat.New(ctx, memory.New(), chat.Config{})
+	require.NoError(t, err)
+	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	require.NoError(t, err)
+	h := New(svc, Config{})
+	require.NoError(t, h.Start(ctx))
+	defer func() { _ = h.Stop(context.Background()) }()
+	a, err := h.Subscribe(ctx, Filter{Admin: true}, nil)
+	require.NoError(t, err)
+	b, err := h.Subscribe(ctx, Filter{UserID: "alice"}, nil)
+	require.NoError(t, err)
+	require.Nil(t, a.queue)
+	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("hi")})
+	require.NoError(t, err)
+	fa, err := a.Next(ctx)
+	require.NoError(t, err)
+	fb, err := b.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, chat.EventMessageDidCreate, fa.Event)
+	ja, jb := fa.JSON(), fb.JSON()
+	require.JSONEq(t, string(mustJSON(Frame{ID: fa.ID, Event: fa.Event, Data: fa.Data, CreatedAt: fa.CreatedAt})), string(ja))
+	require.Same(t, &ja[0], &jb[0], "each subscriber has its own encoding")
+	a.qmu.Lock()
+	defer a.qmu.Unlock()
+	require.Nil(t, a.queue, "a drained queue keeps its buffer")
+}
