@@ -58,6 +58,16 @@ func TestAdminSignIn(t *testing.T) {
 	_, _, err = e.svc.AdminSessionFor(ctx, id, 30*time.Minute)
 	require.Equal(t, chat.CodeUnauthorized, chat.ErrorCode(err), "idle for 31 minutes")
 
+	// Checking a session does not extend it.
+	_, _, id, err = e.svc.SignInAdmin(ctx, "root", "correct horse battery")
+	require.NoError(t, err)
+	e.clk.Add(20 * time.Minute)
+	require.NoError(t, e.svc.CheckAdminSession(ctx, id, 30*time.Minute))
+	e.clk.Add(11 * time.Minute)
+	require.Equal(t, chat.CodeUnauthorized, chat.ErrorCode(e.svc.CheckAdminSession(ctx, id, 30*time.Minute)),
+		"31 minutes after sign-in, checked but not used since")
+	require.Equal(t, chat.CodeUnauthorized, chat.ErrorCode(e.svc.CheckAdminSession(ctx, id+"x", 0)))
+
 	// Signing out ends the session.
 	_, _, id, err = e.svc.SignInAdmin(ctx, "root", "correct horse battery")
 	require.NoError(t, err)

@@ -51,8 +51,19 @@ type Config struct {
 	// (for a server behind a proxy that ends TLS). Cookies of requests
 	// that arrive over TLS are always Secure. Default false.
 	SecureCookies bool
+	// Events makes the channel page live from the event stream: the page
+	// listens to GET /channels/{id}/events (Server-Sent Events from a
+	// subscription to that channel's events) and refreshes its messages
+	// when one arrives. Pass the *stream.Hub the API serves /events from.
+	// Optional: without it the page asks for new messages every
+	// PollInterval instead.
+	Events Subscriber
+	// EventPing is how often the channel page's event stream sends a
+	// keep-alive comment and checks that the session is still valid
+	// (the stream ends when it is not). Default 25 s.
+	EventPing time.Duration
 	// PollInterval is how often an open channel page asks for new
-	// messages. Default 2 s.
+	// messages when there is no Events. Default 2 s.
 	PollInterval time.Duration
 	// MaxFailures failed sign-ins for one name or from one address within
 	// FailureWindow make further attempts answer 429 until the window has
@@ -92,6 +103,9 @@ func New(svc *chat.Service, cfg Config) http.Handler {
 	cfg.Prefix = "/" + strings.Trim(cfg.Prefix, "/")
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = chat.DefaultAdminSessionIdle
+	}
+	if cfg.EventPing <= 0 {
+		cfg.EventPing = 25 * time.Second
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
@@ -267,7 +281,8 @@ func sameOrigin(r *http.Request) bool {
 }
 
 // authenticate resolves the session cookie. Without a valid session a
-// page request is sent to the sign-in page, a fetch gets 401.
+// page request is sent to the sign-in page, a fetch or an event stream
+// gets 401.
 func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (*req, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err == nil {
@@ -286,7 +301,7 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (*req, bo
 		}
 		h.clearCookie(w, r, sessionCookie)
 	}
-	if r.Method == http.MethodGet && r.Header.Get("X-Requested-With") != "fetch" {
+	if r.Method == http.MethodGet && r.Header.Get("X-Requested-With") != "fetch" && !wantsEventStream(r) {
 		h.setFlash(w, r, "info", "Please sign in.")
 		http.Redirect(w, r, h.cfg.Prefix+"/signin", http.StatusSeeOther)
 		return nil, false
