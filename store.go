@@ -73,11 +73,11 @@ type ChannelFilter struct {
 	// matches (see MatchChannel). SQL adapters answer from an index of
 	// the keys (IDKey of the channelId, NameKeys of the displayName)
 	// written with every channel create and update.
-	Search        string
-	After         *ChannelCursor
-	Before        *ChannelCursor
-	Offset        int
-	Limit         int
+	Search string
+	After  *ChannelCursor
+	Before *ChannelCursor
+	Offset int
+	Limit  int
 }
 
 // ChannelStore persists channels and memberships.
