@@ -195,8 +195,12 @@ func channelQuery(f chat.ChannelFilter) (string, []any) {
 		where = append(where, "NOT c.is_closed")
 	}
 	if f.Search != "" {
-		// A prefix range on channel_keys.key, never LIKE.
-		where = append(where, "c.channel_id IN (SELECT k.channel_id FROM {s}channel_keys k WHERE "+wordCond(&args, "k.key", f.Search, true)+")")
+		// A prefix range on channel_keys.key, never LIKE. The matching
+		// ids are computed once, as an array, then looked up by the
+		// channels' primary key: a prepared statement's generic plan,
+		// made without knowing how many keys the range holds, would
+		// otherwise hash-join a sequential scan of every channel.
+		where = append(where, "c.channel_id = ANY (ARRAY(SELECT k.channel_id FROM {s}channel_keys k WHERE "+wordCond(&args, "k.key", f.Search, true)+"))")
 	}
 	if f.NotMemberOf != "" {
 		where = append(where, `NOT EXISTS (SELECT 1 FROM {s}channel_users nm WHERE nm.channel_id = c.channel_id
