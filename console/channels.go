@@ -19,10 +19,10 @@ func (h *handler) channelsRoutes(rt *router) {
 
 type channelsView struct {
 	Filter, UserID, Tags, ExcludeTags, Search string
-	Closed                            bool
-	List                              *chat.ChannelList
-	Next, Previous                    string // links to the neighbouring pages
-	Error                             string
+	Closed                                    bool
+	List                                      *chat.ChannelList
+	Next, Previous                            string // links to the neighbouring pages
+	Error                                     string
 }
 
 func (h *handler) channels(q *req) {
