@@ -444,6 +444,15 @@ func TestPanelInBrowser(t *testing.T) {
 	ops.run(t, "all users", chromedp.Navigate(panelURL+"users"), present(`#user-list tr[data-user-id="bob"]`))
 	screenshot(t, ops, "panel-users", 1200, 800)
 	ops.run(t, "channels", chromedp.Navigate(panelURL+"channels"), present(`#channel-list tr[data-channel-id="lobby"]`), settle(allLabelled))
+	ops.run(t, "find a channel by a word of its name",
+		chromedp.SendKeys(css(`#f-search`), "LOB"),
+		press(`#channel-filter-form button`),
+		present(`#channel-list tr[data-channel-id="lobby"]`),
+		settle(`document.getElementById('f-search').value === 'LOB'`),
+		chromedp.Navigate(panelURL+"channels?search=nothing-like-it"),
+		settle(`document.querySelector('#channel-list') === null && document.querySelector('main').textContent.indexOf('No channel matches.') >= 0`),
+		settle(allLabelled),
+	)
 	ops.run(t, "dashboard shows the activity", chromedp.Navigate(panelURL), settle(`Array.from(document.querySelectorAll('main table code')).some(function (c) { return c.textContent === 'message.didCreate'; })`))
 	ops.run(t, "roles and reactions pages", chromedp.Navigate(panelURL+"roles"), settle(allLabelled), chromedp.Navigate(panelURL+"reactions"), settle(allLabelled))
 	screenshot(t, ops, "panel-channels", 1200, 900)
