@@ -25,6 +25,17 @@ func (t *tx) writeChannelKeys(ctx context.Context, c *chat.Channel, replace bool
 // channelsearch.backfill and deleting the row when done. Channels
 // written meanwhile index themselves.
 func (s *Store) backfillChannelSearch(ctx context.Context) error {
+	pending := false
+	if err := s.View(ctx, func(tx chat.Tx) error {
+		_, err := tx.GetMeta(ctx, "channelsearch.backfill")
+		pending = err == nil
+		if chat.ErrorCode(err) == chat.CodeNotFound {
+			return nil
+		}
+		return err
+	}); err != nil || !pending {
+		return err
+	}
 	for {
 		done := false
 		err := s.Update(ctx, func(ctx2 chat.Tx) error {
