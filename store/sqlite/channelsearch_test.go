@@ -63,3 +63,49 @@ func TestChannelSearchBackfill(t *testing.T) {
 		return nil
 	}))
 }
+
+// BenchmarkChannelSearch searches 100,000 channels (40 named "Zebra
+// Keepers N", the others "Room N") beside the ceiling of the same run: the
+// newest page of every channel without a search (channels_created_idx).
+//
+//	go test -run '^$' -bench ChannelSearch -benchtime 2000x ./store/sqlite/
+func BenchmarkChannelSearch(b *testing.B) {
+	requireCgo(b)
+	s := newStore(b, nil)
+	ctx := context.Background()
+	const n = 100000
+	for lo := 0; lo < n; lo += 5000 {
+		must(b, s.Update(ctx, func(ctx2 chat.Tx) error {
+			for i := lo; i < lo+5000; i++ {
+				c := testChannel(fmt.Sprintf("ch-%d", i))
+				c.DisplayName = fmt.Sprintf("Room %d", i)
+				if i%2500 == 0 {
+					c.DisplayName = fmt.Sprintf("Zebra Keepers %d", i)
+				}
+				if err := ctx2.CreateChannel(ctx, c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	for _, c := range []struct {
+		name string
+		f    chat.ChannelFilter
+	}{
+		{"ceiling: newest page, no search", chat.ChannelFilter{Limit: 21}},
+		{"search zeb (40 matches)", chat.ChannelFilter{Search: chat.SearchKey("zeb"), Limit: 21}},
+		{"search keepers (a later word, 40 matches)", chat.ChannelFilter{Search: chat.SearchKey("keepers"), Limit: 21}},
+		{"search ch-9999 (an id, 11 matches)", chat.ChannelFilter{Search: chat.SearchKey("ch-9999"), Limit: 21}},
+		{"search room 1 (11,107 matches)", chat.ChannelFilter{Search: chat.SearchKey("room 1"), Limit: 21}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				must(b, s.View(ctx, func(tx chat.Tx) error {
+					_, err := tx.QueryChannels(ctx, c.f)
+					return err
+				}))
+			}
+		})
+	}
+}
