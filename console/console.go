@@ -16,6 +16,7 @@ import (
 	"time"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/stream"
 )
 
 //go:embed templates static
@@ -103,6 +104,9 @@ func New(svc *chat.Service, cfg Config) http.Handler {
 	cfg.Prefix = "/" + strings.Trim(cfg.Prefix, "/")
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = chat.DefaultAdminSessionIdle
+	}
+	if hub, ok := cfg.Events.(*stream.Hub); ok && hub == nil {
+		cfg.Events = nil // a nil hub is no hub: the page polls
 	}
 	if cfg.EventPing <= 0 {
 		cfg.EventPing = 25 * time.Second

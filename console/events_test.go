@@ -22,8 +22,19 @@ import (
 
 // newLivePanel is newPanel with the event stream: the channel pages are
 // live from a running hub, whose stream checks the session every ping.
-// The Service and the panel share the fake clock.
 func newLivePanel(t *testing.T, ping time.Duration) *panel {
+	t.Helper()
+	return newPanelWith(t, func(svc *chat.Service, cfg *console.Config) {
+		hub := stream.New(svc, stream.Config{})
+		require.NoError(t, hub.Start(context.Background()))
+		t.Cleanup(func() { _ = hub.Stop(context.Background()) })
+		cfg.Events, cfg.EventPing = hub, ping
+	})
+}
+
+// newPanelWith is newPanel with the configuration set by fn; the Service
+// and the panel share the fake clock.
+func newPanelWith(t *testing.T, fn func(svc *chat.Service, cfg *console.Config)) *panel {
 	t.Helper()
 	ctx := context.Background()
 	clk := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
@@ -31,17 +42,13 @@ func newLivePanel(t *testing.T, ping time.Duration) *panel {
 	require.NoError(t, err)
 	root, _, err := svc.CreateAdminWithPassword(ctx, "root", "", rootPassword)
 	require.NoError(t, err)
-	hub := stream.New(svc, stream.Config{})
-	require.NoError(t, hub.Start(ctx))
-	t.Cleanup(func() { _ = hub.Stop(context.Background()) })
-	h := console.New(svc, console.Config{
-		Events:     hub,
-		EventPing:  ping,
+	cfg := console.Config{
 		Now:        clk.now,
 		ClientAddr: func(r *http.Request) string { return r.Header.Get("X-Test-Addr") },
-	})
+	}
+	fn(svc, &cfg)
 	mux := http.NewServeMux()
-	mux.Handle("/admin/", http.StripPrefix("/admin", h))
+	mux.Handle("/admin/", http.StripPrefix("/admin", console.New(svc, cfg)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &panel{t: t, svc: svc, srv: srv, clock: clk, root: root}
@@ -277,7 +284,11 @@ func TestChannelEventStreamEndsWithTheSession(t *testing.T) {
 
 func TestChannelPagePollsWithoutEvents(t *testing.T) {
 	t.Parallel()
-	p := newPanel(t, false)
+	// A nil *stream.Hub (an embedder's hub variable left unset) is no hub.
+	p := newPanelWith(t, func(_ *chat.Service, cfg *console.Config) {
+		var none *stream.Hub
+		cfg.Events = none
+	})
 	_, err := p.svc.CreateChannel(context.Background(), p.root.UserID, chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	b := p.browser("10.1.0.3")

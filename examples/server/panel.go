@@ -21,15 +21,12 @@ import (
 // mountPanel serves the admin panel (package console) at /admin/; its
 // channel pages are live from hub's event stream.
 func mountPanel(r chi.Router, svc *chat.Service, hub *stream.Hub, cfg *config, log *slog.Logger) {
-	pc := console.Config{
+	panel := http.StripPrefix("/admin", console.New(svc, console.Config{
 		Prefix:      "/admin",
 		IdleTimeout: cfg.panelIdle,
+		Events:      hub, // nil: the channel pages poll
 		Logger:      log,
-	}
-	if hub != nil { // a nil *stream.Hub in the interface would not read as none
-		pc.Events = hub
-	}
-	panel := http.StripPrefix("/admin", console.New(svc, pc))
+	}))
 	r.Handle("/admin/*", panel)
 	r.Get("/admin", func(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, "/admin/", http.StatusMovedPermanently)
