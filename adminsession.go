@@ -223,13 +223,12 @@ func (s *Service) AdminSessionFor(ctx context.Context, sessionID string, idle ti
 }
 
 // CheckAdminSession is AdminSessionFor without recording a request: it
-// reports whether the session is still valid without extending it, for
-// a long-lived connection (the panel's event stream) that must end when
-// the session does. An idle session is deleted. Errors: as
-// AdminSessionFor.
-func (s *Service) CheckAdminSession(ctx context.Context, sessionID string, idle time.Duration) error {
-	_, _, err := s.adminSession(ctx, sessionID, idle, false)
-	return err
+// returns the admin and the session while the session is valid, without
+// extending it, for what the panel's pages do by themselves (refreshing a
+// list, keeping an event stream open), which must not keep an unattended
+// session alive. An idle session is deleted. Errors: as AdminSessionFor.
+func (s *Service) CheckAdminSession(ctx context.Context, sessionID string, idle time.Duration) (*Admin, *AdminSession, error) {
+	return s.adminSession(ctx, sessionID, idle, false)
 }
 
 // adminSession resolves a panel session; touch records the request.

@@ -13,8 +13,8 @@ import (
 // messages, and every action on them.
 func (h *handler) channelRoutes(rt *router) {
 	rt.get("/channels/{id}", h.channel)
-	rt.get("/channels/{id}/messages", h.channelMessages)
-	rt.get("/channels/{id}/events", h.channelEvents)
+	rt.live("/channels/{id}/messages", h.channelMessages)
+	rt.live("/channels/{id}/events", h.channelEvents)
 	rt.post("/channels/{id}/rename", h.channelAction(func(q *req, id string) (string, error) {
 		_, err := h.svc.RenameChannel(q.r.Context(), q.actor(), id, q.form("displayName"))
 		return "Display name changed.", err

@@ -226,7 +226,20 @@ type router struct{ h *handler }
 // get serves a page to signed-in admins.
 func (rt *router) get(pattern string, fn func(q *req)) {
 	rt.h.mux.HandleFunc("GET "+pattern, func(w http.ResponseWriter, r *http.Request) {
-		q, ok := rt.h.authenticate(w, r)
+		q, ok := rt.h.authenticate(w, r, true)
+		if !ok {
+			return
+		}
+		fn(q)
+	})
+}
+
+// live serves what a page's script asks for by itself (a refreshed list,
+// an event stream) to signed-in admins, without extending the session:
+// an open page left alone does not keep its session alive.
+func (rt *router) live(pattern string, fn func(q *req)) {
+	rt.h.mux.HandleFunc("GET "+pattern, func(w http.ResponseWriter, r *http.Request) {
+		q, ok := rt.h.authenticate(w, r, false)
 		if !ok {
 			return
 		}
@@ -249,7 +262,7 @@ func (rt *router) post(pattern string, fn func(q *req)) {
 			rt.h.refuse(w, r, http.StatusBadRequest, "Refused", "The form could not be read (is it larger than 1 MiB?), so nothing was changed.")
 			return
 		}
-		q, ok := rt.h.authenticate(w, r)
+		q, ok := rt.h.authenticate(w, r, true)
 		if !ok {
 			return
 		}
@@ -284,13 +297,17 @@ func sameOrigin(r *http.Request) bool {
 	return true
 }
 
-// authenticate resolves the session cookie. Without a valid session a
-// page request is sent to the sign-in page, a fetch or an event stream
-// gets 401.
-func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (*req, bool) {
+// authenticate resolves the session cookie; touch records the request
+// (extending the session). Without a valid session a page request is
+// sent to the sign-in page, a fetch or an event stream gets 401.
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, touch bool) (*req, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err == nil {
-		a, sess, err := h.svc.AdminSessionFor(r.Context(), c.Value, h.cfg.IdleTimeout)
+		resolve := h.svc.AdminSessionFor
+		if !touch {
+			resolve = h.svc.CheckAdminSession
+		}
+		a, sess, err := resolve(r.Context(), c.Value, h.cfg.IdleTimeout)
 		if err == nil {
 			// Every Service call of the request names the admin's user as
 			// the actor, also those that take no actor argument (admin

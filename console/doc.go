@@ -29,8 +29,9 @@
 // Server-Sent Events (GET /channels/{id}/events, a Hub subscription to that
 // channel as an admin, resumed from Last-Event-ID) and re-reads the
 // server-rendered message list when one arrives. The stream pings every
-// Config.EventPing and checks the session then, without extending it, and
-// ends when the session has ended. Without Config.Events the page polls the
+// Config.EventPing and checks the session then, and ends when the session
+// has ended. Neither the stream nor the list's refreshes extend the
+// session: an open page left alone signs out after Config.IdleTimeout. Without Config.Events the page polls the
 // message list every Config.PollInterval. The channels page searches by a
 // prefix of the channel id or of a word of the name (ChannelQuery.Search).
 //

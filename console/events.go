@@ -133,7 +133,7 @@ func (h *handler) channelEvents(q *req) {
 				return
 			}
 		case <-ping.C:
-			if err := h.svc.CheckAdminSession(ctx, cookie.Value, h.cfg.IdleTimeout); err != nil {
+			if _, _, err := h.svc.CheckAdminSession(ctx, cookie.Value, h.cfg.IdleTimeout); err != nil {
 				if chat.ErrorCode(err) != chat.CodeUnauthorized {
 					h.log.Error("console: checking the session of an event stream", "err", err)
 				}

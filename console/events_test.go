@@ -300,3 +300,36 @@ func TestChannelPagePollsWithoutEvents(t *testing.T) {
 	s := b.open("/admin/channels/lobby/events", nil)
 	require.Equal(t, http.StatusNotFound, s.res.StatusCode)
 }
+
+// TestLiveRequestsDoNotExtendTheSession: what an open channel page asks
+// for by itself (the message list, the event stream) is served while the
+// session lasts but does not extend it; a page load does.
+func TestLiveRequestsDoNotExtendTheSession(t *testing.T) {
+	t.Parallel()
+	p := newLivePanel(t, time.Hour)
+	_, err := p.svc.CreateChannel(context.Background(), p.root.UserID, chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard})
+	require.NoError(t, err)
+	b := p.browser("10.1.0.4")
+	b.signedIn()
+	fetch := map[string]string{"X-Requested-With": "fetch"}
+	for i := 0; i < 3; i++ {
+		p.clock.add(9 * time.Minute)
+		res, _ := b.do("GET", "/admin/channels/lobby/messages", nil, fetch)
+		require.Equal(t, http.StatusOK, res.StatusCode, "within the idle time")
+		s := b.open("/admin/channels/lobby/events", nil)
+		require.Equal(t, http.StatusOK, s.res.StatusCode)
+		s.res.Body.Close()
+	}
+	p.clock.add(4 * time.Minute) // 31 minutes after the last page load
+	res, _ := b.do("GET", "/admin/channels/lobby/messages", nil, fetch)
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "the refreshes did not keep the session alive")
+
+	// A page load does extend it.
+	b.signedIn()
+	p.clock.add(20 * time.Minute)
+	res, _ = b.get("/admin/channels/lobby")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	p.clock.add(20 * time.Minute)
+	res, _ = b.do("GET", "/admin/channels/lobby/messages", nil, fetch)
+	require.Equal(t, http.StatusOK, res.StatusCode, "20 minutes after a page load")
+}
