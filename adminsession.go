@@ -219,6 +219,20 @@ func (s *Service) SignInAdmin(ctx context.Context, name, password string) (*Admi
 // session is deleted. Errors: CodeUnauthorized (unknown, ended or idle
 // session, revoked admin).
 func (s *Service) AdminSessionFor(ctx context.Context, sessionID string, idle time.Duration) (*Admin, *AdminSession, error) {
+	return s.adminSession(ctx, sessionID, idle, true)
+}
+
+// CheckAdminSession is AdminSessionFor without recording a request: it
+// returns the admin and the session while the session is valid, without
+// extending it, for what the panel's pages do by themselves (refreshing a
+// list, keeping an event stream open), which must not keep an unattended
+// session alive. An idle session is deleted. Errors: as AdminSessionFor.
+func (s *Service) CheckAdminSession(ctx context.Context, sessionID string, idle time.Duration) (*Admin, *AdminSession, error) {
+	return s.adminSession(ctx, sessionID, idle, false)
+}
+
+// adminSession resolves a panel session; touch records the request.
+func (s *Service) adminSession(ctx context.Context, sessionID string, idle time.Duration, touch bool) (*Admin, *AdminSession, error) {
 	if idle <= 0 {
 		idle = DefaultAdminSessionIdle
 	}
@@ -250,7 +264,7 @@ func (s *Service) AdminSessionFor(ctx context.Context, sessionID string, idle ti
 	}
 	// Write the last-seen time at most once a minute: a page that polls
 	// does not turn every read into a write.
-	if now.Sub(sess.LastSeenAt.Time) >= time.Minute || idle <= 2*time.Minute {
+	if touch && (now.Sub(sess.LastSeenAt.Time) >= time.Minute || idle <= 2*time.Minute) {
 		err = s.update(ctx, func(tx Tx, _ *events) error {
 			return tx.TouchAdminSession(ctx, h, now.Time)
 		})

@@ -58,6 +58,20 @@ func TestAdminSignIn(t *testing.T) {
 	_, _, err = e.svc.AdminSessionFor(ctx, id, 30*time.Minute)
 	require.Equal(t, chat.CodeUnauthorized, chat.ErrorCode(err), "idle for 31 minutes")
 
+	// Checking a session does not extend it.
+	_, _, id, err = e.svc.SignInAdmin(ctx, "root", "correct horse battery")
+	require.NoError(t, err)
+	e.clk.Add(20 * time.Minute)
+	a, sess, err = e.svc.CheckAdminSession(ctx, id, 30*time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, "root", a.Name)
+	require.NotEmpty(t, sess.CSRFToken)
+	e.clk.Add(11 * time.Minute)
+	_, _, err = e.svc.CheckAdminSession(ctx, id, 30*time.Minute)
+	require.Equal(t, chat.CodeUnauthorized, chat.ErrorCode(err), "31 minutes after sign-in, checked but not used since")
+	_, _, err = e.svc.CheckAdminSession(ctx, id+"x", 0)
+	require.Equal(t, chat.CodeUnauthorized, chat.ErrorCode(err))
+
 	// Signing out ends the session.
 	_, _, id, err = e.svc.SignInAdmin(ctx, "root", "correct horse battery")
 	require.NoError(t, err)

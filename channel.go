@@ -292,15 +292,30 @@ type ChannelQuery struct {
 	Tags          []string
 	ExcludeTags   []string
 	IncludeClosed bool
-	Skip          int
-	Limit         int
-	Token         string
+	// Search keeps the channels whose channelId, or any word of whose
+	// displayName (and the rest of the name from that word), begins with
+	// it, compared case-insensitively: the user search's matching (see
+	// NameKeys and MatchChannel). Empty: every channel.
+	Search string
+	Skip   int
+	Limit  int
+	Token  string
 }
 
 // QueryChannels lists channels with the acting admin's channelUsers.
 // Errors: CodeBadRequest (bad filter, limit, skip or token).
 func (s *Service) QueryChannels(ctx context.Context, actorID string, q ChannelQuery) (*ChannelList, error) {
-	f := ChannelFilter{Tags: q.Tags, ExcludeTags: q.ExcludeTags, IncludeClosed: q.IncludeClosed}
+	if len(q.Search) > s.lim.MaxIDBytes {
+		return nil, invalid("search", "must be at most %d bytes", s.lim.MaxIDBytes)
+	}
+	if err := checkText("search", q.Search); err != nil {
+		return nil, err
+	}
+	key := ""
+	if q.Search != "" {
+		key = SearchKey(q.Search)
+	}
+	f := ChannelFilter{Tags: q.Tags, ExcludeTags: q.ExcludeTags, IncludeClosed: q.IncludeClosed, Search: key}
 	switch q.Filter {
 	case "", ChannelsAll:
 	case ChannelsMember:
@@ -339,7 +354,7 @@ func (s *Service) QueryChannels(ctx context.Context, actorID string, q ChannelQu
 	if q.IncludeClosed {
 		incl = "1"
 	}
-	qh := queryHash(string(q.Filter), actorID, q.UserID, joinList(q.Tags), joinList(q.ExcludeTags), incl)
+	qh := queryHash(string(q.Filter), actorID, q.UserID, joinList(q.Tags), joinList(q.ExcludeTags), incl, key)
 	var tok *pageToken
 	if q.Token != "" {
 		if tok, err = s.decodeToken("options.token", q.Token, "channels", qh); err != nil {

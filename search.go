@@ -121,6 +121,32 @@ func MatchUser(key string, u *User) bool {
 	return false
 }
 
+// ChannelKeys returns the keys a channel is found by in a channel search:
+// IDKey of its channelId, then NameKeys of its displayName (without
+// repeats). The SQL stores index them.
+func ChannelKeys(c *Channel) []string {
+	keys := []string{IDKey(c.ChannelID)}
+	for _, k := range NameKeys(c.DisplayName) {
+		if k != keys[0] {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// MatchChannel reports whether a channel search (already passed through
+// SearchKey) matches the channel's channelId or displayName: a prefix of
+// one of its ChannelKeys. The memory store uses it, and the SQL stores
+// answer the same from their indexes.
+func MatchChannel(key string, c *Channel) bool {
+	for _, k := range ChannelKeys(c) {
+		if strings.HasPrefix(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
 // MessageWords returns the search words of a message: those of the text
 // of a text message or the caption of an image or file message (see
 // Words); nil for a deleted message and for other types.

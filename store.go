@@ -70,10 +70,15 @@ type ChannelFilter struct {
 	Tags          []string // channels having any of these tags
 	ExcludeTags   []string // channels having none of these tags
 	IncludeClosed bool
-	After         *ChannelCursor
-	Before        *ChannelCursor
-	Offset        int
-	Limit         int
+	// Search, when not empty, is a SearchKey: only the channels it
+	// matches (see MatchChannel). SQL adapters answer from an index of
+	// the keys (IDKey of the channelId, NameKeys of the displayName)
+	// written with every channel create and update.
+	Search string
+	After  *ChannelCursor
+	Before *ChannelCursor
+	Offset int
+	Limit  int
 }
 
 // ChannelStore persists channels and memberships.

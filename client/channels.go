@@ -31,8 +31,11 @@ type QueryChannelsRequest struct {
 	// ExcludeTags drops channels with any of these tags.
 	ExcludeTags []string `json:"excludeTags,omitempty"`
 	// IncludeClosed also lists closed channels (ext).
-	IncludeClosed bool         `json:"includeClosed,omitempty"`
-	Options       *PageOptions `json:"options,omitempty"`
+	IncludeClosed bool `json:"includeClosed,omitempty"`
+	// Search keeps the channels whose channelId, or a word of whose
+	// displayName, begins with it, case-insensitively (ext).
+	Search  string       `json:"search,omitempty"`
+	Options *PageOptions `json:"options,omitempty"`
 }
 
 // QueryChannels lists channels (POST /channels).

@@ -13,7 +13,8 @@ import (
 // messages, and every action on them.
 func (h *handler) channelRoutes(rt *router) {
 	rt.get("/channels/{id}", h.channel)
-	rt.get("/channels/{id}/messages", h.channelMessages)
+	rt.live("/channels/{id}/messages", h.channelMessages)
+	rt.live("/channels/{id}/events", h.channelEvents)
 	rt.post("/channels/{id}/rename", h.channelAction(func(q *req, id string) (string, error) {
 		_, err := h.svc.RenameChannel(q.r.Context(), q.actor(), id, q.form("displayName"))
 		return "Display name changed.", err
@@ -139,6 +140,7 @@ type channelView struct {
 	Channel  chat.Channel
 	Members  []member
 	Messages messagesView
+	Events   string // the page's event stream, empty without Config.Events
 }
 
 // messagesView is the live part of a channel's page.
@@ -176,6 +178,9 @@ func (h *handler) channel(q *req) {
 		v.Members = append(v.Members, member{ChannelUser: cu, User: u})
 	}
 	v.Messages = h.loadMessages(q, id, v.Channel.IsClosed)
+	if h.cfg.Events != nil {
+		v.Events = h.cfg.Prefix + "/channels/" + esc(id) + "/events"
+	}
 	title := v.Channel.DisplayName
 	if title == "" {
 		title = id

@@ -8,7 +8,8 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-// channelsRoutes serves the channel list (search, filters, paging) and
+// channelsRoutes serves the channel list (search by a prefix of the id or
+// of a word of the name, filters, paging) and
 // channel creation; channel.go serves one channel.
 func (h *handler) channelsRoutes(rt *router) {
 	rt.get("/channels", h.channels)
@@ -17,11 +18,11 @@ func (h *handler) channelsRoutes(rt *router) {
 }
 
 type channelsView struct {
-	Filter, UserID, Tags, ExcludeTags string
-	Closed                            bool
-	List                              *chat.ChannelList
-	Next, Previous                    string // links to the neighbouring pages
-	Error                             string
+	Filter, UserID, Tags, ExcludeTags, Search string
+	Closed                                    bool
+	List                                      *chat.ChannelList
+	Next, Previous                            string // links to the neighbouring pages
+	Error                                     string
 }
 
 func (h *handler) channels(q *req) {
@@ -31,11 +32,11 @@ func (h *handler) channels(q *req) {
 	}
 	v := channelsView{
 		Filter: q.form("filter"), UserID: q.form("userId"), Tags: q.form("tags"),
-		ExcludeTags: q.form("excludeTags"), Closed: q.form("closed") == "yes",
+		ExcludeTags: q.form("excludeTags"), Closed: q.form("closed") == "yes", Search: q.form("search"),
 	}
 	cq := chat.ChannelQuery{
 		Filter: chat.ChannelMembershipFilter(v.Filter), UserID: v.UserID,
-		Tags: list(v.Tags), ExcludeTags: list(v.ExcludeTags), IncludeClosed: v.Closed,
+		Tags: list(v.Tags), ExcludeTags: list(v.ExcludeTags), IncludeClosed: v.Closed, Search: v.Search,
 		Limit: 20, Token: q.form("token"),
 	}
 	cl, err := h.svc.QueryChannels(q.r.Context(), q.actor(), cq)
@@ -50,7 +51,7 @@ func (h *handler) channels(q *req) {
 		v.List = cl
 		if cl.Paging != nil {
 			base := url.Values{}
-			for k, val := range map[string]string{"filter": v.Filter, "userId": v.UserID, "tags": v.Tags, "excludeTags": v.ExcludeTags} {
+			for k, val := range map[string]string{"filter": v.Filter, "userId": v.UserID, "tags": v.Tags, "excludeTags": v.ExcludeTags, "search": v.Search} {
 				if val != "" {
 					base.Set(k, val)
 				}

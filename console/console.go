@@ -16,6 +16,7 @@ import (
 	"time"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/stream"
 )
 
 //go:embed templates static
@@ -51,8 +52,19 @@ type Config struct {
 	// (for a server behind a proxy that ends TLS). Cookies of requests
 	// that arrive over TLS are always Secure. Default false.
 	SecureCookies bool
+	// Events makes the channel page live from the event stream: the page
+	// listens to GET /channels/{id}/events (Server-Sent Events from a
+	// subscription to that channel's events) and refreshes its messages
+	// when one arrives. Pass the *stream.Hub the API serves /events from.
+	// Optional: without it the page asks for new messages every
+	// PollInterval instead.
+	Events Subscriber
+	// EventPing is how often the channel page's event stream sends a
+	// keep-alive comment and checks that the session is still valid
+	// (the stream ends when it is not). Default 25 s.
+	EventPing time.Duration
 	// PollInterval is how often an open channel page asks for new
-	// messages. Default 2 s.
+	// messages when there is no Events. Default 2 s.
 	PollInterval time.Duration
 	// MaxFailures failed sign-ins for one name or from one address within
 	// FailureWindow make further attempts answer 429 until the window has
@@ -92,6 +104,12 @@ func New(svc *chat.Service, cfg Config) http.Handler {
 	cfg.Prefix = "/" + strings.Trim(cfg.Prefix, "/")
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = chat.DefaultAdminSessionIdle
+	}
+	if hub, ok := cfg.Events.(*stream.Hub); ok && hub == nil {
+		cfg.Events = nil // a nil hub is no hub: the page polls
+	}
+	if cfg.EventPing <= 0 {
+		cfg.EventPing = 25 * time.Second
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
@@ -208,7 +226,20 @@ type router struct{ h *handler }
 // get serves a page to signed-in admins.
 func (rt *router) get(pattern string, fn func(q *req)) {
 	rt.h.mux.HandleFunc("GET "+pattern, func(w http.ResponseWriter, r *http.Request) {
-		q, ok := rt.h.authenticate(w, r)
+		q, ok := rt.h.authenticate(w, r, true)
+		if !ok {
+			return
+		}
+		fn(q)
+	})
+}
+
+// live serves what a page's script asks for by itself (a refreshed list,
+// an event stream) to signed-in admins, without extending the session:
+// an open page left alone does not keep its session alive.
+func (rt *router) live(pattern string, fn func(q *req)) {
+	rt.h.mux.HandleFunc("GET "+pattern, func(w http.ResponseWriter, r *http.Request) {
+		q, ok := rt.h.authenticate(w, r, false)
 		if !ok {
 			return
 		}
@@ -231,7 +262,7 @@ func (rt *router) post(pattern string, fn func(q *req)) {
 			rt.h.refuse(w, r, http.StatusBadRequest, "Refused", "The form could not be read (is it larger than 1 MiB?), so nothing was changed.")
 			return
 		}
-		q, ok := rt.h.authenticate(w, r)
+		q, ok := rt.h.authenticate(w, r, true)
 		if !ok {
 			return
 		}
@@ -266,12 +297,17 @@ func sameOrigin(r *http.Request) bool {
 	return true
 }
 
-// authenticate resolves the session cookie. Without a valid session a
-// page request is sent to the sign-in page, a fetch gets 401.
-func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (*req, bool) {
+// authenticate resolves the session cookie; touch records the request
+// (extending the session). Without a valid session a page request is
+// sent to the sign-in page, a fetch or an event stream gets 401.
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, touch bool) (*req, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err == nil {
-		a, sess, err := h.svc.AdminSessionFor(r.Context(), c.Value, h.cfg.IdleTimeout)
+		resolve := h.svc.AdminSessionFor
+		if !touch {
+			resolve = h.svc.CheckAdminSession
+		}
+		a, sess, err := resolve(r.Context(), c.Value, h.cfg.IdleTimeout)
 		if err == nil {
 			// Every Service call of the request names the admin's user as
 			// the actor, also those that take no actor argument (admin
@@ -286,7 +322,7 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (*req, bo
 		}
 		h.clearCookie(w, r, sessionCookie)
 	}
-	if r.Method == http.MethodGet && r.Header.Get("X-Requested-With") != "fetch" {
+	if r.Method == http.MethodGet && r.Header.Get("X-Requested-With") != "fetch" && !wantsEventStream(r) {
 		h.setFlash(w, r, "info", "Please sign in.")
 		http.Redirect(w, r, h.cfg.Prefix+"/signin", http.StatusSeeOther)
 		return nil, false

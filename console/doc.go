@@ -24,6 +24,17 @@
 // box is a dry run (Service.CheckMessage); a user's page can delete the
 // user's messages (Service.PurgeUserMessages) after a confirmation step.
 //
+// A channel's page is live when Config.Events is set (the example server
+// passes its *stream.Hub): its script listens to the channel's events as
+// Server-Sent Events (GET /channels/{id}/events, a Hub subscription to that
+// channel as an admin, resumed from Last-Event-ID) and re-reads the
+// server-rendered message list when one arrives. The stream pings every
+// Config.EventPing and checks the session then, and ends when the session
+// has ended. Neither the stream nor the list's refreshes extend the
+// session: an open page left alone signs out after Config.IdleTimeout. Without Config.Events the page polls the
+// message list every Config.PollInterval. The channels page searches by a
+// prefix of the channel id or of a word of the name (ChannelQuery.Search).
+//
 // Adding an area: write one file with a routes method (see channels.go),
 // its template in templates/ (defining "content"), and add one entry to
 // the pages list in nav.go.

@@ -330,3 +330,46 @@ func TestMessageComments(t *testing.T) {
 	require.Contains(t, frag, "a comment", "the live refresh keeps to the comments")
 	require.NotContains(t, frag, ">the post<")
 }
+
+func TestChannelSearch(t *testing.T) {
+	t.Parallel()
+	p := newPanel(t, false)
+	ctx := context.Background()
+	for i, c := range []chat.CreateChannel{
+		{ChannelID: "zoo", DisplayName: "The Zebra Keepers"},
+		{ChannelID: "night-shift", DisplayName: "Owls <b>"},
+		{ChannelID: "team-1", DisplayName: "Team"},
+		{ChannelID: "team-2", DisplayName: "Team"},
+		{ChannelID: "team-3", DisplayName: "Team"},
+	} {
+		c.Type = chat.ChannelTypeStandard
+		_, err := p.svc.CreateChannel(ctx, p.root.UserID, c)
+		require.NoError(t, err, i)
+	}
+	b := p.browser("10.5.0.9")
+	b.signedIn()
+	rowRE := regexp.MustCompile(`<tr data-channel-id="([^"]+)"`)
+	rows := func(page string) []string {
+		var ids []string
+		for _, m := range rowRE.FindAllStringSubmatch(page, -1) {
+			ids = append(ids, m[1])
+		}
+		return ids
+	}
+	_, page := b.get("/admin/channels?search=KEEP")
+	require.Equal(t, []string{"zoo"}, rows(page), "a later word of the name")
+	require.Contains(t, page, `id="f-search" name="search" value="KEEP"`)
+	_, page = b.get("/admin/channels?search=night-")
+	require.Equal(t, []string{"night-shift"}, rows(page), "a prefix of the id")
+	_, page = b.get("/admin/channels?search=eep")
+	require.Nil(t, rows(page))
+	require.Contains(t, page, "No channel matches.")
+	_, page = b.get("/admin/channels?search=team")
+	require.ElementsMatch(t, []string{"team-1", "team-2", "team-3"}, rows(page))
+	_, page = b.get("/admin/channels?search=owl")
+	require.Equal(t, []string{"night-shift"}, rows(page))
+	require.Contains(t, page, "Owls &lt;b&gt;")
+	res, page := b.get("/admin/channels?search=" + url.QueryEscape("a\x00b"))
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	require.Contains(t, page, "search")
+}

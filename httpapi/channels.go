@@ -19,6 +19,7 @@ func (h *handler) queryChannels(w http.ResponseWriter, r *http.Request) error {
 		Tags:          p.strs("tags"),
 		ExcludeTags:   p.strs("excludeTags"),
 		IncludeClosed: p.boolean("includeClosed"),
+		Search:        p.str("search"),
 		Skip:          opt.integer("skip"),
 		Limit:         opt.integer("limit"),
 		Token:         opt.str("token"),

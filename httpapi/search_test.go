@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,10 @@ func TestSearch(t *testing.T) {
 			t.Run("Users", func(t *testing.T) {
 				t.Parallel()
 				testSearchUsers(t, newEnv(t, st))
+			})
+			t.Run("Channels", func(t *testing.T) {
+				t.Parallel()
+				testSearchChannels(t, newEnv(t, st))
 			})
 		})
 	}
@@ -199,4 +204,70 @@ func manyWords(n int) string {
 		ws[i] = "w" + strings.Repeat("x", i)
 	}
 	return strings.Join(ws, " ")
+}
+
+func testSearchChannels(t *testing.T, e *env) {
+	bg := ctx(t)
+	for _, c := range []client.CreateChannelRequest{
+		{ChannelID: "zoo-keepers", DisplayName: "The Zebra Keepers"},
+		{ChannelID: "Night-Shift", DisplayName: "Owls"},
+		{ChannelID: "sofia", DisplayName: "ΣΟΦΙΑ Room"},
+		{ChannelID: "old-zebras", DisplayName: "Old Zebras"},
+	} {
+		c.Type = chat.ChannelTypeStandard
+		_, err := e.c.CreateChannel(bg, c)
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.c.CloseChannel(bg, "old-zebras"))
+	find := func(search string, closed bool, opt *client.PageOptions) ([]string, *chat.Paging) {
+		t.Helper()
+		out, err := e.c.QueryChannels(bg, client.QueryChannelsRequest{Search: search, IncludeClosed: closed, Options: opt})
+		require.NoError(t, err)
+		ids := []string{}
+		for _, c := range out.Channels {
+			ids = append(ids, c.ChannelID)
+		}
+		return ids, out.Paging
+	}
+	ids, _ := find("zeb", false, nil)
+	require.Equal(t, []string{"zoo-keepers"}, ids, "a word of the name, closed channels left out")
+	ids, _ = find("ZEB", true, nil)
+	require.ElementsMatch(t, []string{"old-zebras", "zoo-keepers"}, ids, "closed too with includeClosed")
+	ids, _ = find("keep", false, nil)
+	require.Equal(t, []string{"zoo-keepers"}, ids, "a later word")
+	ids, _ = find("night-s", false, nil)
+	require.Equal(t, []string{"Night-Shift"}, ids, "a prefix of the id")
+	ids, _ = find("σοφ", false, nil)
+	require.Equal(t, []string{"sofia"}, ids)
+	ids, _ = find("eep", false, nil)
+	require.Empty(t, ids, "not infix")
+	// Paging keeps the search.
+	for i := 1; i <= 5; i++ {
+		_, err := e.c.CreateChannel(bg, client.CreateChannelRequest{ChannelID: fmt.Sprintf("team-%d", i), DisplayName: "Team", Type: chat.ChannelTypeStandard})
+		require.NoError(t, err)
+	}
+	ids, pg := find("TEAM", false, &client.PageOptions{Limit: 2})
+	require.Equal(t, []string{"team-5", "team-4"}, ids)
+	require.NotEmpty(t, pg.Next)
+	ids, pg = find("TEAM", false, &client.PageOptions{Token: pg.Next})
+	require.Equal(t, []string{"team-3", "team-2"}, ids)
+	ids, last := find("TEAM", false, &client.PageOptions{Token: pg.Next})
+	require.Equal(t, []string{"team-1"}, ids)
+	require.Empty(t, last.Next)
+	// A token of one search does not continue another.
+	_, err := e.c.QueryChannels(bg, client.QueryChannelsRequest{Search: "z", IncludeClosed: true, Options: &client.PageOptions{Token: pg.Next}})
+	require.Equal(t, chat.CodeBadRequest, chat.ErrorCode(err))
+	// A rename changes what finds the channel.
+	name := "Giraffe Friends"
+	_, err = e.c.UpdateChannel(bg, "zoo-keepers", client.UpdateChannelRequest{DisplayName: &name})
+	require.NoError(t, err)
+	ids, _ = find("zeb", false, nil)
+	require.Empty(t, ids)
+	ids, _ = find("friend", false, nil)
+	require.Equal(t, []string{"zoo-keepers"}, ids)
+	// Hostile input.
+	requireError(t, e.do("POST", "/channels", "application/json", `{"search":"a\u0000b"}`), chat.CodeBadRequest, "search")
+	requireError(t, e.do("POST", "/channels", "application/json", "{\"search\":\"a\xffb\"}"), chat.CodeBadRequest, "")
+	requireError(t, e.do("POST", "/channels", "application/json", `{"search":"`+strings.Repeat("x", 257)+`"}`), chat.CodeBadRequest, "search")
+	requireError(t, e.do("POST", "/channels", "application/json", `{"search":["a"]}`), chat.CodeBadRequest, "search")
 }

@@ -15,13 +15,16 @@ import (
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/console"
+	"github.com/chatengine/chat/stream"
 )
 
-// mountPanel serves the admin panel (package console) at /admin/.
-func mountPanel(r chi.Router, svc *chat.Service, cfg *config, log *slog.Logger) {
+// mountPanel serves the admin panel (package console) at /admin/; its
+// channel pages are live from hub's event stream.
+func mountPanel(r chi.Router, svc *chat.Service, hub *stream.Hub, cfg *config, log *slog.Logger) {
 	panel := http.StripPrefix("/admin", console.New(svc, console.Config{
 		Prefix:      "/admin",
 		IdleTimeout: cfg.panelIdle,
+		Events:      hub, // nil: the channel pages poll
 		Logger:      log,
 	}))
 	r.Handle("/admin/*", panel)

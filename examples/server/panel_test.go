@@ -288,8 +288,17 @@ func TestPanelInBrowser(t *testing.T) {
 		settle(`Array.from(document.querySelectorAll('#messages li.message .text')).some(function (p) { return p.textContent === "Welcome to the lobby"; })`),
 	)
 
+	// The page is live from the event stream (not polling); a marker on
+	// the window tells that what follows arrives without a reload.
+	ops.run(t, "the channel page is live",
+		settle(`document.getElementById('messages').getAttribute('data-mode') === 'stream'`),
+		settle(`document.getElementById('live-state').getAttribute('data-state') === 'live' && document.getElementById('live-state').textContent === 'live'`),
+		chromedp.Evaluate[chromedp.Void](`window.sameLivePage = true`),
+	)
+
 	// Alice writes through the API; the open page shows it without a
-	// reload (live refresh), and her image inline through its signed link.
+	// reload (pushed by the event stream), and her image inline through
+	// its signed link.
 	alice := apiAs(t, s, opsToken, "POST", "/api/v2/users/alice/token", map[string]any{"ttl": 3600})
 	aliceToken := alice["token"].(string)
 	apiAs(t, s, aliceToken, "POST", "/api/v2/message", map[string]any{
@@ -300,6 +309,9 @@ func TestPanelInBrowser(t *testing.T) {
 		settle(`Array.from(document.querySelectorAll('#messages li.message .text')).some(function (p) { return p.textContent === "hi, alice here <b>bold?</b>"; })`),
 		settle(`document.querySelectorAll('#messages b').length === 0`),
 		settle(`(function () { var i = document.querySelector('#messages li.message img'); return !!i && i.complete && i.naturalWidth === 80; })()`),
+		settle(`window.sameLivePage === true`),
+		settle(`document.getElementById('messages').getAttribute('data-mode') === 'stream'`),
+		settle(`document.getElementById('live-state').getAttribute('data-state') === 'live'`),
 	)
 	src := evaluate[string](t, ops, `document.querySelector('#messages li.message img').getAttribute('src')`)
 	require.Contains(t, src, "/api/v2/messages/")
@@ -432,6 +444,15 @@ func TestPanelInBrowser(t *testing.T) {
 	ops.run(t, "all users", chromedp.Navigate(panelURL+"users"), present(`#user-list tr[data-user-id="bob"]`))
 	screenshot(t, ops, "panel-users", 1200, 800)
 	ops.run(t, "channels", chromedp.Navigate(panelURL+"channels"), present(`#channel-list tr[data-channel-id="lobby"]`), settle(allLabelled))
+	ops.run(t, "find a channel by a word of its name",
+		chromedp.SendKeys(css(`#f-search`), "LOB"),
+		press(`#channel-filter-form button`),
+		present(`#channel-list tr[data-channel-id="lobby"]`),
+		settle(`document.getElementById('f-search').value === 'LOB'`),
+		chromedp.Navigate(panelURL+"channels?search=nothing-like-it"),
+		settle(`document.querySelector('#channel-list') === null && document.querySelector('main').textContent.indexOf('No channel matches.') >= 0`),
+		settle(allLabelled),
+	)
 	ops.run(t, "dashboard shows the activity", chromedp.Navigate(panelURL), settle(`Array.from(document.querySelectorAll('main table code')).some(function (c) { return c.textContent === 'message.didCreate'; })`))
 	ops.run(t, "roles and reactions pages", chromedp.Navigate(panelURL+"roles"), settle(allLabelled), chromedp.Navigate(panelURL+"reactions"), settle(allLabelled))
 	screenshot(t, ops, "panel-channels", 1200, 900)
@@ -481,7 +502,7 @@ func TestPanelMountKeepsEscapedIDs(t *testing.T) {
 	require.NoError(t, err)
 	r := chi.NewRouter()
 	cfg := defaults
-	mountPanel(r, svc, &cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	mountPanel(r, svc, nil, &cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	jar, err := cookiejar.New(nil)

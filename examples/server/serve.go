@@ -188,7 +188,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		mountChatPage(r, svc, cfg, log)
 	}
 	if cfg.panel {
-		mountPanel(r, svc, cfg, log)
+		mountPanel(r, svc, hub, cfg, log)
 	}
 
 	ln, err := net.Listen("tcp", cfg.addr)

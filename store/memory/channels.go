@@ -136,6 +136,9 @@ func (t *tx) QueryChannels(_ context.Context, f chat.ChannelFilter) ([]*chat.Cha
 		if !tagsMatch(c.Tags, f.Tags, f.ExcludeTags) {
 			return true
 		}
+		if f.Search != "" && !chat.MatchChannel(f.Search, c) {
+			return true
+		}
 		if f.NotMemberOf != "" {
 			if cu, ok := notMember[c.ChannelID]; ok && cu.Membership == chat.MembershipMember {
 				return true

@@ -80,7 +80,7 @@ func (t *tx) CreateChannel(ctx context.Context, c *chat.Channel) error {
 		return chat.Errorf(chat.CodeConflict, "channel %q already exists", c.ChannelID)
 	}
 	t.lockedChannel(c.ChannelID)
-	return nil
+	return t.writeChannelKeys(ctx, c)
 }
 
 // GetChannel locks the row in an Update.
@@ -132,7 +132,7 @@ func (t *tx) UpdateChannel(ctx context.Context, c *chat.Channel) error {
 		return chat.Errorf(chat.CodeNotFound, "channel %q not found", c.ChannelID)
 	}
 	t.lockedChannel(c.ChannelID)
-	return nil
+	return t.writeChannelKeys(ctx, c)
 }
 
 // NextSegment relies on the row lock of the UPDATE: concurrent callers on
@@ -193,6 +193,14 @@ func channelQuery(f chat.ChannelFilter) (string, []any) {
 	}
 	if !f.IncludeClosed {
 		where = append(where, "NOT c.is_closed")
+	}
+	if f.Search != "" {
+		// A prefix range on channel_keys.key, never LIKE. The matching
+		// ids are computed once, as an array, then looked up by the
+		// channels' primary key: a prepared statement's generic plan,
+		// made without knowing how many keys the range holds, would
+		// otherwise hash-join a sequential scan of every channel.
+		where = append(where, "c.channel_id = ANY (ARRAY(SELECT k.channel_id FROM {s}channel_keys k WHERE "+wordCond(&args, "k.key", f.Search, true)+"))")
 	}
 	if f.NotMemberOf != "" {
 		where = append(where, `NOT EXISTS (SELECT 1 FROM {s}channel_users nm WHERE nm.channel_id = c.channel_id

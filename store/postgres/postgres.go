@@ -177,6 +177,10 @@ func New(ctx context.Context, db *sql.DB, opt *Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.backfillChannelSearch(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -64,6 +64,9 @@ func (t *tx) CreateChannel(ctx context.Context, c *chat.Channel) error {
 		ms(c.CreatedAt), c.ChannelID); err != nil {
 		return err
 	}
+	if err := t.writeChannelKeys(ctx, c, false); err != nil {
+		return err
+	}
 	return t.insertChannelTags(ctx, c.ChannelID, c.Tags)
 }
 
@@ -107,7 +110,8 @@ func (t *tx) UpdateChannel(ctx context.Context, c *chat.Channel) error {
 		return err
 	}
 	var old []byte
-	if err := t.row(ctx, "SELECT tags FROM channels WHERE channel_id = ?", []any{c.ChannelID}, &old); err != nil {
+	var oldName string
+	if err := t.row(ctx, "SELECT tags, display_name FROM channels WHERE channel_id = ?", []any{c.ChannelID}, &old, &oldName); err != nil {
 		return asNotFound(err, "channel", c.ChannelID)
 	}
 	if _, err := t.exec(ctx, `UPDATE channels SET display_name = ?, metadata = ?, tags = ?,
@@ -116,6 +120,11 @@ func (t *tx) UpdateChannel(ctx context.Context, c *chat.Channel) error {
 		c.DisplayName, md, tags, msp(c.MuteTimeout), ms(c.LastActivity), ms(c.UpdatedAt),
 		c.IsClosed, c.IsRateLimited, c.RateLimitWindow, c.ChannelID); err != nil {
 		return err
+	}
+	if oldName != c.DisplayName {
+		if err := t.writeChannelKeys(ctx, c, true); err != nil {
+			return err
+		}
 	}
 	if string(old) == tags {
 		return nil
@@ -174,6 +183,12 @@ func (t *tx) QueryChannels(ctx context.Context, f chat.ChannelFilter) ([]*chat.C
 	}
 	if !f.IncludeClosed {
 		q.WriteString(" AND c.is_closed = 0")
+	}
+	if f.Search != "" {
+		// A prefix range on channel_keys.key, never LIKE.
+		c, a := wordCond("k.key", f.Search, true)
+		q.WriteString(" AND c.channel_id IN (SELECT k.channel_id FROM channel_keys k WHERE " + c + ")")
+		args = append(args, a...)
 	}
 	sortKey := "(" + created + ", " + id + ")"
 	if f.After != nil {

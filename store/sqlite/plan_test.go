@@ -41,7 +41,7 @@ func (r *recorder) QueryRowContext(ctx context.Context, q string, args ...any) *
 
 // bigTables are the tables that grow with use; a plan may read them only
 // through an index.
-var bigTables = []string{"messages", "message_words", "user_keys", "message_tags", "channels", "channel_tags", "channel_users", "users",
+var bigTables = []string{"messages", "message_words", "user_keys", "channel_keys", "message_tags", "channels", "channel_tags", "channel_users", "users",
 	"reactions", "reaction_counts", "deliveries", "delivery_attempts", "blobs", "flags", "audit"}
 
 // TestQueryPlans runs the hot queries through the real Tx methods, records
@@ -118,6 +118,14 @@ func TestQueryPlans(t *testing.T) {
 			_, err := tx.QueryUsers(ctx, chat.UserFilter{Search: chat.SearchKey("Ab"), Limit: 11})
 			return err
 		}, []string{"SEARCH k USING PRIMARY KEY (key>? AND key<?)", "SEARCH u USING PRIMARY KEY (user_id=?)"}},
+		{"channels by search prefix", func(tx chat.Tx) error {
+			_, err := tx.QueryChannels(ctx, chat.ChannelFilter{Search: chat.SearchKey("Ab"), Limit: 11})
+			return err
+		}, []string{"SEARCH k USING PRIMARY KEY (key>? AND key<?)"}},
+		{"channels by search prefix, next page, with tags", func(tx chat.Tx) error {
+			_, err := tx.QueryChannels(ctx, chat.ChannelFilter{Search: chat.SearchKey("Ab"), Tags: []string{"t"}, After: cur, Limit: 11})
+			return err
+		}, []string{"SEARCH k USING PRIMARY KEY (key>? AND key<?)"}},
 		{"users page", func(tx chat.Tx) error {
 			_, err := tx.QueryUsers(ctx, chat.UserFilter{After: &chat.UserCursor{UserID: "u"}, Limit: 11})
 			return err

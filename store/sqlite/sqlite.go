@@ -224,6 +224,10 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.backfillChannelSearch(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

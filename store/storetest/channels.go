@@ -22,6 +22,9 @@ var channelCases = []tcase{
 	{"QueryFilters", testChannelQueryFilters},
 	{"QueryPaging", testChannelQueryPaging},
 	{"QueryPagingConcurrentInserts", testChannelPagingConcurrent},
+	{"Search", testChannelSearch},
+	{"SearchAfterUpdate", testChannelSearchUpdate},
+	{"SearchPaging", testChannelSearchPaging},
 	{"Isolation", testChannelIsolation},
 	{"TimeRoundTrip", testChannelTimes},
 }
