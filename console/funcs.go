@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"sort"
 	"strings"
@@ -27,6 +28,15 @@ var funcs = map[string]any{
 	"esc":  url.PathEscape,
 	"qesc": url.QueryEscape,
 	"join": strings.Join,
+	// count writes n with its noun, singular for 1: count 1 "member" is
+	// "1 member", count 3 "member" is "3 members".
+	"count": func(n any, noun string) string {
+		v := fmt.Sprint(n)
+		if v == "1" {
+			return v + " " + noun
+		}
+		return v + " " + noun + "s"
+	},
 	"json": func(v any) string {
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {

@@ -455,6 +455,7 @@ func TestPanelInBrowser(t *testing.T) {
 	)
 	ops.run(t, "dashboard shows the activity", chromedp.Navigate(panelURL), settle(`Array.from(document.querySelectorAll('main table code')).some(function (c) { return c.textContent === 'message.didCreate'; })`))
 	ops.run(t, "roles and reactions pages", chromedp.Navigate(panelURL+"roles"), settle(allLabelled), chromedp.Navigate(panelURL+"reactions"), settle(allLabelled))
+	ops.run(t, "the channel list again", chromedp.Navigate(panelURL+"channels"), present(`#channel-list tr[data-channel-id="lobby"]`))
 	screenshot(t, ops, "panel-channels", 1200, 900)
 	ops.run(t, "a channel on a phone", chromedp.Navigate(panelURL+"channels/lobby"), present(`#messages li.message`))
 	screenshot(t, ops, "panel-phone", 390, 844)
