@@ -183,13 +183,20 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 const backfillBatch = 500
 
 // backfillSearch indexes the users and messages stored before migration
-// *_search.sql (whose words come from Go code, not SQL), a batch per transaction,
-// resuming from the cursor in the meta row search.backfill and deleting
-// the row when done. Writes made meanwhile index themselves.
+// *_search.sql (whose words come from Go code, not SQL); see backfill.
 func (s *Store) backfillSearch(ctx context.Context) error {
+	return s.backfill(ctx, "search.backfill", (*tx).backfillStep)
+}
+
+// backfill runs step, a batch per transaction, while the meta row key
+// exists: step indexes the batch after the cursor kept in that row and
+// returns the next cursor, "" when done (then the row is deleted). A store
+// without the row starts with one read transaction and no write. Writes
+// made meanwhile index themselves.
+func (s *Store) backfill(ctx context.Context, key string, step func(t *tx, ctx context.Context, cur string) (string, error)) error {
 	pending := false
 	if err := s.View(ctx, func(tx chat.Tx) error {
-		_, err := tx.GetMeta(ctx, "search.backfill")
+		_, err := tx.GetMeta(ctx, key)
 		pending = err == nil
 		if chat.ErrorCode(err) == chat.CodeNotFound {
 			return nil
@@ -203,23 +210,23 @@ func (s *Store) backfillSearch(ctx context.Context) error {
 		err := s.Update(ctx, func(ctx2 chat.Tx) error {
 			t := ctx2.(*tx)
 			var cur string
-			if err := t.row(ctx, "SELECT value FROM meta WHERE key = 'search.backfill'", nil, &cur); err != nil {
+			if err := t.row(ctx, "SELECT value FROM meta WHERE key = ?", []any{key}, &cur); err != nil {
 				if chat.ErrorCode(err) == chat.CodeNotFound {
 					done = true
 					return nil
 				}
 				return err
 			}
-			next, err := t.backfillStep(ctx, cur)
+			next, err := step(t, ctx, cur)
 			if err != nil {
 				return err
 			}
 			if next == "" {
 				done = true
-				_, err = t.exec(ctx, "DELETE FROM meta WHERE key = 'search.backfill'")
+				_, err = t.exec(ctx, "DELETE FROM meta WHERE key = ?", key)
 				return err
 			}
-			_, err = t.exec(ctx, "UPDATE meta SET value = ? WHERE key = 'search.backfill'", next)
+			_, err = t.exec(ctx, "UPDATE meta SET value = ? WHERE key = ?", next, key)
 			return err
 		})
 		if err != nil || done {
