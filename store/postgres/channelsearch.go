@@ -21,44 +21,23 @@ func (t *tx) writeChannelKeys(ctx context.Context, c *chat.Channel) error {
 }
 
 // backfillChannelSearch indexes the channels stored before migration
-// *_channel_search.sql, a batch per transaction, resuming from the cursor
-// (the last channel id done) in the meta row channelsearch.backfill
-// (locked, so processes starting together take turns) and deleting the
-// row when done. Channels written meanwhile index themselves.
+// *_channel_search.sql, resuming from the last channel id done, kept in
+// the meta row channelsearch.backfill (see backfill).
 func (s *Store) backfillChannelSearch(ctx context.Context) error {
-	for {
-		done := false
-		err := s.Update(ctx, func(ctx2 chat.Tx) error {
-			t := ctx2.(*tx)
-			var cur string
-			err := t.queryRow(ctx, `SELECT value FROM {s}meta WHERE key = 'channelsearch.backfill' FOR UPDATE`, nil, &cur)
-			if chat.ErrorCode(err) == chat.CodeNotFound {
-				done = true
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			chs, err := t.channels(ctx, `SELECT `+channelCols+` FROM {s}channels WHERE channel_id > $1
-				ORDER BY channel_id LIMIT $2 FOR UPDATE`, cur, backfillBatch)
-			if err != nil {
-				return err
-			}
-			for _, c := range chs {
-				if err := t.writeChannelKeys(ctx, c); err != nil {
-					return err
-				}
-			}
-			if len(chs) < backfillBatch {
-				done = true
-				_, err = t.exec(ctx, `DELETE FROM {s}meta WHERE key = 'channelsearch.backfill'`)
-				return err
-			}
-			_, err = t.exec(ctx, `UPDATE {s}meta SET value = $1 WHERE key = 'channelsearch.backfill'`, chs[len(chs)-1].ChannelID)
-			return err
-		})
-		if err != nil || done {
-			return err
+	return s.backfill(ctx, "channelsearch.backfill", func(t *tx, ctx context.Context, cur string) (string, error) {
+		chs, err := t.channels(ctx, `SELECT `+channelCols+` FROM {s}channels WHERE channel_id > $1
+			ORDER BY channel_id LIMIT $2 FOR UPDATE`, cur, backfillBatch)
+		if err != nil {
+			return "", err
 		}
-	}
+		for _, c := range chs {
+			if err := t.writeChannelKeys(ctx, c); err != nil {
+				return "", err
+			}
+		}
+		if len(chs) < backfillBatch {
+			return "", nil
+		}
+		return chs[len(chs)-1].ChannelID, nil
+	})
 }

@@ -186,17 +186,23 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 const backfillBatch = 500
 
 // backfillSearch indexes the users and messages stored before migration
-// *_search.sql (whose words come from Go code, not SQL), a batch per transaction,
-// resuming from the cursor in the meta row search.backfill (locked, so
-// processes starting together take turns) and deleting the row when done.
-// Writes made meanwhile index themselves.
+// *_search.sql (whose words come from Go code, not SQL); see backfill.
 func (s *Store) backfillSearch(ctx context.Context) error {
+	return s.backfill(ctx, "search.backfill", (*tx).backfillStep)
+}
+
+// backfill runs step, a batch per transaction, while the meta row key
+// exists: step indexes the batch after the cursor kept in that row (locked,
+// so processes starting together take turns) and returns the next cursor,
+// "" when done (then the row is deleted). Writes made meanwhile index
+// themselves.
+func (s *Store) backfill(ctx context.Context, key string, step func(t *tx, ctx context.Context, cur string) (string, error)) error {
 	for {
 		done := false
 		err := s.Update(ctx, func(ctx2 chat.Tx) error {
 			t := ctx2.(*tx)
 			var cur string
-			err := t.queryRow(ctx, `SELECT value FROM {s}meta WHERE key = 'search.backfill' FOR UPDATE`, nil, &cur)
+			err := t.queryRow(ctx, `SELECT value FROM {s}meta WHERE key = $1 FOR UPDATE`, []any{key}, &cur)
 			if chat.ErrorCode(err) == chat.CodeNotFound {
 				done = true
 				return nil
@@ -204,16 +210,16 @@ func (s *Store) backfillSearch(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			next, err := t.backfillStep(ctx, cur)
+			next, err := step(t, ctx, cur)
 			if err != nil {
 				return err
 			}
 			if next == "" {
 				done = true
-				_, err = t.exec(ctx, `DELETE FROM {s}meta WHERE key = 'search.backfill'`)
+				_, err = t.exec(ctx, `DELETE FROM {s}meta WHERE key = $1`, key)
 				return err
 			}
-			_, err = t.exec(ctx, `UPDATE {s}meta SET value = $1 WHERE key = 'search.backfill'`, next)
+			_, err = t.exec(ctx, `UPDATE {s}meta SET value = $1 WHERE key = $2`, next, key)
 			return err
 		})
 		if err != nil || done {
