@@ -120,7 +120,7 @@ func writerWakeups(t *testing.T) {
 		go func() { defer wg.Done(); r.read(ctx, c) }()
 		return nil
 	}
-	for i := range 30 {
+	for i := range 40 {
 		require.NoError(t, dial("first-"+strconv.Itoa(i), 0))
 	}
 
@@ -132,7 +132,7 @@ func writerWakeups(t *testing.T) {
 		return last
 	}
 
-	const rounds = 60
+	const rounds = 150
 	for round := range rounds {
 		// Connections opened while this round's events are posted: their
 		// first writer starts right after the upgrade, as frames queue.
