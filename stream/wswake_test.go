@@ -171,7 +171,10 @@ func writerWakeups(t *testing.T) {
 				case <-r.got:
 				case <-wait.Done():
 					stop()
-					t.Fatalf("round %d: connection %s stalled before event %d (received %d events)", round, r.name, last, len(r.ids))
+					r.mu.Lock()
+					n := len(r.ids)
+					r.mu.Unlock()
+					t.Fatalf("round %d: connection %s stalled before event %d (received %d events)", round, r.name, last, n)
 				}
 			}
 		}
