@@ -754,10 +754,10 @@ func burst(ctx context.Context, o options, addrs []string, path string, authed b
 		for _, n := range cs.per {
 			hist[n.Load()]++
 		}
-		fmt.Fprintln(os.Stderr, "frames per connection: count of connections", hist)
+		fmt.Fprintln(os.Stderr, path+": frames per connection: count of connections", hist)
 		cs.mu.Lock()
-		fmt.Fprintln(os.Stderr, "connections that ended:", cs.errs)
+		fmt.Fprintln(os.Stderr, path+": connections that ended:", cs.errs)
 		cs.mu.Unlock()
-		return 0, 0, fmt.Errorf("%d of %d frames received, %d connections closed by the server: %w", got.Load(), want, cs.closed.Load(), ctx.Err())
+		return 0, 0, fmt.Errorf("%s: %d of %d frames received, %d connections closed by the server: %w", path, got.Load(), want, cs.closed.Load(), ctx.Err())
 	}
 }

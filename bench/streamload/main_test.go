@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,4 +42,32 @@ func TestBadFlags(t *testing.T) {
 		require.Error(t, run(args, io.Discard, io.Discard), "%v", args)
 	}
 	require.Error(t, postBurst(options{postURL: "http://example.com:80"}), "posts go to 127.0.0.1 only")
+}
+
+// TestCeilingBroadcastAfterHello: a client that has read its first frame
+// from the bare server receives every broadcast made after that, however
+// soon (the connection is in the broadcast set before its first frame is
+// written).
+func TestCeilingBroadcastAfterHello(t *testing.T) {
+	srv := httptest.NewServer(newCeiling())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 200 {
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", nil)
+		require.NoError(t, err)
+		_, b, err := c.Read(ctx)
+		require.NoError(t, err)
+		require.Contains(t, string(b), "stream.didConnect")
+		resp, err := http.Post(srv.URL+"/broadcast?n=1&size=64", "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+		_, b, err = c.Read(rctx)
+		rcancel()
+		require.NoError(t, err, "connection %d: no broadcast after its first frame", i)
+		require.Contains(t, string(b), "message.didCreate")
+		c.CloseNow()
+	}
 }

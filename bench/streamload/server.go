@@ -186,11 +186,11 @@ func chatServer(ctx context.Context, o serveOpts) (http.Handler, string, func(),
 // chat engine.
 type ceiling struct {
 	mu    sync.Mutex
-	conns map[chan []byte]struct{}
+	conns map[chan []byte]chan struct{} // a connection's queue and its end
 }
 
 func newCeiling() http.Handler {
-	c := &ceiling{conns: map[chan []byte]struct{}{}}
+	c := &ceiling{conns: map[chan []byte]chan struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", c.ws)
 	mux.HandleFunc("POST /broadcast", c.broadcast)
@@ -209,20 +209,25 @@ func (c *ceiling) ws(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := conn.CloseRead(r.Context())
-	if conn.Write(ctx, websocket.MessageText, []byte(`{"event":"stream.didConnect"}`)) != nil {
-		conn.CloseNow()
-		return
-	}
+	// The connection joins the broadcast set before its first frame is
+	// written, as the chat server's subscription is live before its
+	// stream.didConnect: a client that has read that frame receives
+	// every later broadcast.
 	q := make(chan []byte, 64)
+	gone := make(chan struct{})
 	c.mu.Lock()
-	c.conns[q] = struct{}{}
+	c.conns[q] = gone
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		delete(c.conns, q)
 		c.mu.Unlock()
+		close(gone)
 		conn.CloseNow()
 	}()
+	if conn.Write(ctx, websocket.MessageText, []byte(`{"event":"stream.didConnect"}`)) != nil {
+		return
+	}
 	ping := time.NewTicker(25 * time.Second)
 	defer ping.Stop()
 	for {
@@ -249,15 +254,18 @@ func (c *ceiling) broadcast(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.mu.Lock()
-	qs := make([]chan []byte, 0, len(c.conns))
-	for q := range c.conns {
-		qs = append(qs, q)
+	qs := make(map[chan []byte]chan struct{}, len(c.conns))
+	for q, gone := range c.conns {
+		qs[q] = gone
 	}
 	c.mu.Unlock()
 	for i := 0; i < n; i++ {
 		b := []byte(`{"event":"message.didCreate","data":"` + strings.Repeat("x", max(size-40, 1)) + `"}`)
-		for _, q := range qs {
-			q <- b
+		for q, gone := range qs {
+			select {
+			case q <- b:
+			case <-gone: // a connection that ended takes nothing more
+			}
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
