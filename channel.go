@@ -172,7 +172,8 @@ func addMembers(ctx context.Context, tx Tx, channelID string, ids []string, now 
 // CreateChannel creates a channel with its initial members (created on
 // first reference). Emits channel.didCreate. Errors: CodeBadRequest
 // (validation), CodeConflict (channelId used, also by a closed channel),
-// CodeGlobalBanned (a member is globally banned).
+// CodeGlobalBanned (a member is globally banned), CodePermissionDenied (a
+// user without Channel/ManageUsers names others in UserIDs).
 func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateChannel) (*ChannelList, error) {
 	if err := s.checkID("channelId", in.ChannelID); err != nil {
 		return nil, err
@@ -205,6 +206,13 @@ func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateCh
 		cl, err := s.authorize(ctx, tx, actorID, actCreateChannel, "")
 		if err != nil {
 			return err
+		}
+		if othersOrSelf(actorID, members, actAddUsers) == actAddUsers {
+			// Naming others adds them, as AddUsers would: the whole
+			// request needs that right, before anything is created.
+			if _, err := s.authorizeUser(ctx, tx, actorID, cl.user, actAddUsers, ""); err != nil {
+				return err
+			}
 		}
 		if !cl.admin && !slices.Contains(members, actorID) {
 			// A user who creates a channel becomes a member; an admin

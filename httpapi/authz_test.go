@@ -100,6 +100,8 @@ var matrixRows = []matrixRow{
 	// Channels.
 	{"POST", "/channels", "/channels", `{}`, false, anyUser},
 	{"POST", "/channel", "/channel", `{"channelId":"fresh","type":"standard"}`, false, anyUser},
+	{"POST", "/channel", "/channel", `{"channelId":"fresh","type":"standard","userIds":["{self}"]}`, false, anyUser},
+	{"POST", "/channel", "/channel", `{"channelId":"fresh","type":"standard","userIds":["{self}","zed","unknown"]}`, false, granted},
 	{"GET", "/channel/{channelId}", "/channel/c", ``, false, anyUser},
 	{"PUT", "/channel/{channelId}", "/channel/c", `{"displayName":"New"}`, false, granted},
 	{"POST", "/channel/displayName", "/channel/displayName", `{"channelId":"c","displayName":"New"}`, false, granted},
