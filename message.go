@@ -136,6 +136,18 @@ type postContext struct {
 	parent  *Message
 }
 
+// postKind says what the message rules check: a new message, or an edit
+// of one already posted.
+type postKind int
+
+const (
+	// postNew is a new message: every rule, slow mode included.
+	postNew postKind = iota
+	// postEdit is an edit (editing is posting again): every rule but slow
+	// mode, which counts new messages only, and no parent.
+	postEdit
+)
+
 // checkPost applies the message rules: author not globally banned, channel
 // open, author not banned there, member (unless admin), channel and member
 // not muted (unless admin or exempt), slow mode (unless admin or exempt),
@@ -161,6 +173,14 @@ func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, pare
 	if err != nil {
 		return nil, err
 	}
+	return s.checkPostBy(ctx, tx, author, channelID, parentID, texts, postNew)
+}
+
+// checkPostBy applies the message rules of checkPost to a post of kind by
+// author (a stored user, or one checked as a user without roles).
+func (s *Service) checkPostBy(ctx context.Context, tx Tx, author *User, channelID, parentID string, texts []string, kind postKind) (*postContext, error) {
+	now := s.Now()
+	actorID := author.UserID
 	cl, err := s.authorizeUser(ctx, tx, actorID, author, actPostMessage, channelID)
 	if err != nil {
 		return nil, err
@@ -192,7 +212,7 @@ func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, pare
 			return nil, Errorf(CodeUserMuted, "user %s is muted in channel %s", quote(actorID), quote(channelID))
 		}
 	}
-	if c.IsRateLimited && c.RateLimitWindow > 0 && !admin && !perms[PermExemptFromRateLimit] {
+	if kind == postNew && c.IsRateLimited && c.RateLimitWindow > 0 && !admin && !perms[PermExemptFromRateLimit] {
 		if err := checkRateLimit(ctx, tx, c, actorID, now.Time); err != nil {
 			return nil, err
 		}
