@@ -250,23 +250,27 @@ func (rt *router) live(pattern string, fn func(q *req)) {
 // post serves a state-changing request of a signed-in admin: the body is
 // a form at most maxFormBytes long that carries the session's CSRF token
 // in the field "csrf", and no cross-site browser sends it. Anything else
-// is 403 and changes nothing.
+// is 403 and changes nothing. The session cookie is checked before the
+// body is read: a request from a browser that is not signed in is
+// answered at once, its body unread (see unread).
 func (rt *router) post(pattern string, fn func(q *req)) {
 	rt.h.mux.HandleFunc("POST "+pattern, func(w http.ResponseWriter, r *http.Request) {
 		if !sameOrigin(r) {
+			unread(w)
 			rt.h.refuse(w, r, http.StatusForbidden, "Refused", "This form was sent from another site, so nothing was changed.")
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
-			rt.h.refuse(w, r, http.StatusBadRequest, "Refused", "The form could not be read (is it larger than 1 MiB?), so nothing was changed.")
 			return
 		}
 		q, ok := rt.h.authenticate(w, r, true)
 		if !ok {
 			return
 		}
-		if !q.sess.CheckCSRF(r.PostForm.Get("csrf")) {
+		// q.r carries the admin in its context: the form is read there.
+		q.r.Body = http.MaxBytesReader(w, q.r.Body, maxFormBytes)
+		if err := q.r.ParseForm(); err != nil {
+			rt.h.refuse(w, q.r, http.StatusBadRequest, "Refused", "The form could not be read (is it larger than 1 MiB?), so nothing was changed.")
+			return
+		}
+		if !q.sess.CheckCSRF(q.r.PostForm.Get("csrf")) {
 			rt.h.refuse(w, r, http.StatusForbidden, "Refused", "The form's security token is missing or out of date, so nothing was changed. Reload the page and try again.")
 			return
 		}
@@ -327,8 +331,24 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, touch boo
 		http.Redirect(w, r, h.cfg.Prefix+"/signin", http.StatusSeeOther)
 		return nil, false
 	}
+	if r.Method != http.MethodGet {
+		unread(w)
+	}
 	h.refuse(w, r, http.StatusUnauthorized, "Signed out", "You are not signed in, or your session ended, so nothing was changed. Sign in again.")
 	return nil, false
+}
+
+// unread prepares the answer to a request whose body the panel will not
+// read (a refusal before it): the connection closes after the answer,
+// and the server stops waiting for the body at once. Without this, net/http
+// reads up to 256 KiB of a body left unread to reuse the connection, so a
+// client sending its body slowly would hold the connection until the
+// server's read timeout.
+func unread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	// A writer that cannot set deadlines (ErrNotSupported) leaves the
+	// server's own read timeout in charge; the answer is the same.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // refuse answers a request that changed nothing with a page saying why,
