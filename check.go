@@ -25,12 +25,17 @@ type CheckResult struct {
 // and detail CreateMessage would return. With in.ChannelID empty only the
 // content rules run (validation of type, data and tags, blacklist and
 // whitelist), as an admin panel's "test a text" box needs. A user not
-// stored yet is checked as a user without roles. Admins only. Errors
-// (about the check itself, not the message): CodeBadRequest (userId),
-// CodePermissionDenied.
+// stored yet is checked as a user without roles. With userID empty the
+// message is checked for no user in particular: as a member of the
+// channel without roles (so without exemptions) who has not posted there
+// yet; the channel's rules (closed, muted) and the content's apply. Admins
+// only. Errors (about the check itself, not the message): CodeBadRequest
+// (userId), CodePermissionDenied.
 func (s *Service) CheckMessage(ctx context.Context, actorID, userID string, in CreateMessage) (*CheckResult, error) {
-	if err := s.checkID("userId", userID); err != nil {
-		return nil, err
+	if userID != "" {
+		if err := s.checkID("userId", userID); err != nil {
+			return nil, err
+		}
 	}
 	var verdict error
 	err := s.view(ctx, func(tx Tx) error {
@@ -42,7 +47,11 @@ func (s *Service) CheckMessage(ctx context.Context, actorID, userID string, in C
 			return nil
 		}
 		p, err := s.preparePost(userID, &in)
-		if err == nil {
+		switch {
+		case err != nil:
+		case userID == "":
+			_, err = s.checkPostBy(ctx, tx, &User{}, p.in.ChannelID, p.in.ParentID, p.texts, postAsMember)
+		default:
 			_, err = s.runPost(ctx, tx, p, false)
 		}
 		verdict = err
@@ -55,11 +64,14 @@ func (s *Service) CheckMessage(ctx context.Context, actorID, userID string, in C
 }
 
 // checkContentOnly validates the content of in and applies the blacklist
-// and whitelist with the exemptions of userID.
+// and whitelist with the exemptions of userID (none when userID is empty).
 func (s *Service) checkContentOnly(ctx context.Context, tx Tx, userID string, in *CreateMessage) error {
 	texts, err := s.validateContent(in)
 	if err != nil {
 		return err
+	}
+	if userID == "" {
+		return s.checkContent(ctx, tx, texts, nil)
 	}
 	var perms map[string]bool
 	u, err := tx.GetUser(ctx, userID)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
@@ -211,10 +212,25 @@ func TestDryRunBox(t *testing.T) {
 	_, v, _ = test(url.Values{"userId": {"zed"}, "channelId": {"room"}, "text": {"hello"}})
 	require.True(t, strings.HasPrefix(v, "Refused: "), "not a member: %s", v)
 
+	// Without a user id: tested as a plain member without roles, and
+	// the page says so.
+	code, v, page = test(url.Values{"text": {"hello"}})
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "Allowed: a plain member without roles could post this message in any channel, as far as the blacklist and the whitelist go.", v)
+	require.Contains(t, page, "empty tests as a plain member without roles")
+	_, v, _ = test(url.Values{"channelId": {"room"}, "text": {"hello"}})
+	require.Equal(t, "Allowed: a plain member without roles could post this message in room.", v)
+	_, v, _ = test(url.Values{"text": {"oh darn"}})
+	require.Equal(t, `Refused: text contains a blacklisted word (rule "darn"). (Tested as a plain member without roles.)`, v)
+	require.NoError(t, p.svc.MuteChannel(ctx, actor, "room", time.Hour))
+	_, v, _ = test(url.Values{"channelId": {"room"}, "text": {"hello"}})
+	require.Equal(t, `Refused: channel "room" is muted. (Tested as a plain member without roles.)`, v)
+	require.NoError(t, p.svc.MuteChannel(ctx, actor, "room", chat.Unmute))
+
 	// Bad input: plain words, the form keeps what was typed (escaped).
-	code, v, _ = test(url.Values{"text": {"hello"}})
+	code, v, _ = test(url.Values{"userId": {"ann"}})
 	require.Equal(t, http.StatusBadRequest, code)
-	require.Contains(t, v, "Enter the id of the user")
+	require.Contains(t, v, "Enter the text")
 	code, v, page = test(url.Values{"userId": {"ann"}, "text": {"<script>alert(1)</script>"}})
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, v, "Allowed")
@@ -228,7 +244,7 @@ func TestDryRunBox(t *testing.T) {
 	ml, err := p.svc.QueryMessages(ctx, actor, chat.MessageQuery{ChannelID: "room", Last: 10})
 	require.NoError(t, err)
 	require.Empty(t, ml.Messages)
-	require.Len(t, p.auditOf(""), before)
+	require.Len(t, p.auditOf(""), before+2, "only the test's own mute and unmute")
 }
 
 func TestPurgeButton(t *testing.T) {

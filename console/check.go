@@ -19,15 +19,18 @@ type checkView struct {
 // checkMessage answers the "Test a message" box of the rules page: a dry
 // run of posting the text as the user (in the channel, when one is given)
 // through Service.CheckMessage, which applies every rule that posting
-// would and changes nothing.
+// would and changes nothing. Without a user id the text is tested as
+// posted by a plain member without roles, and the verdict says so.
 func (h *handler) checkMessage(q *req) {
 	v := h.rulesData(q)
 	c := &v.Check
 	c.UserID, c.ChannelID, c.Text = q.form("userId"), q.form("channelId"), q.r.PostForm.Get("text")
+	who := c.UserID
+	if who == "" {
+		who = "a plain member without roles"
+	}
 	status := http.StatusOK
 	switch {
-	case c.UserID == "":
-		c.Refused, c.Verdict, status = true, "Enter the id of the user who would post the message: the rules apply with that user's roles and exemptions.", http.StatusBadRequest
 	case c.Text == "":
 		c.Refused, c.Verdict, status = true, "Enter the text of the message to test.", http.StatusBadRequest
 	default:
@@ -43,9 +46,12 @@ func (h *handler) checkMessage(q *req) {
 			if c.ChannelID != "" {
 				where = "in " + c.ChannelID
 			}
-			c.Verdict = "Allowed: " + c.UserID + " could post this message " + where + "."
+			c.Verdict = "Allowed: " + who + " could post this message " + where + "."
 		default:
 			c.Refused, c.Verdict = true, "Refused: "+res.Message+"."
+			if c.UserID == "" {
+				c.Verdict += " (Tested as " + who + ".)"
+			}
 			for _, d := range res.Detail {
 				switch d := d.(type) {
 				case chat.RuleRef:

@@ -42,6 +42,11 @@ func (h *handler) checkMessage(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
+	if userID == "" {
+		// The Service can check for no user in particular (the panel's
+		// box does); the API asks whom the message is from.
+		return badRequest("userId", "is required")
+	}
 	out, err := h.svc.CheckMessage(r.Context(), actor(r), userID, in)
 	return h.reply(w, out, err)
 }
