@@ -48,8 +48,12 @@
 // X-RateLimit-Remaining (whole requests left) and X-RateLimit-Reset
 // (seconds until the bucket is full); a request over the limit is
 // answered with 429, code 400311 and Retry-After, and does nothing.
-// Requests that fail authentication and signed file links are not
-// counted; an event stream counts once, when it opens.
+// With Config.Anon set (NewAnonLimiter), requests without a credential
+// (no token, a refused token, a stream ticket redemption) count against a
+// bucket per client address, with the same headers and answers; a host
+// may put its own sign-in routes behind the same buckets
+// (AnonLimiter.Limit). Signed file links are never counted; an event
+// stream counts once, when it opens.
 //
 // # Request decoding
 //

@@ -60,6 +60,14 @@ type Config struct {
 	// user id, in this process). Default: no limit (DefaultUserRateLimit
 	// is the example server's).
 	UserRateLimit RateLimit
+	// Anon counts the requests that come without a credential against a
+	// bucket per client address: no Authorization header, a token that
+	// is refused (bad, expired, revoked: 401), a stream ticket being
+	// redeemed (GET /events?ticket=). Signed file links are not counted.
+	// A host may share it with its own routes that take no credential
+	// (AnonLimiter.Limit). Default nil: no limit (the example server:
+	// NewAnonLimiter(DefaultAnonRateLimit, nil)).
+	Anon *AnonLimiter
 }
 
 func (c Config) withDefaults() Config {
@@ -105,7 +113,7 @@ func New(svc *chat.Service, cfg Config) http.Handler {
 		if rt.link {
 			h.mux.Method(rt.Method, rt.Pattern, h.linkOrAuth(h.wrap(rt.fn)))
 		} else if rt.ticket {
-			h.mux.Method(rt.Method, rt.Pattern, h.ticketOrAuth(h.wrap(rt.fn)))
+			h.mux.Method(rt.Method, rt.Pattern, h.anonTicket(h.ticketOrAuth(h.wrap(rt.fn))))
 		} else {
 			h.mux.Method(rt.Method, rt.Pattern, h.auth(h.wrap(rt.fn)))
 		}
@@ -466,12 +474,15 @@ func (h *handler) recoverPanic(next http.Handler) http.Handler {
 // an admin for a token with the admin prefix (chat_), else the end user of
 // a user token (a JWT). A globally banned user is refused here, on every
 // call (403/400312). The caller's request is then counted against its rate
-// limit (see Config.AdminRateLimit).
+// limit (see Config.AdminRateLimit); a request without a token, or whose
+// token is refused, against its address's (Config.Anon).
 func (h *handler) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearer(r.Header.Get("Authorization"))
 		if !ok {
-			h.writeError(w, r, chat.Errorf(chat.CodeUnauthorized, "missing access token: send the header Authorization: Bearer <token>"))
+			if h.anon(w, r) {
+				h.writeError(w, r, chat.Errorf(chat.CodeUnauthorized, "missing access token: send the header Authorization: Bearer <token>"))
+			}
 			return
 		}
 		var a *chat.Admin
@@ -483,7 +494,12 @@ func (h *handler) auth(next http.Handler) http.Handler {
 			a, err = h.svc.Authenticate(r.Context(), token)
 		}
 		if err != nil {
-			h.writeError(w, r, err)
+			// A refused token is no credential: the request counts
+			// against its address. (A globally banned user's valid
+			// token, 400312, counts against nothing.)
+			if chat.ErrorCode(err) != chat.CodeUnauthorized || h.anon(w, r) {
+				h.writeError(w, r, err)
+			}
 			return
 		}
 		ri := infoFrom(r.Context())
@@ -493,6 +509,21 @@ func (h *handler) auth(next http.Handler) http.Handler {
 		}
 		ri.admin, ri.user = a, u
 		if !h.rateLimit(w, r, a, u) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// anonTicket counts a request that redeems a stream ticket (a ticket
+// parameter, as ticketOrAuth decides) against its client address before
+// the ticket is looked at: it carries no credential.
+func (h *handler) anonTicket(next http.Handler) http.Handler {
+	if h.cfg.Anon == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("ticket") && !h.anon(w, r) {
 			return
 		}
 		next.ServeHTTP(w, r)

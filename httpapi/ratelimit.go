@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -31,6 +33,11 @@ var DefaultAdminRateLimit = RateLimit{Rate: 100, Burst: 200}
 // DefaultUserRateLimit is the per-user limit the example server applies
 // unless told otherwise: 20 requests per second, bursts of 40.
 var DefaultUserRateLimit = RateLimit{Rate: 20, Burst: 40}
+
+// DefaultAnonRateLimit is the per-address limit of requests without a
+// credential that the example server applies unless told otherwise: 20
+// requests per second, bursts of 40.
+var DefaultAnonRateLimit = RateLimit{Rate: 20, Burst: 40}
 
 // on reports whether the limit is in force.
 func (l RateLimit) on() bool { return l.Rate > 0 && !math.IsInf(l.Rate, 1) && !math.IsNaN(l.Rate) }
@@ -157,7 +164,14 @@ func (h *handler) rateLimit(w http.ResponseWriter, r *http.Request, a *chat.Admi
 	if l == nil {
 		return true
 	}
-	v := l.take(key, h.svc.Now().Time)
+	return h.spend(w, r, l, key, h.svc.Now().Time)
+}
+
+// spend counts r against key's bucket of l at now, sets the rate limit
+// headers, and refuses the request over the limit (429, 400311,
+// Retry-After). It reports whether the request may go on.
+func (h *handler) spend(w http.ResponseWriter, r *http.Request, l *limiter, key string, now time.Time) bool {
+	v := l.take(key, now)
 	hd := w.Header()
 	hd.Set("X-RateLimit-Limit", strconv.Itoa(l.burst))
 	hd.Set("X-RateLimit-Remaining", strconv.Itoa(v.remaining))
@@ -171,4 +185,80 @@ func (h *handler) rateLimit(w http.ResponseWriter, r *http.Request, a *chat.Admi
 			float64(l.limit), l.burst, ra.Milliseconds()),
 		Detail: []chat.Detail{ra}})
 	return false
+}
+
+// AnonLimiter is a token bucket per client address for requests that come
+// without a credential: in the API (Config.Anon), requests without an
+// Authorization header or whose token is refused (bad, expired, revoked)
+// and stream ticket redemptions; beside it, whatever a host wraps with
+// Limit (the example server: the admin panel's sign-in form). Signed file
+// links are not counted. Its answers are the API's: the X-RateLimit
+// headers on every counted request, 429 with 400311 and Retry-After over
+// the limit. The buckets live in the process, like the per-caller ones. A
+// nil *AnonLimiter limits nothing.
+type AnonLimiter struct {
+	l    *limiter
+	addr func(r *http.Request) string
+	h    *handler // writes the refusals
+}
+
+// NewAnonLimiter returns the limiter of l per client address, or nil when l
+// is off. clientAddr returns the address a request is counted against;
+// nil means the host of the request's RemoteAddr (the connection's peer).
+// Behind a proxy every client then shares the proxy's address: pass a
+// function that reads the client's address from a header the proxy sets
+// (and overwrites, so that a client cannot choose it), and only when every
+// request comes through that proxy.
+func NewAnonLimiter(l RateLimit, clientAddr func(r *http.Request) string) *AnonLimiter {
+	lim := newLimiter(l)
+	if lim == nil {
+		return nil
+	}
+	if clientAddr == nil {
+		clientAddr = RemoteHost
+	}
+	return &AnonLimiter{l: lim, addr: clientAddr, h: &handler{log: slog.Default()}}
+}
+
+// RemoteHost returns the host part of the request's RemoteAddr (the whole
+// RemoteAddr when it has no port): the address of the connection's peer.
+func RemoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// Allow counts r against the bucket of its client address and sets the
+// rate limit headers; over the limit it answers 429 (400311) with
+// Retry-After and returns false.
+func (a *AnonLimiter) Allow(w http.ResponseWriter, r *http.Request) bool {
+	return a.allow(w, r, a.h, time.Now())
+}
+
+// allow is Allow with the refusal written by h at now.
+func (a *AnonLimiter) allow(w http.ResponseWriter, r *http.Request, h *handler, now time.Time) bool {
+	if a == nil {
+		return true
+	}
+	return h.spend(w, r, a.l, a.addr(r), now)
+}
+
+// Limit returns next behind Allow, for a host's own routes that take no
+// credential (a sign-in form).
+func (a *AnonLimiter) Limit(next http.Handler) http.Handler {
+	if a == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.Allow(w, r) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// anon counts a request without a credential against Config.Anon.
+func (h *handler) anon(w http.ResponseWriter, r *http.Request) bool {
+	return h.cfg.Anon.allow(w, r, h, time.Now())
 }

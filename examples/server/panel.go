@@ -15,19 +15,29 @@ import (
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/console"
+	"github.com/chatengine/chat/httpapi"
 	"github.com/chatengine/chat/stream"
 )
 
 // mountPanel serves the admin panel (package console) at /admin/; its
-// channel pages are live from hub's event stream.
-func mountPanel(r chi.Router, svc *chat.Service, hub *stream.Hub, cfg *config, log *slog.Logger) {
+// channel pages are live from hub's event stream. Sign-ins (POST
+// /admin/signin) count against anon, the bucket of their client address.
+func mountPanel(r chi.Router, svc *chat.Service, hub *stream.Hub, cfg *config, anon *httpapi.AnonLimiter, log *slog.Logger) {
 	panel := http.StripPrefix("/admin", console.New(svc, console.Config{
 		Prefix:      "/admin",
 		IdleTimeout: cfg.panelIdle,
 		Events:      hub, // nil: the channel pages poll
+		ClientAddr:  clientAddr(cfg.clientHeader),
 		Logger:      log,
 	}))
-	r.Handle("/admin/*", panel)
+	signin := anon.Limit(panel)
+	r.Handle("/admin/*", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost && req.URL.Path == "/admin/signin" {
+			signin.ServeHTTP(w, req)
+			return
+		}
+		panel.ServeHTTP(w, req)
+	}))
 	r.Get("/admin", func(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, "/admin/", http.StatusMovedPermanently)
 	})

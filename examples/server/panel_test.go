@@ -503,7 +503,7 @@ func TestPanelMountKeepsEscapedIDs(t *testing.T) {
 	require.NoError(t, err)
 	r := chi.NewRouter()
 	cfg := defaults
-	mountPanel(r, svc, nil, &cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	mountPanel(r, svc, nil, &cfg, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	jar, err := cookiejar.New(nil)

@@ -56,6 +56,9 @@ type config struct {
 	adminBurst      int
 	userRate        float64
 	userBurst       int
+	anonRate        float64
+	anonBurst       int
+	clientHeader    string
 }
 
 // defaults are the values used when neither a flag nor its variable is set.
@@ -79,6 +82,8 @@ var defaults = config{
 	adminBurst:      httpapi.DefaultAdminRateLimit.Burst,
 	userRate:        httpapi.DefaultUserRateLimit.Rate,
 	userBurst:       httpapi.DefaultUserRateLimit.Burst,
+	anonRate:        httpapi.DefaultAnonRateLimit.Rate,
+	anonBurst:       httpapi.DefaultAnonRateLimit.Burst,
 }
 
 // usageError is a mistake on the command line (exit status 2).
@@ -127,6 +132,9 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.adminBurst, "admin-burst", c.adminBurst, "API requests an admin account may make at once (the bucket size); 0 means twice -admin-rate")
 	fs.Float64Var(&c.userRate, "user-rate", c.userRate, "API requests per second each end user may make on average, per process; 0 turns the user limit off")
 	fs.IntVar(&c.userBurst, "user-burst", c.userBurst, "API requests an end user may make at once (the bucket size); 0 means twice -user-rate")
+	fs.Float64Var(&c.anonRate, "anon-rate", c.anonRate, "requests per second each client address may make without a credential (no or a refused token, stream tickets, the panel's sign-in), on average, per process; 0 turns the limit off")
+	fs.IntVar(&c.anonBurst, "anon-burst", c.anonBurst, "requests without a credential a client address may make at once (the bucket size); 0 means twice -anon-rate")
+	fs.StringVar(&c.clientHeader, "client-addr-header", "", "take the client address (for -anon-rate and the panel's sign-in throttle) from this request header, set by a trusted proxy in front (its last comma-separated entry), instead of the connection's peer; only when every request comes through that proxy")
 	fs.StringVar(&c.userTokenSecret, "user-token-secret", "", "secret signing end users' tokens (HS256 JWTs); default: a random secret made on first start and kept in the store")
 }
 
@@ -357,6 +365,10 @@ func (cfg *config) validate() error {
 		return usagef("-admin-burst must be 0 (twice -admin-rate) or positive")
 	case cfg.userBurst < 0:
 		return usagef("-user-burst must be 0 (twice -user-rate) or positive")
+	case !(cfg.anonRate >= 0 && cfg.anonRate <= 1e9):
+		return usagef("-anon-rate must be 0 (no limit) or a positive number of requests per second")
+	case cfg.anonBurst < 0:
+		return usagef("-anon-burst must be 0 (twice -anon-rate) or positive")
 	}
 	if _, err := parseLevel(cfg.logLevel); err != nil {
 		return err

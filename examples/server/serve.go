@@ -162,6 +162,9 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	}
 
 	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, Logger: log})
+	// One bucket per client address for every request without a
+	// credential: the API's and the sign-in forms beside it.
+	anon := httpapi.NewAnonLimiter(httpapi.RateLimit{Rate: cfg.anonRate, Burst: cfg.anonBurst}, clientAddr(cfg.clientHeader))
 	api := httpapi.New(svc, httpapi.Config{
 		Events:               hub,
 		MaxBodyBytes:         cfg.maxBodyBytes,
@@ -172,6 +175,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		AllowPrivateWebhooks: allowPrivate,
 		AdminRateLimit:       httpapi.RateLimit{Rate: cfg.adminRate, Burst: cfg.adminBurst},
 		UserRateLimit:        httpapi.RateLimit{Rate: cfg.userRate, Burst: cfg.userBurst},
+		Anon:                 anon,
 	})
 	var draining atomic.Bool
 	r := chi.NewRouter()
@@ -185,10 +189,10 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	r.Get("/readyz", readyz(st, &draining, log))
 	r.Mount("/api/v2", api)
 	if cfg.chatPage {
-		mountChatPage(r, svc, cfg, log)
+		mountChatPage(r, svc, cfg, anon, log)
 	}
 	if cfg.panel {
-		mountPanel(r, svc, hub, cfg, log)
+		mountPanel(r, svc, hub, cfg, anon, log)
 	}
 
 	ln, err := net.Listen("tcp", cfg.addr)
@@ -384,4 +388,24 @@ func writeStatus(w http.ResponseWriter, code int, status string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]string{"status": status})
+}
+
+// clientAddr returns how the address of a request's client is found: the
+// connection's peer, or with -client-addr-header the last comma-separated
+// entry of that header (the one a trusted proxy in front set or appended;
+// the peer when the header is absent).
+func clientAddr(header string) func(r *http.Request) string {
+	if header == "" {
+		return httpapi.RemoteHost
+	}
+	return func(r *http.Request) string {
+		v := r.Header.Get(header)
+		if i := strings.LastIndexByte(v, ','); i >= 0 {
+			v = v[i+1:]
+		}
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+		return httpapi.RemoteHost(r)
+	}
 }
