@@ -15,6 +15,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	chat "github.com/chatengine/chat"
 )
 
@@ -472,6 +474,10 @@ func (p *params) strs(name string) []string {
 		case s[0] == '[':
 			var arr []any
 			if json.Unmarshal([]byte(s), &arr) == nil {
+				if err := checkSurrogates([]byte(s), arr, p.field(name)); err != nil {
+					p.fail(err)
+					return nil
+				}
 				if err := checkValue(arr, p.field(name), p.field(name), 0); err != nil {
 					p.fail(err)
 					return nil
@@ -732,6 +738,9 @@ func checkJSON(b []byte, m map[string]any, field string) *chat.Error {
 		}
 		return badRequest(name, "must be valid UTF-8")
 	}
+	if err := checkSurrogates(b, m, field); err != nil {
+		return err
+	}
 	if field == "" {
 		for k, v := range m {
 			if strings.IndexByte(k, 0) >= 0 {
@@ -744,6 +753,86 @@ func checkJSON(b []byte, m map[string]any, field string) *chat.Error {
 		return nil
 	}
 	return checkValue(m, field, field, 0)
+}
+
+// checkSurrogates refuses a JSON document b (valid UTF-8, accepted by
+// encoding/json, decoded as v) with a string holding a \uXXXX escape of a
+// UTF-16 surrogate (D800-DFFF) that is not half of a pair: a lone high or
+// low surrogate, or a high one not followed by a low one. encoding/json
+// decodes those to U+FFFD, so the text stored would not be the text sent;
+// the decoder of package jsontext (github.com/go-json-experiment/json)
+// rejects them and says where, as a JSON pointer into v. field names v,
+// "" for a request body. Documents without such an escape, nearly all, are
+// only scanned for one.
+func checkSurrogates(b []byte, v any, field string) *chat.Error {
+	if !maySurrogate(b) {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(b), jsontext.AllowDuplicateNames(true))
+	_, err := dec.ReadValue()
+	se, ok := errors.AsType[*jsontext.SyntacticError](err)
+	if !ok {
+		return nil // encoding/json accepted b; nothing else differs
+	}
+	name, key := pointerField(v, se.JSONPointer, field)
+	if key {
+		return badRequest(name, "keys must not contain a lone surrogate escape (\\ud800-\\udfff outside a high-low pair)")
+	}
+	return badRequest(name, "must not contain a lone surrogate escape (\\ud800-\\udfff outside a high-low pair)")
+}
+
+// maySurrogate reports whether b holds what may be a surrogate escape: a
+// \u followed by d or D.
+func maySurrogate(b []byte) bool {
+	for {
+		i := bytes.Index(b, []byte(`\u`))
+		if i < 0 || i+2 >= len(b) {
+			return false
+		}
+		if c := b[i+2]; c == 'd' || c == 'D' {
+			return true
+		}
+		b = b[i+2:]
+	}
+}
+
+// pointerField names the value that the JSON pointer p designates in v
+// (decoded from the same document), as the accessors name fields:
+// "metadata.k", "tags[1]"; field names v itself ("" for a request body,
+// whose members are the fields). key reports that the value is an object:
+// a pointer to an object is where a bad member name was found.
+func pointerField(v any, p jsontext.Pointer, field string) (name string, key bool) {
+	name = field
+	for tok := range p.Tokens() {
+		switch x := v.(type) {
+		case map[string]any:
+			if name == "" {
+				name = tok
+			} else {
+				name += "." + tok
+			}
+			v = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return orBody(name), false
+			}
+			name += "[" + tok + "]"
+			v = x[i]
+		default:
+			return orBody(name), false
+		}
+	}
+	_, key = v.(map[string]any)
+	return orBody(name), key
+}
+
+// orBody is name, or "body" for the request body itself.
+func orBody(name string) string {
+	if name == "" {
+		return "body"
+	}
+	return name
 }
 
 // checkValue checks the strings of v, the value of field at depth levels
@@ -811,12 +900,6 @@ func invalidUTF8Field(b []byte, field string) (name string, key bool) {
 		} else {
 			l.n++
 		}
-	}
-	orBody := func(s string) string {
-		if s == "" {
-			return "body"
-		}
-		return s
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()

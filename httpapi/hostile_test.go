@@ -139,6 +139,27 @@ func runHostile(t *testing.T, open storeFactory) {
 		{"PUT", "/users", js, `{"userId":"u1","metadata":{"k":"\u0000"}}`, "metadata.k"},
 		{"PUT", "/users", js, `{"userId":"u1","metadata":` + deep + `}`, "metadata"},
 		{"PUT", "/users", js, `{"userId":"u1","roles":["user","\u0000"]}`, "roles[1]"},
+
+		// Lone surrogate escapes (encoding/json would store U+FFFD): a lone
+		// high one, a lone low one, a high one followed by anything but a
+		// low one; in values and keys, at every depth, in JSON bodies and
+		// in JSON carried by form values.
+		{"POST", "/channel", js, `{"channelId":"c2","type":"standard","displayName":"\ud800"}`, "displayName"},
+		{"POST", "/channel", js, `{"channelId":"c2","type":"standard","displayName":"One \udc00"}`, "displayName"},
+		{"POST", "/channel", js, `{"channelId":"c2","type":"standard","metadata":{"a":{"b":["x","\uDFFF"]}}}`, "metadata.a.b[1]"},
+		{"POST", "/channel", js, `{"channelId":"c2","type":"standard","metadata":{"\ud800":1}}`, "metadata"},
+		{"POST", "/channel", js, `{"channelId":"c2","type":"standard","\udc00x":1}`, "body"},
+		{"POST", "/channel", js, `{"channelId":"c2","type":"standard","tags":["ok","\ud83d"]}`, "tags[1]"},
+		{"POST", "/channel", form, "channelId=c2&type=standard&metadata=%7B%22k%22%3A%22%5Cud800%22%7D", "metadata.k"},
+		{"POST", "/channels", form, `excludeTags=%5B%22a%22%2C%22%5Cud800%22%5D`, "excludeTags[1]"},
+		{"POST", "/message", js, `{"channelId":"c1","type":"text","data":{"text":"a\ud83dz"}}`, "data.text"},
+		{"POST", "/message", js, `{"channelId":"c1","type":"text","data":{"text":"\ud800\ud800"}}`, "data.text"},
+		{"POST", "/message", js, `{"channelId":"c1","type":"text","data":{"text":"\ud83d\u0041"}}`, "data.text"},
+		{"POST", "/message", js, `{"channelId":"c1","type":"text","data":{"text":"\udc00\ud800"}}`, "data.text"},
+		{"POST", "/message", js, `{"channelId":"c1","type":"custom","data":{"card":[1,{"n":"\ud800"}]}}`, "data.card[1].n"},
+		{"POST", "/message", js, `{"channelId":"c1","type":"custom","data":{"card":{"\udbff":1}}}`, "data.card"},
+		{"PUT", "/users", js, `{"userId":"u1","metadata":{"k":"\ud800"}}`, "metadata.k"},
+		{"PUT", "/users", js, `{"userId":"u1","displayName":"\ud800","metadata":{"k":"v"}}`, "displayName"},
 	}
 	for _, c := range cases {
 		t.Run(c.method+" "+c.path+" "+c.field, func(t *testing.T) {
@@ -148,8 +169,14 @@ func runHostile(t *testing.T, open storeFactory) {
 		})
 	}
 
+	// A surrogate pair is one character, stored as such; an escaped
+	// backslash before "ud800" is no escape.
+	r := e.do("POST", "/message", js, `{"channelId":"c1","type":"text","data":{"text":"\ud83d\ude00 \\ud800"}}`)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Contains(t, string(r.body), `"text":"😀 \\ud800"`)
+
 	// Nesting up to the bound is accepted, as in forms.
-	r := e.do("POST", "/channel", js, `{"channelId":"c3","type":"standard","metadata":`+nested(32, false, `"x"`)+`}`)
+	r = e.do("POST", "/channel", js, `{"channelId":"c3","type":"standard","metadata":`+nested(32, false, `"x"`)+`}`)
 	require.Equal(t, 200, r.status, "%s", r.body)
 	r = e.form("POST", "/channel", map[string][]string{"channelId": {"c4"}, "type": {"standard"}, "metadata" + strings.Repeat("[k]", 32): {"x"}})
 	require.Equal(t, 200, r.status, "%s", r.body)

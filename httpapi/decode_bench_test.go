@@ -1,0 +1,24 @@
+package httpapi
+
+import "testing"
+
+// BenchmarkDecodeJSON measures the decoding of a message body: plain text,
+// and text with an emoji written as an escaped surrogate pair (as
+// encoders that escape non-ASCII send it), which also goes through the
+// surrogate check.
+func BenchmarkDecodeJSON(b *testing.B) {
+	for _, c := range []struct{ name, body string }{
+		{"plain", `{"channelId":"general","type":"text","data":{"text":"Hello, world! See you at the meeting tomorrow at ten."},"tags":["greeting"]}`},
+		{"escaped-pair", `{"channelId":"general","type":"text","data":{"text":"Hello, world! \ud83d\ude00 See you at the meeting tomorrow at ten."},"tags":["greeting"]}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			body := []byte(c.body)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeJSON(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
