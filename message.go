@@ -136,8 +136,8 @@ type postContext struct {
 	parent  *Message
 }
 
-// postKind says what the message rules check: a new message, or an edit
-// of one already posted.
+// postKind says what the message rules check: a new message, an edit of
+// one already posted, or a dry run for no user in particular.
 type postKind int
 
 const (
