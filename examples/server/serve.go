@@ -161,7 +161,11 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		log.Info("static webhook registered", "webhookId", w.WebhookID, "url", w.URL)
 	}
 
-	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, Logger: log})
+	maxStreams := cfg.maxStreams
+	if maxStreams == 0 {
+		maxStreams = -1 // the flag's 0: no cap
+	}
+	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, MaxStreamsPerCaller: maxStreams, Logger: log})
 	api := httpapi.New(svc, httpapi.Config{
 		Events:               hub,
 		MaxBodyBytes:         cfg.maxBodyBytes,
