@@ -170,9 +170,9 @@ type Hub struct {
 	svc *chat.Service
 	cfg Config
 
-	mu      sync.Mutex
-	last    int64 // the last event id offered to the live set
-	live    map[*Subscription]struct{}
+	mu   sync.Mutex
+	last int64 // the last event id offered to the live set
+	live map[*Subscription]struct{}
 	// The live set by whom the events that end subscriptions concern:
 	// the end users' subscriptions by user, the admins' subscriptions
 	// made with an Access by admin account.
@@ -587,8 +587,8 @@ type Subscription struct {
 	accessPos int64
 	expiry    *time.Timer // ends the subscription at the Access's deadline
 	done      chan struct{}
-	once    sync.Once
-	err     error
+	once      sync.Once
+	err       error
 
 	// The queue: a slice that grows with the backlog, up to
 	// Config.QueueSize, and is released when drained, so that an idle
