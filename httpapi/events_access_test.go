@@ -428,3 +428,16 @@ func TestEventsTicketAccess(t *testing.T) {
 	}
 	e.wsDial(t, e.ctx, "", "?ticket="+e.ticket(t, e.userToken(t, "alice", time.Hour)))
 }
+
+// TestEventsBanSSE: a globally banned user's SSE stream receives its
+// user.didGlobalBan, then a last stream.didClose "banned", and ends.
+func TestEventsBanSSE(t *testing.T) {
+	t.Parallel()
+	e := newAccessEnv(t, stream.Config{})
+	sse := e.sseOpen(t, e.ctx, e.userToken(t, "alice", time.Hour), "")
+	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "alice", false))
+	ev, _, ok := sse.next()
+	require.True(t, ok)
+	require.Equal(t, chat.EventUserDidGlobalBan, ev)
+	require.Equal(t, "banned", sse.closed(t))
+}
