@@ -169,7 +169,9 @@ func testReportQuery(t *testing.T, e *env) {
 	} {
 		require.Equal(t, c.want, e.queryReports(c.f), "%+v", c.f)
 	}
-	cur := func(ms int64, id string) *chat.ReportCursor { return &chat.ReportCursor{CreatedAt: at(ms).Time, ReportID: id} }
+	cur := func(ms int64, id string) *chat.ReportCursor {
+		return &chat.ReportCursor{CreatedAt: at(ms).Time, ReportID: id}
+	}
 	e.createReports(newReport("r6", "dave", chat.ReportTargetUser, "x", 5000))
 	require.Equal(t, []string{"r3", "r2"}, e.queryReports(chat.ReportFilter{After: cur(3000, "r4"), Limit: 2}))
 	require.Equal(t, []string{"r1"}, e.queryReports(chat.ReportFilter{After: cur(2000, "r2"), Limit: 2}))
