@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	chat "github.com/chatengine/chat"
 )
@@ -74,7 +75,7 @@ func (h *handler) exportUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sw := &exportWriter{w: w, name: chat.SafeFileName(id + ".json")}
+	sw := &exportWriter{w: w, rc: http.NewResponseController(w), name: chat.SafeFileName(id + ".json")}
 	if err := h.svc.ExportUser(r.Context(), actor(r), id, sw); err != nil {
 		if !sw.started {
 			return err
@@ -85,14 +86,22 @@ func (h *handler) exportUser(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// exportWriter sends the export's headers with its first bytes.
+// exportStall is how long an export may wait for the client to take
+// its next bytes. A large export outlasts the server's write timeout:
+// while it keeps moving, each write extends its deadline instead.
+const exportStall = 2 * time.Minute
+
+// exportWriter sends the export's headers with its first bytes, and moves
+// the connection's write deadline forward with every write.
 type exportWriter struct {
 	w       http.ResponseWriter
+	rc      *http.ResponseController
 	name    string
 	started bool
 }
 
 func (e *exportWriter) Write(b []byte) (int, error) {
+	_ = e.rc.SetWriteDeadline(time.Now().Add(exportStall)) // unsupported writers keep the server's timeout
 	if !e.started {
 		e.started = true
 		hd := e.w.Header()
