@@ -2,16 +2,22 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/client"
 	"github.com/chatengine/chat/httpapi"
+	"github.com/chatengine/chat/store/memory"
 )
 
 // userClient returns a client acting as userID with a fresh user token.
@@ -430,4 +436,45 @@ func TestReportsAndUserDataPostgres(t *testing.T) {
 		t.Parallel()
 		testUserData(t, postgresStore)
 	})
+}
+
+// slowViews delays every read-only transaction while on, standing for a
+// store that is slow to page through a large account.
+type slowViews struct {
+	chat.Store
+	on atomic.Bool
+}
+
+func (s *slowViews) View(ctx context.Context, fn func(tx chat.Tx) error) error {
+	if s.on.Load() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return s.Store.View(ctx, fn)
+}
+
+// An export outlasts the server's write timeout: each write moves the
+// connection's deadline forward. (Without that, this export, which
+// writes its first bytes after the server's 50 ms WriteTimeout, ends in
+// a broken response.)
+func TestExportOutlastsWriteTimeout(t *testing.T) {
+	t.Parallel()
+	st := &slowViews{Store: memory.New()}
+	e := newEnvOn(t, st)
+	bg := ctx(t)
+	_, err := e.c.CreateChannel(bg, client.CreateChannelRequest{ChannelID: "a", Type: "standard", UserIDs: []string{"u"}})
+	require.NoError(t, err)
+	_, err = e.svc.CreateMessage(bg, "u", chat.CreateMessage{ChannelID: "a", Type: "text", Data: map[string]any{"text": "hello"}})
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(httpapi.New(e.svc, httpapi.Config{Logger: slog.New(slog.DiscardHandler)}))
+	srv.Config.WriteTimeout = 50 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	st.on.Store(true)
+	var buf bytes.Buffer
+	err = client.New(srv.URL, e.token, client.WithHTTPClient(srv.Client())).ExportUser(bg, "u", &buf)
+	st.on.Store(false)
+	require.NoError(t, err)
+	var doc exportDoc
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc), "%s", buf.Bytes())
+	require.Len(t, doc.Messages, 1)
 }
