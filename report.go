@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -197,8 +198,9 @@ type ReportList struct {
 }
 
 // checkReportText validates a reason or a note: valid UTF-8, at most max
-// characters, no control characters but line breaks and tabs in notes.
-func checkReportText(field, v string, max int, required bool) error {
+// characters, no control characters (a note may hold line breaks and
+// tabs).
+func checkReportText(field, v string, max int, required, multiline bool) error {
 	if v == "" {
 		if required {
 			return invalid(field, "is required")
@@ -212,7 +214,7 @@ func checkReportText(field, v string, max int, required bool) error {
 		return invalid(field, "must be at most %d characters", max)
 	}
 	for _, r := range v {
-		if r < 0x20 && r != '\n' && r != '\t' && r != '\r' || r == 0x7f {
+		if unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t' || r == '\r')) {
 			return invalid(field, "must not contain control characters")
 		}
 	}
@@ -237,10 +239,10 @@ func (s *Service) CreateReport(ctx context.Context, actorID string, in CreateRep
 	if err := s.checkID("targetId", in.TargetID); err != nil {
 		return nil, err
 	}
-	if err := checkReportText("reason", in.Reason, MaxReportReason, true); err != nil {
+	if err := checkReportText("reason", in.Reason, MaxReportReason, true, false); err != nil {
 		return nil, err
 	}
-	if err := checkReportText("note", in.Note, MaxReportNote, false); err != nil {
+	if err := checkReportText("note", in.Note, MaxReportNote, false, true); err != nil {
 		return nil, err
 	}
 	now := s.Now()

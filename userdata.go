@@ -39,8 +39,8 @@ type ExportFile struct {
 	MessageID string            `json:"messageId"`
 	ChannelID string            `json:"channelId"`
 	Type      MessageType       `json:"type"`
-	FileName  any               `json:"fileName"`
-	MimeType  any               `json:"mimeType"`
+	FileName  string            `json:"fileName"`
+	MimeType  string            `json:"mimeType"`
 	URL       string            `json:"url,omitempty"`
 	URLs      map[string]string `json:"urls,omitempty"`
 	CreatedAt Time              `json:"createdAt"`
@@ -246,8 +246,9 @@ func (x *exporter) files(ctx context.Context, userID string) error {
 		if m.IsDeleted || m.Type != MessageTypeImage && m.Type != MessageTypeFile {
 			return
 		}
-		f := ExportFile{MessageID: m.MessageID, ChannelID: m.ChannelID, Type: m.Type, FileName: m.Data["fileName"],
-			MimeType: m.Data["mimeType"], CreatedAt: m.CreatedAt}
+		f := ExportFile{MessageID: m.MessageID, ChannelID: m.ChannelID, Type: m.Type, CreatedAt: m.CreatedAt}
+		f.FileName, _ = m.Data["fileName"].(string)
+		f.MimeType, _ = m.Data["mimeType"].(string)
 		if u, ok := m.Data["url"].(string); ok {
 			f.URL = u
 		}

@@ -95,10 +95,16 @@ func testReports(t *testing.T, e *env) {
 		return err
 	}(), chat.CodeBadRequest)
 	require.Contains(t, ce.Message, "note")
-	// A form body works as JSON does.
-	userReport, err := alice.CreateReport(bg, client.CreateReportRequest{TargetType: "user", TargetID: "bob", Reason: "abuse"})
+	ce = requireCode(t, func() error {
+		_, err := alice.CreateReport(bg, client.CreateReportRequest{TargetType: "user", TargetID: "bob", Reason: "two\nlines"})
+		return err
+	}(), chat.CodeBadRequest)
+	require.Contains(t, ce.Message, "reason")
+	// A note may span lines.
+	userReport, err := alice.CreateReport(bg, client.CreateReportRequest{TargetType: "user", TargetID: "bob", Reason: "abuse", Note: "first\nsecond"})
 	require.NoError(t, err)
 	require.Equal(t, "", userReport.ChannelID)
+	require.Equal(t, "first\nsecond", userReport.Note)
 	carolReport, err := carol.CreateReport(bg, client.CreateReportRequest{TargetType: "user", TargetID: "bob", Reason: "abuse"})
 	require.NoError(t, err)
 
