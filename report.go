@@ -160,7 +160,10 @@ type ReportStore interface {
 	// report per reporter and target, kept by the store's own unique
 	// index on SQL stores).
 	CreateReport(ctx context.Context, r *Report) error
-	// GetReport returns the report or CodeNotFound.
+	// GetReport returns the report or CodeNotFound. In an Update, the
+	// report read stays as read until the transaction ends (adapters
+	// whose writers run concurrently lock its row), so a read-modify-write
+	// of a report, such as resolving it, happens once.
 	GetReport(ctx context.Context, reportID string) (*Report, error)
 	// UpdateReport replaces note, state, resolution and resolvedAt by
 	// report id; CodeNotFound if absent.

@@ -69,9 +69,11 @@ func (t *tx) CreateReport(ctx context.Context, r *chat.Report) error {
 	return err
 }
 
-// GetReport implements chat.ReportStore.
+// GetReport implements chat.ReportStore. In an Update it locks the row
+// (FOR NO KEY UPDATE), so that of two transactions resolving one report
+// the second reads it as the first left it.
 func (t *tx) GetReport(ctx context.Context, reportID string) (*chat.Report, error) {
-	rs, err := t.reports(ctx, `SELECT `+reportCols+` FROM {s}reports WHERE report_id = $1`, reportID)
+	rs, err := t.reports(ctx, `SELECT `+reportCols+` FROM {s}reports WHERE report_id = $1`+t.lockRows(), reportID)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,8 @@ var reportCases = []tcase{
 	{"Update", testReportUpdate},
 	{"FiltersAndPaging", testReportQuery},
 	{"RolledBack", testReportRollback},
+	{"ConcurrentSameTarget", testReportConcurrent},
+	{"ConcurrentResolve", testReportConcurrentResolve},
 }
 
 var userDataCases = []tcase{
@@ -258,4 +262,82 @@ func testUserReactions(t *testing.T, e *env) {
 	require.Equal(t, []string{"r5", "r1"}, page(&chat.Reaction{ReferenceID: "m1", ReactionName: "wow"}, 2))
 	require.Nil(t, page(&chat.Reaction{ReferenceID: "m2", ReactionName: "like"}, 2))
 	require.Equal(t, []string{"r3", "r2", "r5", "r1"}, page(nil, 0))
+}
+
+// Reporters racing to file the same report: of 8 concurrent creates of
+// one reporter and target, exactly one is stored and the others are
+// CodeConflict, whatever the store's concurrency.
+func testReportConcurrent(t *testing.T, e *env) {
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = e.s.Update(e.ctx, func(tx chat.Tx) error {
+				return tx.CreateReport(e.ctx, newReport(fmt.Sprintf("r%d", i), "alice", chat.ReportTargetUser, "bob", int64(i)))
+			})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+			continue
+		}
+		requireConflict(t, err)
+	}
+	require.Equal(t, 1, ok)
+	require.Len(t, e.queryReports(chat.ReportFilter{ReporterID: "alice"}), 1)
+}
+
+// Admins racing to resolve one report, each reading it and resolving it
+// only while it is open, in one Update: exactly one resolves it (the
+// others read it resolved), and the stored resolution is the winner's.
+func testReportConcurrentResolve(t *testing.T, e *env) {
+	e.createReports(newReport("r1", "alice", chat.ReportTargetUser, "bob", 1000))
+	errAlready := errors.New("already resolved")
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = e.s.Update(e.ctx, func(tx chat.Tx) error {
+				r, err := tx.GetReport(e.ctx, "r1")
+				if err != nil {
+					return err
+				}
+				if r.State != chat.ReportOpen {
+					return errAlready
+				}
+				r.State, r.ResolvedAt = chat.ReportResolved, atp(2000)
+				r.Resolution = &chat.ReportResolution{Action: chat.ResolveDismiss, ActorID: fmt.Sprintf("admin%d", i)}
+				return tx.UpdateReport(e.ctx, r)
+			})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			require.Equal(t, -1, winner, "two transactions resolved the report")
+			winner = i
+			continue
+		}
+		require.ErrorIs(t, err, errAlready)
+	}
+	require.NotEqual(t, -1, winner)
+	r, err := e.report("r1")
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("admin%d", winner), r.Resolution.ActorID)
 }
