@@ -160,7 +160,7 @@ func TestUserDataCard(t *testing.T) {
 	res, _ = b.post("/admin/users/ann/erase", url.Values{"csrf": {token}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	_, page = b.get(res.Header.Get("Location"))
-	require.Contains(t, page, "1 messages deleted")
+	require.Contains(t, page, "1 message deleted, 0 reactions removed")
 	ul, err = p.svc.GetUser(ctx, p.root.UserID, "ann")
 	require.NoError(t, err)
 	require.Equal(t, chat.ErasedDisplayName, ul.Users[0].DisplayName)

@@ -61,8 +61,16 @@ func (h *handler) eraseUser(q *req) {
 	res, err := h.svc.EraseUser(context.WithoutCancel(q.r.Context()), q.actor(), id)
 	text := ""
 	if err == nil {
-		text = "Erased the data of " + id + ": " + strconv.Itoa(res.DeletedMessages) + " messages deleted, " +
-			strconv.Itoa(res.RemovedReactions) + " reactions removed, profile anonymized."
+		text = "Erased the data of " + id + ": " + plural(res.DeletedMessages, "message") + " deleted, " +
+			plural(res.RemovedReactions, "reaction") + " removed, profile anonymized."
 	}
 	q.done(back, err, text)
+}
+
+// plural writes n with its noun, singular for 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
