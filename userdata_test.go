@@ -54,7 +54,7 @@ func TestExportStreams(t *testing.T) {
 	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u"}})
 	require.NoError(t, err)
 	long := strings.Repeat("words to export ", 200) // 3,200 bytes
-	const n = 60                                   // 12 pages, about 190 KB
+	const n = 60                                    // 12 pages, about 190 KB
 	for range n {
 		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(long)})
 		require.NoError(t, err)
