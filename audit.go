@@ -86,6 +86,8 @@ const (
 	AuditAdminCreate        = "admin.create"        // target admin (its name); details userId
 	AuditAdminRevoke        = "admin.revoke"        // target admin
 	AuditAdminRotate        = "admin.rotate"        // target admin
+	AuditReportResolve      = "report.resolve"      // target report; details resolution, targetType, targetId, reporterId, subjectId
+	AuditUserErase          = "user.erase"          // target user; details deletedMessages, removedReactions, complete
 )
 
 // AuditActions lists every audit action, in the order of the reference.
@@ -97,7 +99,7 @@ var AuditActions = []string{
 	AuditUserPurgeMessages, AuditBlacklistAdd, AuditBlacklistDelete, AuditBlacklistUpdate,
 	AuditWhitelistAdd, AuditWhitelistDelete, AuditWhitelistUpdate, AuditRolePut,
 	AuditWebhookCreate, AuditWebhookUpdate, AuditWebhookDelete, AuditWebhookRotate,
-	AuditAdminCreate, AuditAdminRevoke, AuditAdminRotate,
+	AuditAdminCreate, AuditAdminRevoke, AuditAdminRotate, AuditReportResolve, AuditUserErase,
 }
 
 // The target types of audit entries.
@@ -109,6 +111,7 @@ const (
 	AuditTargetRole    = "role"
 	AuditTargetWebhook = "webhook"
 	AuditTargetAdmin   = "admin"
+	AuditTargetReport  = "report"
 )
 
 type actorKey struct{}

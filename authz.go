@@ -69,6 +69,11 @@ const (
 	actAudit            action = "audit.query"
 	actCheckMessage     action = "moderation.check"
 	actPurgeMessages    action = "user.purgeMessages"
+	actReportMessage    action = "report.message"
+	actReportUser       action = "report.user"
+	actReviewReports    action = "report.review"
+	actExportUser       action = "user.export"
+	actEraseUser        action = "user.erase"
 )
 
 // right is what an action needs from a caller who is not an admin.
@@ -128,6 +133,11 @@ var rights = map[action]right{
 	actAudit:            {adminOnly: true},
 	actCheckMessage:     {adminOnly: true},
 	actPurgeMessages:    {adminOnly: true},
+	actReportMessage:    {member: true},
+	actReportUser:       {},
+	actReviewReports:    {adminOnly: true},
+	actExportUser:       {adminOnly: true},
+	actEraseUser:        {adminOnly: true},
 }
 
 // caller is an authorized actor: its user record (nil when the user does
@@ -284,6 +294,14 @@ func describe(act action) string {
 		return "check messages against the moderation rules"
 	case actPurgeMessages:
 		return "purge the messages of users"
+	case actReportMessage:
+		return "report messages"
+	case actReviewReports:
+		return "review reports"
+	case actExportUser:
+		return "export the data of users"
+	case actEraseUser:
+		return "erase the data of users"
 	}
 	return string(act)
 }

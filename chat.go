@@ -102,7 +102,8 @@ type Config struct {
 	// Default DefaultUserTokenTTL (24 h); negative: no expiry.
 	UserTokenTTL time.Duration
 	// PurgeBatch is how many messages PurgeUserMessages deletes per
-	// transaction. Default DefaultPurgeBatch (500).
+	// transaction, and how many items ExportUser reads and EraseUser
+	// handles per transaction. Default DefaultPurgeBatch (500).
 	PurgeBatch int
 	// OnCommit, when not nil, is called after every transaction that
 	// enqueued webhook deliveries or logged events committed (the webhook dispatcher's Wake

@@ -63,9 +63,17 @@
 // Moderation and administration actions also write their AuditEntry (one
 // of AuditActions) in that transaction; QueryAudit reads the log.
 // CheckMessage is a dry run of CreateMessage through the same rules.
-// PurgeUserMessages is the one operation that spans several transactions:
-// it deletes a user's messages in batches of Config.PurgeBatch, each batch
-// a transaction with its events, so it never holds a long one.
+// PurgeUserMessages spans several transactions: it deletes a user's
+// messages in batches of Config.PurgeBatch, each batch a transaction with
+// its events, so it never holds a long one. EraseUser (a user's data
+// erased, its id kept) works the same way, and ExportUser streams a user's
+// data to an io.Writer, reading a page per transaction.
+//
+// Users report messages and users (CreateReport); admins work through the
+// review queue (QueryReports) and resolve each report (ResolveReport) by
+// dismissing it or through the operation that deletes or bans, with a
+// report.resolve audit entry. Report events go to webhooks and admins'
+// streams only.
 //
 // # Optional store capabilities
 //

@@ -28,6 +28,8 @@ const (
 	EventChannelDidUpdate      = "channel.didUpdate"
 	EventChannelDidUnmute      = "channel.didUnmute"
 	EventChannelDidUnmuteUsers = "channel.didUnmuteUsers"
+	EventReportDidCreate       = "report.didCreate"
+	EventReportDidResolve      = "report.didResolve"
 )
 
 // EventNames lists every event the engine emits.
@@ -37,6 +39,7 @@ var EventNames = []string{
 	EventChannelDidBanUsers, EventChannelDidUnbanUsers, EventUserDidUpdate, EventUserDidGlobalBan,
 	EventUserDidGlobalUnban, EventReactionDidAdd, EventReactionDidRemove, EventMessageDidFlag,
 	EventMessageDidUpdate, EventChannelDidUpdate, EventChannelDidUnmute, EventChannelDidUnmuteUsers,
+	EventReportDidCreate, EventReportDidResolve,
 }
 
 // Envelope is the body of every webhook delivery.

@@ -68,6 +68,10 @@ func eventScope(data any) (channelID string, userIDs []string) {
 		if len(d.Messages) > 0 {
 			channelID = d.Messages[0].ChannelID
 		}
+	case ReportEventData:
+		// About no channel and no user: only admins' streams (and
+		// webhooks) receive reports, never the reporter's or the
+		// reported user's.
 	}
 	return channelID, userIDs
 }

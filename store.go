@@ -50,6 +50,8 @@ type Tx interface {
 	PurgeStore
 	MuteExpiryStore
 	TicketStore
+	ReportStore
+	UserDataStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order

@@ -128,6 +128,8 @@ func (h *handler) auditRow(e chat.AuditEntry, users map[string]chat.User) auditR
 		r.TargetHref = p + "/roles?filter=" + url.QueryEscape(e.TargetID)
 	case chat.AuditTargetAdmin:
 		r.TargetHref = p + "/admins"
+	case chat.AuditTargetReport:
+		r.TargetHref = p + "/reports?state=all"
 	}
 	r.Details = detailItems(e.Details)
 	return r

@@ -17,6 +17,8 @@ var pages = []page{
 	{Key: "channels", Title: "Channels", Path: "/channels", routes: (*handler).channelsRoutes},
 	{Key: "users", Title: "Users", Path: "/users", routes: (*handler).usersRoutes},
 	{Key: "users", routes: (*handler).purgeRoutes},
+	{Key: "users", routes: (*handler).userDataRoutes},
+	{Key: "reports", Title: "Reports", Path: "/reports", routes: (*handler).reportsRoutes},
 	{Key: "roles", Title: "Roles", Path: "/roles", routes: (*handler).rolesRoutes},
 	{Key: "rules", Title: "Blacklist & whitelist", Path: "/rules", routes: (*handler).rulesRoutes},
 	{Key: "reactions", Title: "Most reacted", Path: "/reactions", routes: (*handler).reactionsRoutes},

@@ -584,6 +584,30 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "DELETE", pattern: "/webhooks/{webhookId}", params: hp})
 	f.do(call{method: "DELETE", pattern: "/webhooks/{webhookId}", params: hp, want: 404})
 
+	// Reports and a user's data.
+	rm := first(f.do(call{method: "POST", pattern: "/message", json: map[string]any{"channelId": "general", "type": "text", "data": map[string]any{"text": "report me"}}}), "messages")
+	rep := first(f.do(call{method: "POST", pattern: "/reports", json: map[string]any{"targetType": "message", "targetId": rm["messageId"], "reason": "spam", "note": "as seen"}}), "reports")
+	rp := map[string]string{"reportId": rep["reportId"].(string)}
+	f.do(call{method: "POST", pattern: "/reports", form: "targetType=user&targetId=alice&reason=abuse"})
+	f.do(call{method: "POST", pattern: "/reports", json: map[string]any{"targetType": "message", "targetId": rm["messageId"], "reason": "spam"}, want: 409})
+	f.do(call{method: "POST", pattern: "/reports", json: map[string]any{"targetType": "channel", "targetId": "general", "reason": "spam"}, want: 400})
+	f.do(call{method: "POST", pattern: "/reports", json: map[string]any{"targetType": "user", "targetId": "nobody", "reason": "spam"}, want: 404})
+	reports := f.do(call{method: "GET", pattern: "/reports", query: "state=open&options[limit]=1"})
+	f.do(call{method: "GET", pattern: "/reports", query: "state=open&options[token]=" + url.QueryEscape(reports["paging"].(map[string]any)["next"].(string))})
+	f.do(call{method: "GET", pattern: "/reports", query: "targetType=user&reporterId=root"})
+	f.do(call{method: "GET", pattern: "/reports", query: "state=closed", want: 400})
+	f.do(call{method: "GET", pattern: "/reports/{reportId}", params: rp})
+	f.do(call{method: "GET", pattern: "/reports/{reportId}", params: map[string]string{"reportId": "nope"}, want: 404})
+	f.do(call{method: "POST", pattern: "/reports/{reportId}/resolve", params: rp, json: map[string]any{"action": "shrug"}, want: 400})
+	f.do(call{method: "POST", pattern: "/reports/{reportId}/resolve", params: rp, json: map[string]any{"action": "banUser"}})
+	f.do(call{method: "POST", pattern: "/reports/{reportId}/resolve", params: rp, form: "action=dismiss", want: 409})
+	f.do(call{method: "GET", pattern: "/reports", query: "state=resolved"})
+	f.do(call{method: "GET", pattern: "/users/{userId}/export", params: map[string]string{"userId": "alice"}})
+	f.do(call{method: "GET", pattern: "/users/{userId}/export", params: map[string]string{"userId": "nobody"}, want: 404})
+	f.do(call{method: "POST", pattern: "/users/{userId}/erase", params: map[string]string{"userId": "dave"}})
+	f.do(call{method: "POST", pattern: "/users/{userId}/erase", params: map[string]string{"userId": "dave"}})
+	f.do(call{method: "POST", pattern: "/users/{userId}/erase", params: map[string]string{"userId": "nobody"}, want: 404})
+
 	// Close, both paths; writes to a closed channel are 403.
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/close", params: ch})
 	f.do(call{method: "POST", pattern: "/channels/{channelId}/close", params: ch})

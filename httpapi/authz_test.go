@@ -87,7 +87,7 @@ func (a access) want(caller string) chat.Code {
 }
 
 // matrixRow is one request to a route. {self} in the body stands for the
-// caller's user id; {img}, {file}, {msg}, {hook} and {req} for fixture ids.
+// caller's user id; {img}, {file}, {msg}, {hook}, {req} and {report} for fixture ids.
 type matrixRow struct {
 	method, pattern string
 	path            string
@@ -149,6 +149,9 @@ var matrixRows = []matrixRow{
 	{"POST", "/users/{userId}/tokens/revoke", "/users/mem/tokens/revoke", ``, false, adminOnly},
 	{"POST", "/users/{userId}/messages/delete", "/users/mem/messages/delete", `{}`, false, adminOnly},
 	{"POST", "/users/{userId}/messages/delete", "/users/{self}/messages/delete", `{"channelId":"c"}`, false, adminOnly},
+	{"GET", "/users/{userId}/export", "/users/mem/export", ``, false, adminOnly},
+	{"GET", "/users/{userId}/export", "/users/{self}/export", ``, false, adminOnly},
+	{"POST", "/users/{userId}/erase", "/users/zed/erase", ``, false, adminOnly},
 	// Roles.
 	{"GET", "/roles", "/roles", ``, false, adminOnly},
 	{"PUT", "/roles", "/roles", `{"publicIds":["helper"],"permissions":["Channel/ManageChannel"]}`, false, adminOnly},
@@ -178,6 +181,15 @@ var matrixRows = []matrixRow{
 	{"GET", "/audit", "/audit", ``, false, adminOnly},
 	{"GET", "/audit", "/audit?actorId={self}&options[limit]=5", ``, false, adminOnly},
 	{"POST", "/moderation/check", "/moderation/check", `{"userId":"{self}","channelId":"c","type":"text","data":{"text":"hi"}}`, false, adminOnly},
+	// Reports: anyone reports a user, and a message it may read; admins
+	// review.
+	{"POST", "/reports", "/reports", `{"targetType":"user","targetId":"zed","reason":"spam"}`, false, anyUser},
+	{"POST", "/reports", "/reports", `{"targetType":"message","targetId":"{msg}","reason":"spam","note":"see this"}`, false, members},
+	{"GET", "/reports", "/reports", ``, false, adminOnly},
+	{"GET", "/reports", "/reports?state=open&targetType=user&options[limit]=5", ``, false, adminOnly},
+	{"GET", "/reports/{reportId}", "/reports/{report}", ``, false, adminOnly},
+	{"POST", "/reports/{reportId}/resolve", "/reports/{report}/resolve", `{"action":"dismiss"}`, false, adminOnly},
+	{"POST", "/reports/{reportId}/resolve", "/reports/{report}/resolve", `{"action":"globalBan"}`, false, adminOnly},
 	// The event stream: every caller, each seeing what it may.
 	{"GET", "/events", "/events", ``, false, anyUser},
 	{"POST", "/events/ticket", "/events/ticket", ``, false, anyUser},
@@ -259,6 +271,9 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	require.NoError(t, err)
 	require.NotEmpty(t, dl.Deliveries)
 	m.ids["{req}"] = dl.Deliveries[0].RequestID
+	rl, err := e.svc.CreateReport(bg, revokedID, chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "zed", Reason: "abuse"})
+	require.NoError(t, err)
+	m.ids["{report}"] = rl.Reports[0].ReportID
 	require.NoError(t, e.svc.GlobalBan(bg, e.admin, bannedID, false))
 
 	mint := func(user string) string {
@@ -375,6 +390,11 @@ func (m *matrixEnv) snapshot() string {
 			return err
 		}
 		parts = append(parts, audit)
+		reports, err := tx.QueryReports(ctx, chat.ReportFilter{})
+		if err != nil {
+			return err
+		}
+		parts = append(parts, reports)
 		for _, h := range hs {
 			ds, err := tx.ListDeliveries(ctx, h.WebhookID, "", 1000)
 			if err != nil {

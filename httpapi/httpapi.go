@@ -209,6 +209,8 @@ func (h *handler) routes() []route {
 		rt(post, "/users/{userId}/token", h.mintUserToken),
 		rt(post, "/users/{userId}/tokens/revoke", h.revokeUserTokens),
 		rt(post, "/users/{userId}/messages/delete", h.purgeMessages),
+		rt(get, "/users/{userId}/export", h.exportUser),
+		rt(post, "/users/{userId}/erase", h.eraseUser),
 		// Roles.
 		rt(get, "/roles", h.queryRoles),
 		rt(put, "/roles", h.putRoles),
@@ -236,6 +238,11 @@ func (h *handler) routes() []route {
 		// Moderation: the audit log and the dry run.
 		rt(get, "/audit", h.queryAudit),
 		rt(post, "/moderation/check", h.checkMessage),
+		// Reports: the review queue.
+		rt(post, "/reports", h.createReport),
+		rt(get, "/reports", h.queryReports),
+		rt(get, "/reports/{reportId}", h.getReport),
+		rt(post, "/reports/{reportId}/resolve", h.resolveReport),
 		// The event stream.
 		{Route: Route{get, "/events"}, fn: h.events, ticket: true},
 		rt(post, "/events/ticket", h.eventTicket),

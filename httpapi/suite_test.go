@@ -50,6 +50,7 @@ func runSuite(t *testing.T, newStore storeFactory) {
 		{"MutedAuthors", testMutedAuthors},
 		{"Audit", testAudit},
 		{"ModerationCheck", testModerationCheck},
+		{"Reports", testReports},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,6 +65,10 @@ func runSuite(t *testing.T, newStore storeFactory) {
 	t.Run("Purge", func(t *testing.T) {
 		t.Parallel()
 		testPurge(t, newStore)
+	})
+	t.Run("UserData", func(t *testing.T) {
+		t.Parallel()
+		testUserData(t, newStore)
 	})
 	t.Run("InternalError", func(t *testing.T) {
 		t.Parallel()

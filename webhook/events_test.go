@@ -166,6 +166,10 @@ func TestEveryEventDelivered(t *testing.T) {
 			ml, err := svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "hello"}})
 			require.NoError(t, err)
 			mid := ml.Messages[0].MessageID
+			rl, err := svc.CreateReport(ctx, "bob", chat.CreateReport{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam"})
+			require.NoError(t, err)
+			_, err = svc.ResolveReport(ctx, admin, chat.ResolveReport{ReportID: rl.Reports[0].ReportID, Action: chat.ResolveDismiss})
+			require.NoError(t, err)
 			_, err = svc.FlagMessage(ctx, admin, mid)
 			require.NoError(t, err)
 			_, err = svc.UpdateMessage(ctx, admin, chat.UpdateMessage{MessageID: mid, Data: &map[string]any{"text": "hello, edited"}})
@@ -221,6 +225,25 @@ func TestEveryEventDelivered(t *testing.T) {
 					require.NotEmpty(t, ev.RequestID)
 				}
 			}
+
+			// Reports: the report and the users it references.
+			for _, n := range []string{chat.EventReportDidCreate, chat.EventReportDidResolve} {
+				ev := got[n][0]
+				require.Equal(t, []string{"reports", "users"}, keysOf(t, ev.Data), n)
+				rd, err := ev.Report()
+				require.NoError(t, err)
+				require.Len(t, rd.Reports, 1)
+				require.Equal(t, "bob", rd.Reports[0].ReporterID)
+				require.Equal(t, mid, rd.Reports[0].TargetID)
+				require.Equal(t, "c", rd.Reports[0].ChannelID)
+				requireList(t, "user", mustJSON(t, rd.Users), userFields)
+			}
+			rd, err := got[chat.EventReportDidResolve][0].Report()
+			require.NoError(t, err)
+			require.Equal(t, chat.ReportResolved, rd.Reports[0].State)
+			require.Equal(t, &chat.ReportResolution{Action: chat.ResolveDismiss, ActorID: admin}, rd.Reports[0].Resolution)
+			_, err = got[chat.EventReportDidCreate][0].Message()
+			require.Error(t, err, "a report event carries no message data")
 
 			// Mutes lifted by hand.
 			ev := got[chat.EventChannelDidUnmuteUsers][0]
@@ -421,4 +444,11 @@ func adminService(t *testing.T, s chat.Store) *chat.Service {
 	_, _, err = svc.CreateAdmin(ctx, "root", "admin")
 	require.NoError(t, err)
 	return svc
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }

@@ -82,6 +82,16 @@ func (e *Event) Reaction() (*chat.ReactionEventData, error) {
 	return &v, nil
 }
 
+// Report returns the data of a report event (report.didCreate,
+// report.didResolve); other events are an error.
+func (e *Event) Report() (*chat.ReportEventData, error) {
+	var v chat.ReportEventData
+	if err := e.decodeData("report.", "report", &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // ReceiverOption configures NewReceiver.
 type ReceiverOption func(*receiver)
 

@@ -431,6 +431,45 @@ func TestPanelInBrowser(t *testing.T) {
 	)
 	require.Positive(t, received.Load())
 
+	// Reports: carol reports alice's message and alice; the review queue
+	// shows both, deletes the message once confirmed and dismisses the
+	// other; the resolutions are audited as ops.
+	apiAs(t, s, opsToken, "POST", "/api/v2/channel/lobby/users", map[string]any{"userIds": []string{"carol"}})
+	carolToken := apiAs(t, s, opsToken, "POST", "/api/v2/users/carol/token", map[string]any{"ttl": 3600})["token"].(string)
+	pill := apiAs(t, s, aliceToken, "POST", "/api/v2/message", map[string]any{"channelId": "lobby", "type": "text",
+		"data": map[string]any{"text": "cheap pills"}})["messages"].([]any)[0].(map[string]any)["messageId"].(string)
+	msgRep := apiAs(t, s, carolToken, "POST", "/api/v2/reports", map[string]any{"targetType": "message", "targetId": pill,
+		"reason": "spam", "note": "<b>again</b>"})["reports"].([]any)[0].(map[string]any)["reportId"].(string)
+	userRep := apiAs(t, s, carolToken, "POST", "/api/v2/reports", map[string]any{"targetType": "user", "targetId": "alice",
+		"reason": "abuse"})["reports"].([]any)[0].(map[string]any)["reportId"].(string)
+	mrow, urow := `#report-list li[data-report-id="`+msgRep+`"]`, `#report-list li[data-report-id="`+userRep+`"]`
+	ops.run(t, "resolve reports in the review queue",
+		press(`nav a[href="/admin/reports"]`),
+		chromedp.WaitVisible(css(`#reports-help`)),
+		present(mrow),
+		present(urow),
+		settle(allLabelled),
+		settle(`document.querySelector(`+jsString(mrow+` blockquote.note`)+`).textContent === '<b>again</b>'`),
+		settle(`document.querySelector(`+jsString(mrow+` q.text`)+`).textContent === 'cheap pills'`),
+		chromedp.Click(css(mrow+` .resolve-delete input[name=confirm]`)),
+		press(mrow+` .resolve-delete button`),
+		settle(flashShows("the message is deleted")),
+		settle(`document.querySelector(`+jsString(mrow)+`) === null`),
+		press(urow+` .resolve-dismiss button`),
+		settle(flashShows("Report dismissed.")),
+		chromedp.WaitVisible(css(`#reports-empty`)),
+		chromedp.SetValue(css(`#rp-state`), "resolved"),
+		press(`#report-filter-form button`),
+		present(mrow+`[data-state="resolved"]`),
+		present(urow+`[data-state="resolved"]`),
+		settle(allLabelled),
+	)
+	screenshot(t, ops, "panel-reports", 1200, 900)
+	require.Equal(t, true, apiAs(t, s, opsToken, "GET", "/api/v2/message/"+pill, nil)["messages"].([]any)[0].(map[string]any)["isDeleted"])
+	resolutions := apiAs(t, s, opsToken, "GET", "/api/v2/audit?action=report.resolve", nil)["audit"].([]any)
+	require.Len(t, resolutions, 2)
+	require.Equal(t, "ops", resolutions[0].(map[string]any)["actorId"])
+
 	// Users: search, screenshots.
 	ops.run(t, "find a user",
 		chromedp.Navigate(panelURL+"users"),

@@ -92,7 +92,15 @@ type data struct {
 	audit    []*chat.AuditEntry
 	auditIDs map[string]*chat.AuditEntry
 	tickets  map[string]*chat.StreamTicket // stream tickets by hash
+
+	// Reports by id, in (CreatedAt, ReportID) ascending order, and the
+	// open ones by (reporter, target).
+	reports     map[string]*chat.Report
+	reportOrder []*chat.Report
+	openReports map[openReportKey]string
 }
+
+type openReportKey struct{ reporter, targetType, target string }
 
 type reactKey struct{ user, msg, name string }
 
@@ -142,6 +150,8 @@ func newData() *data {
 		meta:          map[string]string{},
 		auditIDs:      map[string]*chat.AuditEntry{},
 		tickets:       map[string]*chat.StreamTicket{},
+		reports:       map[string]*chat.Report{},
+		openReports:   map[openReportKey]string{},
 	}
 }
 

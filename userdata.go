@@ -1,0 +1,560 @@
+package chat
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+)
+
+// UserReactionCursor is a keyset position in the (ReferenceID,
+// ReactionName) ascending order of one user's reactions.
+type UserReactionCursor struct {
+	MessageID    string
+	ReactionName string
+}
+
+// UserDataStore reads everything one user wrote, page by page, for the
+// export and the erasure of a user's data.
+type UserDataStore interface {
+	// UserMessages returns up to limit messages of the author, deleted
+	// ones too, in (CreatedAt, MessageID) ascending order, those after
+	// the cursor when it is not nil. Adapters read the index on (userId,
+	// createdAt, messageId) that a purge reads, so a page costs what it
+	// returns.
+	UserMessages(ctx context.Context, userID string, after *PurgeCursor, limit int) ([]*Message, error)
+	// UserReactions returns up to limit reactions of the user in
+	// (ReferenceID, ReactionName) ascending order, those after the cursor
+	// when it is not nil.
+	UserReactions(ctx context.Context, userID string, after *UserReactionCursor, limit int) ([]*Reaction, error)
+}
+
+// ErasedDisplayName is the displayName of an erased user.
+const ErasedDisplayName = "Deleted user"
+
+// ExportFile is a file reference of a user's export: a file or image the
+// user posted, with signed links that open it without an access token
+// (URL for a file, URLs by size for an image), valid for Config.LinkTTL.
+type ExportFile struct {
+	MessageID string            `json:"messageId"`
+	ChannelID string            `json:"channelId"`
+	Type      MessageType       `json:"type"`
+	FileName  string            `json:"fileName"`
+	MimeType  string            `json:"mimeType"`
+	URL       string            `json:"url,omitempty"`
+	URLs      map[string]string `json:"urls,omitempty"`
+	CreatedAt Time              `json:"createdAt"`
+}
+
+// ExportMembership is one of a user's channels in an export: the channel
+// and the user's relation to it.
+type ExportMembership struct {
+	Channel     Channel     `json:"channel"`
+	ChannelUser ChannelUser `json:"channelUser"`
+}
+
+// exportPage is the number of items an export reads per transaction:
+// Config.PurgeBatch (DefaultPurgeBatch).
+func (s *Service) exportPage() int {
+	if s.cfg.PurgeBatch > 0 {
+		return s.cfg.PurgeBatch
+	}
+	return DefaultPurgeBatch
+}
+
+// ExportUser writes the data of a user to w as one JSON document (admins
+// only):
+//
+//	{"userId", "exportedAt", "user", "memberships":[{channel, channelUser}],
+//	 "messages":[...], "reactions":[...], "reports":[...], "files":[...]}
+//
+// messages are every message the user posted (deleted ones too, their
+// data empty), oldest first; reactions the user's reactions; reports the
+// reports the user filed; files the files and images among the messages,
+// with signed links (see ExportFile). The document is streamed: each page
+// of Config.PurgeBatch items is read in a transaction of its own and
+// encoded before the next is read, so memory does not grow with the
+// user's data; what the user changes while the export runs may or may not
+// be in it. The user's existence and the caller's right are checked before
+// anything is written: those errors (CodeBadRequest, CodePermissionDenied,
+// CodeNotFound) leave w untouched. An error after the first byte (the
+// store failing, w failing) is returned with the document incomplete.
+func (s *Service) ExportUser(ctx context.Context, actorID, userID string, w io.Writer) error {
+	if err := s.checkID("userId", userID); err != nil {
+		return err
+	}
+	var user *User
+	err := s.view(ctx, func(tx Tx) error {
+		if _, err := s.authorize(ctx, tx, actorID, actExportUser, ""); err != nil {
+			return err
+		}
+		u, err := tx.GetUser(ctx, userID)
+		if err != nil {
+			return notFound(err, "user", userID)
+		}
+		user = u
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 32<<10)
+	x := &exporter{s: s, w: bw, enc: json.NewEncoder(bw), page: s.exportPage()}
+	presentUser(user)
+	x.raw(`{"userId":`)
+	x.value(userID)
+	x.raw(`,"exportedAt":`)
+	x.value(s.Now())
+	x.raw(`,"user":`)
+	x.value(user)
+	steps := []struct {
+		key string
+		fn  func(ctx context.Context, userID string) error
+	}{
+		{"memberships", x.memberships},
+		{"messages", x.messages},
+		{"reactions", x.reactions},
+		{"reports", x.reports},
+		{"files", x.files},
+	}
+	for _, st := range steps {
+		x.raw(`,"` + st.key + `":[`)
+		x.n = 0
+		if err := st.fn(ctx, userID); err != nil {
+			return err
+		}
+		x.raw("]")
+	}
+	x.raw("}\n")
+	if x.err != nil {
+		return x.err
+	}
+	return bw.Flush()
+}
+
+// exporter writes an export document; the first write error sticks.
+type exporter struct {
+	s    *Service
+	w    *bufio.Writer
+	enc  *json.Encoder
+	page int
+	n    int // items written in the current array
+	err  error
+}
+
+func (x *exporter) raw(s string) {
+	if x.err == nil {
+		_, x.err = x.w.WriteString(s)
+	}
+}
+
+func (x *exporter) value(v any) {
+	if x.err == nil {
+		x.err = x.enc.Encode(v)
+	}
+}
+
+// item writes one array element.
+func (x *exporter) item(v any) {
+	if x.n > 0 {
+		x.raw(",")
+	}
+	x.n++
+	x.value(v)
+}
+
+func (x *exporter) memberships(ctx context.Context, userID string) error {
+	var after *ChannelCursor
+	for {
+		var chs []*Channel
+		var cus []*ChannelUser
+		err := x.s.view(ctx, func(tx Tx) error {
+			var err error
+			chs, err = tx.QueryChannels(ctx, ChannelFilter{MemberOf: userID, IncludeClosed: true, After: after, Limit: x.page})
+			if err != nil || len(chs) == 0 {
+				return err
+			}
+			ids := make([]string, len(chs))
+			for i, c := range chs {
+				ids[i] = c.ChannelID
+			}
+			cus, err = tx.ListMemberships(ctx, userID, ids)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		rel := make(map[string]*ChannelUser, len(cus))
+		for _, cu := range cus {
+			rel[cu.ChannelID] = cu
+		}
+		now := x.s.now()
+		for _, c := range chs {
+			cu := rel[c.ChannelID]
+			if cu == nil {
+				continue
+			}
+			presentChannel(c, now)
+			presentChannelUser(cu, now)
+			x.item(ExportMembership{Channel: *c, ChannelUser: *cu})
+		}
+		if x.err != nil {
+			return x.err
+		}
+		if len(chs) < x.page {
+			return nil
+		}
+		last := chs[len(chs)-1]
+		after = &ChannelCursor{CreatedAt: last.CreatedAt.Time, ChannelID: last.ChannelID}
+	}
+}
+
+// eachMessage calls fn with every message of the user, page by page.
+func (x *exporter) eachMessage(ctx context.Context, userID string, fn func(m *Message)) error {
+	var after *PurgeCursor
+	for {
+		var ms []*Message
+		err := x.s.view(ctx, func(tx Tx) error {
+			var err error
+			ms, err = tx.UserMessages(ctx, userID, after, x.page)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		x.s.present(ms...)
+		for _, m := range ms {
+			fn(m)
+		}
+		if x.err != nil {
+			return x.err
+		}
+		if len(ms) < x.page {
+			return nil
+		}
+		last := ms[len(ms)-1]
+		after = &PurgeCursor{CreatedAt: last.CreatedAt.Time, MessageID: last.MessageID}
+	}
+}
+
+func (x *exporter) messages(ctx context.Context, userID string) error {
+	return x.eachMessage(ctx, userID, func(m *Message) { x.item(m) })
+}
+
+func (x *exporter) files(ctx context.Context, userID string) error {
+	return x.eachMessage(ctx, userID, func(m *Message) {
+		if m.IsDeleted || m.Type != MessageTypeImage && m.Type != MessageTypeFile {
+			return
+		}
+		f := ExportFile{MessageID: m.MessageID, ChannelID: m.ChannelID, Type: m.Type, CreatedAt: m.CreatedAt}
+		f.FileName, _ = m.Data["fileName"].(string)
+		f.MimeType, _ = m.Data["mimeType"].(string)
+		if u, ok := m.Data["url"].(string); ok {
+			f.URL = u
+		}
+		if us, ok := m.Data["urls"].(map[string]any); ok {
+			f.URLs = map[string]string{}
+			for k, v := range us {
+				if s, ok := v.(string); ok {
+					f.URLs[k] = s
+				}
+			}
+		}
+		x.item(f)
+	})
+}
+
+func (x *exporter) reactions(ctx context.Context, userID string) error {
+	var after *UserReactionCursor
+	for {
+		var rs []*Reaction
+		err := x.s.view(ctx, func(tx Tx) error {
+			var err error
+			rs, err = tx.UserReactions(ctx, userID, after, x.page)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			x.item(r)
+		}
+		if x.err != nil {
+			return x.err
+		}
+		if len(rs) < x.page {
+			return nil
+		}
+		last := rs[len(rs)-1]
+		after = &UserReactionCursor{MessageID: last.ReferenceID, ReactionName: last.ReactionName}
+	}
+}
+
+func (x *exporter) reports(ctx context.Context, userID string) error {
+	var after *ReportCursor
+	for {
+		var rs []*Report
+		err := x.s.view(ctx, func(tx Tx) error {
+			var err error
+			rs, err = tx.QueryReports(ctx, ReportFilter{ReporterID: userID, After: after, Limit: x.page})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			x.item(r)
+		}
+		if x.err != nil {
+			return x.err
+		}
+		if len(rs) < x.page {
+			return nil
+		}
+		last := rs[len(rs)-1]
+		after = &ReportCursor{CreatedAt: last.CreatedAt.Time, ReportID: last.ReportID}
+	}
+}
+
+// EraseResult is the response of an erasure.
+type EraseResult struct {
+	Success          bool `json:"success"`
+	DeletedMessages  int  `json:"deletedMessages"`
+	RemovedReactions int  `json:"removedReactions"`
+}
+
+// EraseUser erases the data of a user (admins only) and keeps its id,
+// anonymized, so that channels, reports and the audit log stay
+// consistent:
+//
+//   - the profile: displayName becomes ErasedDisplayName, metadata {},
+//     roles [], flags cleared; the user's tokens are revoked (user.didUpdate);
+//   - every message of the user is soft-deleted as DeleteMessage does
+//     (data {}, files and images purged, segment kept), and its tags
+//     emptied (message.didDelete for each message that was live);
+//   - every reaction of the user is removed, the message counters kept in
+//     step (reaction.didRemove for each);
+//   - the notes of the reports the user filed are emptied.
+//
+// Memberships, read markers and the global ban flag stay: the erased user
+// remains a member, shown under ErasedDisplayName. Channel counters stay
+// right as with any deletion: messageCount and childrenNumber count
+// segments and comments, deleted ones included; reaction counts and the
+// unread counts of others drop with the deleted messages and reactions.
+//
+// The work runs in batches of Config.PurgeBatch, each its own
+// transaction, as PurgeUserMessages does; the erasure is recorded as one
+// user.erase audit entry, written with the first transaction and kept up
+// to date by the others (details deletedMessages, removedReactions,
+// complete). Erasing again is a success that finds nothing left to change
+// (it records its own entry, with zero counts). An admin's user cannot be
+// erased (CodePermissionDenied). Errors: CodeBadRequest,
+// CodePermissionDenied, CodeNotFound (no such user).
+func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*EraseResult, error) {
+	if err := s.checkID("userId", userID); err != nil {
+		return nil, err
+	}
+	batch := s.exportPage()
+	start := s.Now()
+	auditID := s.newID()
+	res := &EraseResult{Success: true}
+	details := func(complete bool) map[string]any {
+		return map[string]any{"deletedMessages": res.DeletedMessages, "removedReactions": res.RemovedReactions, "complete": complete}
+	}
+	var author *User
+	// The profile first: tokens revoked, nothing new comes from the
+	// user's sessions while the rest runs.
+	err := s.update(ctx, func(tx Tx, ev *events) error {
+		if _, err := s.authorize(ctx, tx, actorID, actEraseUser, ""); err != nil {
+			return err
+		}
+		u, err := tx.GetUser(ctx, userID)
+		if err != nil {
+			return notFound(err, "user", userID)
+		}
+		if hasRole(u.Roles, RoleGlobalAdmin) {
+			return Errorf(CodePermissionDenied, "user %s is an admin and cannot be erased", quote(userID))
+		}
+		e := &AuditEntry{AuditID: auditID, ActorID: actorID, Action: AuditUserErase, TargetType: AuditTargetUser,
+			TargetID: userID, Details: details(false), CreatedAt: start}
+		if err := tx.AppendAudit(ctx, []*AuditEntry{e}); err != nil {
+			return err
+		}
+		author = u
+		if erased(u) {
+			return nil
+		}
+		if u.FlagCount > 0 {
+			if err := tx.ClearFlags(ctx, FlagTargetUser, userID); err != nil {
+				return err
+			}
+		}
+		u.DisplayName, u.Metadata, u.Roles = ErasedDisplayName, map[string]any{}, []string{}
+		u.FlagCount, u.Hashflag = 0, Hashflag{Hash: []uint32{}}
+		u.UpdatedAt, u.TokensRevokedAt = start, &start
+		if err := tx.UpdateUser(ctx, u); err != nil {
+			return err
+		}
+		presentUser(u)
+		ev.add(EventUserDidUpdate, UserEventData{Users: []User{*u}})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	presentUser(author)
+	users := []User{*author}
+	// Live messages: soft-deleted as a purge does.
+	for {
+		var n int
+		err := s.update(ctx, func(tx Tx, ev *events) error {
+			ms, err := tx.SoftDeleteBatch(ctx, PurgeFilter{UserID: userID, Limit: batch}, s.now())
+			if err != nil {
+				return err
+			}
+			for _, m := range ms {
+				if err := tx.DeleteBlobs(ctx, m.MessageID); err != nil {
+					return err
+				}
+			}
+			s.present(ms...)
+			for _, m := range ms {
+				ev.add(EventMessageDidDelete, MessageEventData{Messages: []Message{*m}, Users: users})
+			}
+			n = len(ms)
+			res.DeletedMessages += n
+			if n == 0 {
+				return nil
+			}
+			return tx.SetAuditDetails(ctx, auditID, details(false))
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n < batch {
+			break
+		}
+	}
+	// Every message, deleted before or now: no tags, no file left.
+	var after *PurgeCursor
+	for {
+		var n int
+		err := s.update(ctx, func(tx Tx, _ *events) error {
+			ms, err := tx.UserMessages(ctx, userID, after, batch)
+			if err != nil {
+				return err
+			}
+			n = len(ms)
+			for _, m := range ms {
+				if m.Type == MessageTypeImage || m.Type == MessageTypeFile {
+					if err := tx.DeleteBlobs(ctx, m.MessageID); err != nil {
+						return err
+					}
+				}
+				// A message posted after the deletion pass is left to a
+				// next erasure (the user's tokens are revoked by now).
+				if m.IsDeleted && (len(m.Tags) > 0 || len(m.Data) > 0) {
+					m.Tags, m.Data, m.UpdatedAt = []string{}, map[string]any{}, NewTime(s.now())
+					if err := tx.UpdateMessage(ctx, m); err != nil {
+						return err
+					}
+				}
+			}
+			if n > 0 {
+				last := ms[n-1]
+				after = &PurgeCursor{CreatedAt: last.CreatedAt.Time, MessageID: last.MessageID}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n < batch {
+			break
+		}
+	}
+	// Reactions: each removal keeps the message's counters in step.
+	for {
+		var n int
+		err := s.update(ctx, func(tx Tx, ev *events) error {
+			rs, err := tx.UserReactions(ctx, userID, nil, batch)
+			if err != nil {
+				return err
+			}
+			n = len(rs)
+			for _, r := range rs {
+				if _, err := tx.RemoveReaction(ctx, userID, r.ReferenceID, r.ReactionName); err != nil {
+					return err
+				}
+				m, err := tx.GetMessage(ctx, r.ReferenceID)
+				if err != nil {
+					return err
+				}
+				out, err := s.messageList(ctx, tx, []*Message{m})
+				if err != nil {
+					return err
+				}
+				us := out.Users
+				if m.UserID != userID {
+					us = append(us, users...)
+				}
+				ev.add(EventReactionDidRemove, ReactionEventData{Reactions: []Reaction{*r}, Messages: out.Messages, Users: us})
+			}
+			res.RemovedReactions += n
+			if n == 0 {
+				return nil
+			}
+			return tx.SetAuditDetails(ctx, auditID, details(false))
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n < batch {
+			break
+		}
+	}
+	// Notes of the reports the user filed.
+	var rafter *ReportCursor
+	for {
+		var n int
+		err := s.update(ctx, func(tx Tx, _ *events) error {
+			rs, err := tx.QueryReports(ctx, ReportFilter{ReporterID: userID, After: rafter, Limit: batch})
+			if err != nil {
+				return err
+			}
+			n = len(rs)
+			for _, r := range rs {
+				if r.Note != "" {
+					r.Note = ""
+					if err := tx.UpdateReport(ctx, r); err != nil {
+						return err
+					}
+				}
+			}
+			if n > 0 {
+				last := rs[n-1]
+				rafter = &ReportCursor{CreatedAt: last.CreatedAt.Time, ReportID: last.ReportID}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n < batch {
+			break
+		}
+	}
+	err = s.update(ctx, func(tx Tx, _ *events) error {
+		return tx.SetAuditDetails(ctx, auditID, details(true))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// erased reports whether u's profile is already erased.
+func erased(u *User) bool {
+	return u.DisplayName == ErasedDisplayName && len(u.Metadata) == 0 && len(u.Roles) == 0 && u.FlagCount == 0 &&
+		u.TokensRevokedAt != nil
+}
