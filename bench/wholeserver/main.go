@@ -31,7 +31,11 @@
 // answers a JSON body as long as the real server's answer) runs in the same
 // rounds. Each round runs, per store, the base server then the new one,
 // then the ceiling; the table gives the medians over -rounds of requests/s
-// and of wrk's p99.
+// and of wrk's p99. After each run it waits until the webhook receiver has
+// had no delivery for a second (at most a minute), so that a run is not
+// charged with the deliveries of the one before, and reports how long
+// deliveries went on after the run ended (a dispatcher that falls behind
+// shows there), beside the server's CPU time per request.
 //
 //	go run ./bench/wholeserver                           # both stores, 3 rounds
 //	go run ./bench/wholeserver -stores sqlite -rounds 1 -d 3s
@@ -268,6 +272,7 @@ type result struct {
 	requests int64
 	non2xx   int64
 	cpu      time.Duration // server CPU time during the measured run
+	catchUp  time.Duration // webhook deliveries went on this long after it
 }
 
 func (b *bench) addCleanup(f func()) {
@@ -712,14 +717,29 @@ func (b *bench) measureServer(side, bin, store string, round int) error {
 				b.logf("%s on %s, %s at %d: %d responses were not 2xx", b.name(side), store, op, c, r.non2xx)
 			}
 			reqs += r.requests
+			// Deliveries still due from this run are delivered before the
+			// next one starts, so that each run is charged with its own.
+			r.catchUp = b.settle()
 			k := key{op, store, c, side}
 			b.results[k] = append(b.results[k], r)
 		}
 	}
-	// Let the dispatcher deliver what is due before counting.
-	time.Sleep(500 * time.Millisecond)
 	b.hooksBySide[side] += b.hooks.Load() - h0
 	return nil
+}
+
+// settle waits until the webhook receiver has had no delivery for a
+// second (at most a minute) and returns how long deliveries went on.
+func (b *bench) settle() time.Duration {
+	start := time.Now()
+	last, lastChange := b.hooks.Load(), start
+	for time.Since(lastChange) < time.Second && time.Since(start) < time.Minute && b.ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		if n := b.hooks.Load(); n != last {
+			last, lastChange = n, time.Now()
+		}
+	}
+	return lastChange.Sub(start)
 }
 
 // profileDuring returns a function that fetches a CPU profile of the
@@ -972,6 +992,16 @@ func medians(rs []result) (rate float64, p99 time.Duration, cpuPerReq time.Durat
 	return median(rates), median(p99s), median(cpus), non2xx
 }
 
+func catchUps(rs []result) time.Duration {
+	var ds []time.Duration
+	for _, r := range rs {
+		ds = append(ds, r.catchUp)
+	}
+	return median(ds)
+}
+
+func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) }
+
 func ms(d time.Duration) string {
 	v := float64(d) / float64(time.Millisecond)
 	if v < 10 {
@@ -1014,17 +1044,19 @@ func (b *bench) print(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Server CPU time per request (medians; user+system of the server process over the measured run, divided by its requests):")
+	fmt.Fprintln(w, "Server CPU time per request (medians; user+system of the server process over the measured run, divided by its requests), "+
+		"and how long webhook deliveries went on after the run ended (medians; the next run waits for them):")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| op | store | conns | %s µs | %s µs | ceiling µs |\n", bn, nn)
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| op | store | conns | %s µs | %s µs | ceiling µs | deliveries after the run, %s → %s |\n", bn, nn, bn, nn)
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
 	for _, op := range b.o.ops {
 		for _, store := range b.o.stores {
 			for _, c := range b.o.conns {
 				_, _, bc, _ := medians(b.results[key{op, store, c, "base"}])
 				_, _, nc, _ := medians(b.results[key{op, store, c, "now"}])
 				_, _, cc, _ := medians(b.results[key{op, "", c, "ceiling"}])
-				fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d |\n", opName[op], storeName[store], c, bc.Microseconds(), nc.Microseconds(), cc.Microseconds())
+				fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s → %s s |\n", opName[op], storeName[store], c, bc.Microseconds(), nc.Microseconds(), cc.Microseconds(),
+					seconds(catchUps(b.results[key{op, store, c, "base"}])), seconds(catchUps(b.results[key{op, store, c, "now"}])))
 			}
 		}
 	}
