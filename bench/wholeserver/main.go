@@ -43,8 +43,11 @@
 //	go run ./bench/wholeserver -profile /tmp/prof         # also CPU profiles of the new server
 //
 // With -profile DIR the new server is built with -tags pprof
-// (examples/server/pprof.go) and a CPU profile of each of its measured runs
-// of the first round is written to DIR/<store>-<op>-<conns>.pprof.
+// (examples/server/pprof.go), and so is the old one when this program
+// checked it out (the file is copied into its temporary worktree); a CPU
+// profile of each measured run of the first round is written to
+// DIR/<server>-<store>-<op>-<conns>.pprof (<server>: -now-name or
+// -base-name). A server given as a binary is not profiled.
 //
 // It stops by itself: every run is bounded by -d, the whole by -timeout;
 // on the way out (also on an interrupt) it stops the processes it started,
@@ -135,7 +138,7 @@ func run(args []string) error {
 	fs.IntVar(&o.seed, "seed", 200, "messages in the query channel")
 	fs.IntVar(&o.page, "page", 50, "messages per query (1-100)")
 	fs.StringVar(&o.postgres, "postgres", envOr("CHAT_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "Postgres server (127.0.0.1) where a database is created per server start and dropped after (CHAT_BENCH_POSTGRES_URL)")
-	fs.StringVar(&o.profile, "profile", "", "directory for CPU profiles of the new server's first-round runs (built with -tags pprof)")
+	fs.StringVar(&o.profile, "profile", "", "directory for CPU profiles of the first-round runs (servers built here get -tags pprof)")
 	fs.DurationVar(&o.timeout, "timeout", 40*time.Minute, "the whole run stops after this long")
 	fs.BoolVar(&o.keepServerLogs, "server-logs", false, "print each server's log file name and keep it")
 	fs.StringVar(&o.nowName, "now-name", "now", "column name of the new server")
@@ -255,6 +258,7 @@ type bench struct {
 	queryBytes   int // size of a query response of the new server
 	results      map[key][]result
 	noStreams    map[string]bool // side -> the server has no /events
+	profiled     map[string]bool // side -> built with -tags pprof by this run
 	streamsOpen  map[string]int  // side -> streams open during its last run
 	hooksBySide  map[string]int64
 	requestsSide map[string]int64
@@ -354,10 +358,24 @@ func (b *bench) run() error {
 			_ = exec.Command("git", "-C", b.o.repo, "worktree", "remove", "--force", baseSrc).Run()
 		})
 	}
-	baseBin, err := b.build("base", baseSrc, b.o.baseBin, false)
+	baseProf := false
+	if b.o.profile != "" && b.o.base == "" && b.o.baseBin == "" {
+		// The temporary worktree gets this checkout's pprof file, so that
+		// the old server can be profiled the same way.
+		dst := filepath.Join(baseSrc, "examples", "server", "pprof.go")
+		if _, err := os.Stat(dst); errors.Is(err, os.ErrNotExist) {
+			if src, err := os.ReadFile(filepath.Join(b.o.now, "examples", "server", "pprof.go")); err == nil {
+				baseProf = os.WriteFile(dst, src, 0o644) == nil
+			}
+		} else {
+			baseProf = err == nil
+		}
+	}
+	baseBin, err := b.build("base", baseSrc, b.o.baseBin, baseProf)
 	if err != nil {
 		return err
 	}
+	b.profiled = map[string]bool{"now": b.o.profile != "" && b.o.nowBin == "", "base": baseProf}
 	bins := map[string]string{"base": baseBin, "now": nowBin}
 	if b.o.profile != "" {
 		if err := os.MkdirAll(b.o.profile, 0o755); err != nil {
@@ -521,7 +539,7 @@ func (b *bench) startServer(side, bin, store string) (*server, error) {
 		"CHAT_DRAIN_DELAY=0s",
 		"CHAT_SHUTDOWN_TIMEOUT=10s",
 	)
-	if side == "now" && b.o.profile != "" {
+	if b.profiled[side] {
 		pp, err := freePort()
 		if err != nil {
 			return fail(err)
@@ -707,7 +725,7 @@ func (b *bench) measureServer(side, bin, store string, round int) error {
 		for _, c := range b.o.conns {
 			var prof func() error
 			if s.pprof != "" && round == 1 {
-				prof = b.profileDuring(s, fmt.Sprintf("%s-%s-%d.pprof", store, op, c))
+				prof = b.profileDuring(s, fmt.Sprintf("%s-%s-%s-%d.pprof", b.name(side), store, op, c))
 			}
 			r, err := b.wrk(s.base, s.token, op, c, s.cmd.Process.Pid, prof)
 			if err != nil {
