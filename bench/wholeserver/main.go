@@ -506,13 +506,27 @@ func (b *bench) startServer(side, bin, store string) (*server, error) {
 			db.Close()
 			return fail(fmt.Errorf("creating database %s: %w", name, err))
 		}
+		db.Close()
 		drop := func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)"); err != nil {
+			// A connection of its own, with a context of its own: the run's
+			// context may be cancelled by now. Retried, as the server's
+			// sessions may still be ending.
+			for i := 0; i < 5; i++ {
+				if i > 0 {
+					time.Sleep(time.Second)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ddb, err := sql.Open("postgres", b.o.postgres)
+				if err == nil {
+					_, err = ddb.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)")
+					ddb.Close()
+				}
+				cancel()
+				if err == nil {
+					return
+				}
 				b.logf("dropping database %s: %v", name, err)
 			}
-			db.Close()
 		}
 		undo = append(undo, drop)
 		u, _ := url.Parse(b.o.postgres)
