@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -112,6 +113,34 @@ func TestTimeJSON(t *testing.T) {
 	var back chat.Time
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.True(t, back.Equal(time.Date(2018, 11, 30, 11, 39, 20, 0, time.UTC)))
+}
+
+// TestTimeJSONMatchesLayout checks the fast formatting of chat.Time
+// against TimeLayout over a spread of instants, zones and years, the
+// edges of four-digit years included.
+func TestTimeJSONMatchesLayout(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("east", 5*3600+1800), time.FixedZone("west", -11*3600)}
+	instants := []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 5_000_000, time.UTC),
+		time.Date(-1, 6, 1, 12, 0, 0, 0, time.UTC),
+		chat.Forever.Time,
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		instants = append(instants, time.Unix(r.Int64N(5e9)-1e9, r.Int64N(1e9)))
+	}
+	for _, tm := range instants {
+		for _, z := range zones {
+			ct := chat.NewTime(tm.In(z))
+			want := `"` + ct.UTC().Format(chat.TimeLayout) + `"`
+			require.Equal(t, want, string(ct.AppendJSON(nil)), tm.String())
+			b, err := json.Marshal(ct)
+			require.NoError(t, err)
+			require.Equal(t, want, string(b))
+		}
+	}
 }
 
 func TestChannelCreateAndConflict(t *testing.T) {

@@ -31,8 +31,22 @@ func (t Time) MarshalJSON() ([]byte, error) {
 // fractional digits, a Z), as MarshalJSON does.
 func (t Time) AppendJSON(b []byte) []byte {
 	b = append(b, '"')
-	b = t.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	b = t.appendText(b)
 	return append(b, '"')
+}
+
+// appendText appends t in TimeLayout. The time package formats RFC 3339
+// (whole seconds, "Z" in UTC) on a fast path that a custom layout does not
+// take: the milliseconds go in before the "Z".
+func (t Time) appendText(b []byte) []byte {
+	u := t.Time.UTC()
+	if y := u.Year(); y < 0 || y > 9999 {
+		return u.AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	}
+	b = u.AppendFormat(b, time.RFC3339)
+	ms := u.Nanosecond() / 1e6
+	b[len(b)-1] = '.'
+	return append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
 // UnmarshalJSON implements json.Unmarshaler.

@@ -618,9 +618,21 @@ func (h *handler) reply(w http.ResponseWriter, v any, err error) error {
 	if err != nil {
 		return err
 	}
+	writeResult(w, v)
+	return nil
+}
+
+// writeResult writes a Service result as a 200 response: message lists in
+// their wire shape (messagejson.go), everything else normalized.
+func writeResult(w http.ResponseWriter, v any) {
+	if l, ok := v.(*chat.MessageList); ok {
+		s := messageListPool.Get().(*messageListShape)
+		writeJSON(w, http.StatusOK, s.shape(l))
+		s.release()
+		return
+	}
 	normalize(v)
 	writeJSON(w, http.StatusOK, v)
-	return nil
 }
 
 // done writes {"success":true}, or returns err.

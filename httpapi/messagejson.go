@@ -1,0 +1,143 @@
+package httpapi
+
+import (
+	"sync"
+
+	chat "github.com/chatengine/chat"
+)
+
+// The answers that carry messages (*chat.MessageList: queries, searches,
+// creates, edits) are the largest and most frequent ones. encoding/json
+// encodes a chat.Message through reflection, calls chat.Time's MarshalJSON
+// for every timestamp and re-scans each result, and sorts the keys of
+// every data map; those three were most of the time spent on a page of 50
+// messages (BenchmarkEncodeMessagePage). messageListJSON is the same JSON
+// in a cheaper shape for encoding/json: the timestamps formatted once into
+// one string, and text data ({"text": "..."}, the common case) as a struct.
+// The bytes are those of encoding/json on the *chat.MessageList itself
+// (TestMessageListJSON compares them).
+
+// messageListJSON is the wire shape of a *chat.MessageList.
+type messageListJSON struct {
+	Messages []messageJSON `json:"messages"`
+	Users    []chat.User   `json:"users"`
+	Paging   *chat.Paging  `json:"paging,omitempty"`
+}
+
+// messageJSON is the wire shape of a chat.Message, field for field.
+type messageJSON struct {
+	MessageID      string           `json:"messageId"`
+	ChannelID      string           `json:"channelId"`
+	UserID         string           `json:"userId"`
+	Type           chat.MessageType `json:"type"`
+	Data           any              `json:"data"` // *textData or the message's map
+	Tags           []string         `json:"tags"`
+	ParentID       string           `json:"parentId,omitempty"`
+	IsDeleted      bool             `json:"isDeleted"`
+	CreatedAt      string           `json:"createdAt"`
+	EditedAt       *string          `json:"editedAt"`
+	UpdatedAt      string           `json:"updatedAt"`
+	ChannelSegment int64            `json:"channelSegment"`
+	ChildrenNumber int              `json:"childrenNumber"`
+	FlagCount      int              `json:"flagCount"`
+	Hashflag       chat.Hashflag    `json:"hashflag"`
+	Reactions      map[string]int   `json:"reactions"`
+	ReactionsCount int              `json:"reactionsCount"`
+}
+
+// textData is the data of a message whose data has the single key "text"
+// holding a string.
+type textData struct {
+	Text string `json:"text"`
+}
+
+// messageListPool holds the shapes of earlier answers, to reuse their
+// slices.
+var messageListPool = sync.Pool{New: func() any { return new(messageListShape) }}
+
+// messageListShape is a messageListJSON with the space it is built in.
+type messageListShape struct {
+	out   messageListJSON
+	msgs  []messageJSON
+	texts []textData
+	edits []string
+	times []byte
+	ends  []int
+}
+
+// shape fills s with l's wire shape. The result refers to l's maps and
+// slices and holds no copy of their contents.
+func (s *messageListShape) shape(l *chat.MessageList) *messageListJSON {
+	n := len(l.Messages)
+	// Every timestamp of the page goes into one buffer, made into one
+	// string, which each field then slices.
+	s.times, s.ends = s.times[:0], s.ends[:0]
+	for i := range l.Messages {
+		m := &l.Messages[i]
+		s.times = m.CreatedAt.AppendJSON(s.times)
+		s.ends = append(s.ends, len(s.times))
+		s.times = m.UpdatedAt.AppendJSON(s.times)
+		s.ends = append(s.ends, len(s.times))
+		if m.EditedAt != nil {
+			s.times = m.EditedAt.AppendJSON(s.times)
+			s.ends = append(s.ends, len(s.times))
+		}
+	}
+	all := string(s.times)
+	start, k := 0, 0
+	next := func() string {
+		// AppendJSON wrote "...": the field takes what is inside the quotes.
+		end := s.ends[k]
+		v := all[start+1 : end-1]
+		start, k = end, k+1
+		return v
+	}
+	s.msgs = slices0(s.msgs, n)
+	s.texts = slices0(s.texts, n)
+	s.edits = slices0(s.edits, n)
+	for i := range l.Messages {
+		m := &l.Messages[i]
+		w := messageJSON{
+			MessageID: m.MessageID, ChannelID: m.ChannelID, UserID: m.UserID, Type: m.Type,
+			Data: m.Data, Tags: m.Tags, ParentID: m.ParentID, IsDeleted: m.IsDeleted,
+			CreatedAt: next(), UpdatedAt: next(),
+			ChannelSegment: m.ChannelSegment, ChildrenNumber: m.ChildrenNumber, FlagCount: m.FlagCount,
+			Hashflag: m.Hashflag, Reactions: m.Reactions, ReactionsCount: m.ReactionsCount,
+		}
+		if m.EditedAt != nil {
+			s.edits = append(s.edits, next())
+			w.EditedAt = &s.edits[len(s.edits)-1]
+		}
+		if t, ok := m.Data["text"].(string); ok && len(m.Data) == 1 {
+			s.texts = append(s.texts, textData{Text: t})
+			w.Data = &s.texts[len(s.texts)-1]
+		}
+		s.msgs = append(s.msgs, w)
+	}
+	s.out = messageListJSON{Messages: s.msgs, Users: l.Users, Paging: l.Paging}
+	if l.Messages == nil {
+		s.out.Messages = nil // null, as encoding/json writes a nil slice
+	}
+	return &s.out
+}
+
+// slices0 returns s emptied with room for n elements, so that pointers to
+// its elements stay valid while n are appended.
+func slices0[T any](s []T, n int) []T {
+	if s == nil || cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+// release clears the references s holds and returns it to the pool.
+func (s *messageListShape) release() {
+	if cap(s.msgs) > 1000 {
+		return // an unusually large answer: not kept
+	}
+	clear(s.msgs[:cap(s.msgs)])
+	clear(s.texts[:cap(s.texts)])
+	clear(s.edits[:cap(s.edits)])
+	s.out = messageListJSON{}
+	messageListPool.Put(s)
+}
