@@ -99,11 +99,13 @@
 //
 // GET /messages/{messageId}/images?size=small|medium|large|full serves a
 // rendition; size defaults to medium, full exists only for images uploaded
-// with fullImage=true (otherwise 404), and any other size is 400000.
+// with fullImage=true (otherwise 404), and any other size is 400000 (403
+// with a signed link: a link opens only its own size, and a file's link
+// only /files).
 // GET /messages/{messageId}/files serves a file's exact bytes. Downloads
 // carry the stored Content-Type, X-Content-Type-Options: nosniff,
-// Content-Security-Policy: sandbox, Content-Disposition (attachment for
-// files, inline for images) with an ASCII filename and the exact UTF-8
+// Content-Security-Policy: default-src 'none'; sandbox, Content-Disposition
+// (attachment for files, inline only for raster image renditions) with an ASCII filename and the exact UTF-8
 // filename*, a strong ETag, Last-Modified (the message's createdAt) and
 // Cache-Control: private, no-cache; they answer Range requests (206) and
 // If-None-Match (304). An unsatisfiable Range is answered by net/http with

@@ -264,11 +264,22 @@ func (h *handler) getImage(w http.ResponseWriter, r *http.Request) error {
 	if size == "" {
 		size = "medium"
 	}
-	if link == nil && !imageSizes[size] {
-		// A signed link is checked whole first: any altered part is 403.
+	if !imageSizes[size] {
+		if link != nil {
+			// The signature covers the rendition's name, and a name opens
+			// one path only: "file" is the /files download, never an
+			// inline image. Any other size is an altered link.
+			return errLinkPath()
+		}
 		return badRequest("size", "must be small, medium, large or full")
 	}
 	return h.serveBlob(w, r, id, size, "inline", link)
+}
+
+// errLinkPath refuses a signed link used on a path or size other than
+// its own (docs/api.md, signed links).
+func errLinkPath() error {
+	return chat.Errorf(chat.CodeForbidden, "the link is not valid for this path: its signature opens only the download it was made for (links must be used exactly as the API returned them)")
 }
 
 // getFile serves GET /messages/{messageId}/files.
@@ -299,7 +310,9 @@ func signedLink(r *http.Request, p *params) *linkParams {
 }
 
 // serveBlob writes a stored file or image rendition with safe download
-// headers; http.ServeContent answers Range, If-None-Match and
+// headers: nosniff, a Content-Security-Policy under which the response
+// can run and load nothing (default-src 'none'; sandbox), and disposition
+// (inline only for raster image types); http.ServeContent answers Range, If-None-Match and
 // If-Modified-Since. With link set the signed link is verified instead of
 // the caller's rights.
 func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, messageID, name, disposition string, link *linkParams) error {
@@ -327,15 +340,23 @@ func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, messageID, n
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
+	if disposition == "inline" && !inlineTypes[ct] {
+		disposition = "attachment"
+	}
 	hd.Set("Content-Type", ct)
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Content-Security-Policy", "sandbox")
+	hd.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	hd.Set("Content-Disposition", contentDisposition(disposition, fileName))
 	hd.Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
 	hd.Set("Cache-Control", "private, no-cache")
 	http.ServeContent(w, r, "", m.CreatedAt.Time, bytes.NewReader(b.Data))
 	return nil
 }
+
+// inlineTypes are the content types shown inline: the raster formats of
+// image renditions, which cannot carry script. Anything else is served as
+// an attachment, even under /images.
+var inlineTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
 // withExtension replaces the extension of an image's file name with the
 // one of the rendition's content type (renditions may be re-encoded).
