@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,7 +13,12 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/media"
@@ -183,19 +189,32 @@ func (h *handler) createImageMessage(w http.ResponseWriter, r *http.Request) err
 	if err := p.Err(); err != nil {
 		return err
 	}
-	res, err := media.ProcessBytes(up.data, media.Options{
-		MaxPixels:   h.cfg.MaxImagePixels,
-		MaxBytes:    h.cfg.MaxUploadBytes,
-		KeepFull:    keepFull,
-		JPEGQuality: h.cfg.JPEGQuality,
-	})
-	switch {
-	case errors.Is(err, media.ErrNotImage):
-		return notAnImage()
-	case errors.Is(err, media.ErrTooLarge):
-		return chat.Errorf(chat.CodeTooLarge, "file: the image is larger than %d pixels or %d bytes", h.cfg.MaxImagePixels, h.cfg.MaxUploadBytes)
-	case err != nil:
+	opt := media.Options{
+		MaxPixels:       h.cfg.MaxImagePixels,
+		MaxDecodedBytes: h.cfg.MaxImageMemory,
+		MaxBytes:        h.cfg.MaxUploadBytes,
+		KeepFull:        keepFull,
+		JPEGQuality:     h.cfg.JPEGQuality,
+	}
+	// The header decides the limits, and the memory to wait for, before
+	// any pixel is decoded.
+	hd, err := media.ReadHeader(up.data, opt)
+	if err != nil {
+		return imageError(err)
+	}
+	release, err := h.images.acquire(r.Context(), hd.Memory)
+	if err != nil {
+		if r.Context().Err() == nil {
+			w.Header().Set("Retry-After", strconv.Itoa(h.images.retryAfter()))
+		}
 		return err
+	}
+	res, err := func() (*media.Result, error) {
+		defer release() // even if decoding panics
+		return media.ProcessBytes(up.data, opt)
+	}()
+	if err != nil {
+		return imageError(err)
 	}
 	in.MimeType, in.Width, in.Height = res.SourceMIME, res.Width, res.Height
 	for _, rd := range res.Renditions {
@@ -203,6 +222,61 @@ func (h *handler) createImageMessage(w http.ResponseWriter, r *http.Request) err
 	}
 	out, err := h.svc.CreateImageMessage(r.Context(), actor(r), in)
 	return h.reply(w, out, err)
+}
+
+// imageError translates an error of package media.
+func imageError(err error) error {
+	switch {
+	case errors.Is(err, media.ErrNotImage):
+		return notAnImage()
+	case errors.Is(err, media.ErrTooLarge):
+		why := strings.TrimPrefix(strings.TrimPrefix(err.Error(), media.ErrTooLarge.Error()), ": ")
+		return chat.Errorf(chat.CodeTooLarge, "file: the image is too large (%s)", why)
+	}
+	return err
+}
+
+// imageGate bounds the estimated memory of the images a handler decodes
+// at once (Config.ImageMemoryBudget). An upload that does not fit waits
+// for its share in arrival order, at most Config.ImageQueueTimeout.
+type imageGate struct {
+	sem    *semaphore.Weighted
+	budget int64
+	wait   time.Duration
+	// waiting counts the uploads waiting now.
+	waiting atomic.Int64
+}
+
+func newImageGate(budget int64, wait time.Duration) *imageGate {
+	return &imageGate{sem: semaphore.NewWeighted(budget), budget: budget, wait: wait}
+}
+
+// acquire takes n bytes of the budget (all of it when n is larger),
+// waiting at most the queue timeout. The caller must call release once
+// done. A wait that times out is CodeUnavailable; a request whose client
+// went away returns its context's error.
+func (g *imageGate) acquire(ctx context.Context, n int64) (release func(), err error) {
+	n = min(max(n, 1), g.budget)
+	if !g.sem.TryAcquire(n) {
+		g.waiting.Add(1)
+		wctx, cancel := context.WithTimeout(ctx, g.wait)
+		err := g.sem.Acquire(wctx, n)
+		cancel()
+		g.waiting.Add(-1)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, chat.Errorf(chat.CodeUnavailable, "file: the server is decoding other images; retry after %d s", g.retryAfter())
+		}
+	}
+	return func() { g.sem.Release(n) }, nil
+}
+
+// retryAfter is the Retry-After of a refused upload, in whole seconds: the
+// queue timeout, at least 1.
+func (g *imageGate) retryAfter() int {
+	return max(int((g.wait+time.Second-1)/time.Second), 1)
 }
 
 func notAnImage() *chat.Error {
