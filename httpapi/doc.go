@@ -93,7 +93,12 @@
 // answered with 413 (code 400413) at once. An image upload whose first
 // bytes are not JPEG, PNG, GIF or WebP is refused with 415 (code 400415)
 // before the rest is read; an image of more than Config.MaxImagePixels
-// pixels is refused with 413, decided from its header. A file's content
+// pixels, or that takes more than Config.MaxImageMemory bytes decoded, is
+// refused with 413, decided from its header. Images are then decoded
+// within Config.ImageMemoryBudget: an upload whose estimated memory does
+// not fit beside the images being decoded waits, in arrival order, up to
+// Config.ImageQueueTimeout, and is then answered with 503 (code 500300)
+// and Retry-After. A file's content
 // type is the one its part declares when that is a well-formed, specific
 // media type, and otherwise the one http.DetectContentType finds.
 //

@@ -274,9 +274,9 @@ func (g *imageGate) acquire(ctx context.Context, n int64) (release func(), err e
 }
 
 // retryAfter is the Retry-After of a refused upload, in whole seconds: the
-// queue timeout, at least 1.
+// queue timeout, at least 1 and at most 5 (a retry queues again).
 func (g *imageGate) retryAfter() int {
-	return max(int((g.wait+time.Second-1)/time.Second), 1)
+	return min(max(int((g.wait+time.Second-1)/time.Second), 1), 5)
 }
 
 func notAnImage() *chat.Error {

@@ -46,12 +46,12 @@ type Config struct {
 	// of all the image uploads this handler decodes at once; an upload
 	// that does not fit waits, in arrival order, for others to finish. An
 	// image estimated above the budget waits until it can run alone.
-	// Default 128 MiB for each of GOMAXPROCS (read by New), and at least
+	// Default 256 MiB for each of GOMAXPROCS (read by New), and at least
 	// MaxImageMemory.
 	ImageMemoryBudget int64
 	// ImageQueueTimeout is how long an image upload waits for its share of
 	// ImageMemoryBudget before it is answered with 503, code 500300 and
-	// Retry-After (this timeout, in whole seconds). Default 10 s.
+	// Retry-After (this timeout in whole seconds, at most 5). Default 30 s.
 	ImageQueueTimeout time.Duration
 	// JPEGQuality is the quality of JPEG renditions, 1-100. Default 0
 	// lets package media choose (media.DefaultJPEGQuality, 85).
@@ -95,10 +95,10 @@ func (c Config) withDefaults() Config {
 		c.MaxImageMemory = media.DefaultMaxDecodedBytes
 	}
 	if c.ImageMemoryBudget <= 0 {
-		c.ImageMemoryBudget = max(int64(runtime.GOMAXPROCS(0))*128<<20, c.MaxImageMemory)
+		c.ImageMemoryBudget = max(int64(runtime.GOMAXPROCS(0))*256<<20, c.MaxImageMemory)
 	}
 	if c.ImageQueueTimeout <= 0 {
-		c.ImageQueueTimeout = 10 * time.Second
+		c.ImageQueueTimeout = 30 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
