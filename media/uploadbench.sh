@@ -3,11 +3,11 @@
 # several large image uploads at once, beside the latency of a message
 # query served meanwhile.
 #
-# Usage: media/uploadbench.sh [-s SRC] [-n N] IMAGE
+# Usage: media/uploadbench.sh [-s SRC] [-n N] [-f "FLAGS"] IMAGE
 #
 # It builds examples/server from SRC (default: this checkout; give another
 # checkout to compare versions), starts it on 127.0.0.1 with SQLite in a
-# temporary directory and its default flags, creates a channel, then posts
+# temporary directory and its default flags (plus FLAGS), creates a channel, then posts
 # IMAGE as an image message N times at once (default 6) with curl while
 # another curl queries the channel's messages in a loop. It prints the
 # server's resident set before the uploads and at its peak (VmHWM), each
@@ -23,15 +23,17 @@ set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 n=6
-while getopts "s:n:" opt; do
+flags=
+while getopts "s:n:f:" opt; do
 	case $opt in
 	s) src=$(cd "$OPTARG" && pwd) ;;
 	n) n=$OPTARG ;;
+	f) flags=$OPTARG ;;
 	*) exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-img=${1:?usage: uploadbench.sh [-s SRC] [-n N] IMAGE}
+img=${1:?usage: uploadbench.sh [-s SRC] [-n N] [-f FLAGS] IMAGE}
 img=$(cd "$(dirname "$img")" && pwd)/$(basename "$img")
 
 work=$(mktemp -d)
@@ -45,7 +47,7 @@ trap cleanup EXIT
 (cd "$src" && go build -o "$work/server" ./examples/server)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$work/server" -store "sqlite:$work/chat.db" -addr "127.0.0.1:$port" -first-admin-token-file "$work/token" \
-	-admin-rate 0 -log-level error >"$work/server.log" 2>&1 &
+	-admin-rate 0 -log-level error $flags >"$work/server.log" 2>&1 &
 pid=$!
 base=http://127.0.0.1:$port
 for _ in $(seq 100); do
@@ -100,7 +102,7 @@ wait "$qpid"
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
 
 echo "server: $src ($(cd "$src" && git rev-parse --short HEAD 2>/dev/null || echo '?'))"
-echo "image: $(basename "$img"), $(stat -c %s "$img") bytes; $n uploads at once"
+echo "image: $(basename "$img"), $(stat -c %s "$img") bytes; $n uploads at once; flags: ${flags:-none}"
 echo "load: $(uptime)"
 echo "resident set before the uploads: $((rss0 / 1024)) MiB; peak (VmHWM): $((hwm / 1024)) MiB"
 cat "$work"/upload*.txt
