@@ -400,9 +400,9 @@ func signedLink(r *http.Request, p *params) *linkParams {
 
 // serveBlob writes a stored file or image rendition with safe download
 // headers: nosniff, a Content-Security-Policy under which the response
-// can run and load nothing (default-src 'none'; sandbox), and disposition
-// (inline only for raster image types); http.ServeContent answers Range, If-None-Match and
-// If-Modified-Since. With link set the signed link is verified instead of
+// can run and load nothing (default-src 'none'; sandbox), and the
+// disposition (inline only for raster image types); http.ServeContent
+// answers Range, If-None-Match and If-Modified-Since. With link set the signed link is verified instead of
 // the caller's rights.
 func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, messageID, name, disposition string, link *linkParams) error {
 	var b *chat.Blob

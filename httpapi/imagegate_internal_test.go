@@ -241,3 +241,30 @@ func TestImageMemoryLimit(t *testing.T) {
 	res = post(newGateEnv(t, Config{MaxImageMemory: 100 * 80 * 8}))
 	require.Equal(t, http.StatusOK, res.StatusCode)
 }
+
+// TestInlineOnlyRaster stores an image message whose rendition claims an
+// active type (a host's own processing could store one): /images serves
+// it as an attachment, never inline, under the restrictive policy.
+func TestInlineOnlyRaster(t *testing.T) {
+	t.Parallel()
+	e := newGateEnv(t, Config{})
+	const svg = `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`
+	out, err := e.h.svc.CreateImageMessage(context.Background(), "admin", chat.CreateImage{
+		ChannelID: "ch", FileName: "x.svg", MimeType: "image/svg+xml", Width: 10, Height: 10,
+		Renditions: []chat.ImageRendition{
+			{Name: "small", ContentType: "image/svg+xml", Width: 10, Height: 10, Data: []byte(svg)},
+			{Name: "medium", ContentType: "image/png", Width: 10, Height: 10, Data: []byte("\x89PNG")},
+		},
+	})
+	require.NoError(t, err)
+	id := out.Messages[0].MessageID
+	res := e.send(t, http.MethodGet, "/messages/"+id+"/images?size=small", "", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "image/svg+xml", res.Header.Get("Content-Type"))
+	require.True(t, strings.HasPrefix(res.Header.Get("Content-Disposition"), "attachment; "), res.Header.Get("Content-Disposition"))
+	require.Equal(t, "default-src 'none'; sandbox", res.Header.Get("Content-Security-Policy"))
+	require.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+	res = e.send(t, http.MethodGet, "/messages/"+id+"/images?size=medium", "", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.True(t, strings.HasPrefix(res.Header.Get("Content-Disposition"), "inline; "))
+}
