@@ -172,7 +172,10 @@ func (s *Service) present(ms ...*Message) {
 // and returns the blob as GetMessageBlob does. name is the image size
 // (small, medium, large, full) or "file"; exp is the link's exp parameter
 // (Unix seconds, decimal). No access token is involved: the link is the
-// permission. Errors: CodeBadRequest (exp or sig missing, exp not an
+// permission. The signature covers the name, and each name has one path:
+// a caller serves "file" only as the file download (an attachment) and an
+// image size only as that size, and refuses any other pairing of path and
+// name with CodeForbidden before calling OpenLink, as package httpapi does. Errors: CodeBadRequest (exp or sig missing, exp not an
 // integer), CodeForbidden (altered or expired link), CodeNotFound
 // (the message was deleted, or the rendition not kept).
 func (s *Service) OpenLink(ctx context.Context, messageID, name, exp, sig string) (*Blob, *Message, error) {

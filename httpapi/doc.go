@@ -97,17 +97,24 @@
 // answered with 413 (code 400413) at once. An image upload whose first
 // bytes are not JPEG, PNG, GIF or WebP is refused with 415 (code 400415)
 // before the rest is read; an image of more than Config.MaxImagePixels
-// pixels is refused with 413, decided from its header. A file's content
+// pixels, or that takes more than Config.MaxImageMemory bytes decoded, is
+// refused with 413, decided from its header. Images are then decoded
+// within Config.ImageMemoryBudget: an upload whose estimated memory does
+// not fit beside the images being decoded waits, in arrival order, up to
+// Config.ImageQueueTimeout, and is then answered with 503 (code 500300)
+// and Retry-After. A file's content
 // type is the one its part declares when that is a well-formed, specific
 // media type, and otherwise the one http.DetectContentType finds.
 //
 // GET /messages/{messageId}/images?size=small|medium|large|full serves a
 // rendition; size defaults to medium, full exists only for images uploaded
-// with fullImage=true (otherwise 404), and any other size is 400000.
+// with fullImage=true (otherwise 404), and any other size is 400000 (403
+// with a signed link: a link opens only its own size, and a file's link
+// only /files).
 // GET /messages/{messageId}/files serves a file's exact bytes. Downloads
 // carry the stored Content-Type, X-Content-Type-Options: nosniff,
-// Content-Security-Policy: sandbox, Content-Disposition (attachment for
-// files, inline for images) with an ASCII filename and the exact UTF-8
+// Content-Security-Policy: default-src 'none'; sandbox, Content-Disposition
+// (attachment for files, inline only for raster image renditions) with an ASCII filename and the exact UTF-8
 // filename*, a strong ETag, Last-Modified (the message's createdAt) and
 // Cache-Control: private, no-cache; they answer Range requests (206) and
 // If-None-Match (304). An unsatisfiable Range is answered by net/http with

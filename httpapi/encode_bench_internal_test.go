@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"syscall"
 	"testing"
-	"time"
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/store/memory"
@@ -77,15 +75,6 @@ func benchMessagePage(tb testing.TB, n int) *chat.MessageList {
 		tb.Fatalf("%d messages, %d users", len(page.Messages), len(page.Users))
 	}
 	return page
-}
-
-// processCPU is the user and system CPU time of this process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // countingWriter is a ResponseWriter that counts the bytes written.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,7 +13,13 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/media"
@@ -183,19 +190,41 @@ func (h *handler) createImageMessage(w http.ResponseWriter, r *http.Request) err
 	if err := p.Err(); err != nil {
 		return err
 	}
-	res, err := media.ProcessBytes(up.data, media.Options{
-		MaxPixels:   h.cfg.MaxImagePixels,
-		MaxBytes:    h.cfg.MaxUploadBytes,
-		KeepFull:    keepFull,
-		JPEGQuality: h.cfg.JPEGQuality,
-	})
-	switch {
-	case errors.Is(err, media.ErrNotImage):
-		return notAnImage()
-	case errors.Is(err, media.ErrTooLarge):
-		return chat.Errorf(chat.CodeTooLarge, "file: the image is larger than %d pixels or %d bytes", h.cfg.MaxImagePixels, h.cfg.MaxUploadBytes)
-	case err != nil:
+	opt := media.Options{
+		MaxPixels:       h.cfg.MaxImagePixels,
+		MaxDecodedBytes: h.cfg.MaxImageMemory,
+		MaxBytes:        h.cfg.MaxUploadBytes,
+		KeepFull:        keepFull,
+		JPEGQuality:     h.cfg.JPEGQuality,
+	}
+	// The header decides the limits, and the memory to wait for, before
+	// any pixel is decoded.
+	hd, err := media.ReadHeader(up.data, opt)
+	if err != nil {
+		return imageError(err)
+	}
+	release, err := h.images.acquire(r.Context(), hd.Memory)
+	if err != nil {
+		if r.Context().Err() == nil {
+			w.Header().Set("Retry-After", strconv.Itoa(h.images.retryAfter()))
+		}
 		return err
+	}
+	res, err := func() (*media.Result, error) {
+		defer release() // even if decoding panics
+		res, err := media.ProcessBytes(up.data, opt)
+		if hd.Memory >= collectAfter {
+			// The decoded pixels are garbage now. Collect them before the
+			// next upload may start, so that it reuses their memory: a
+			// process running with a high GOGC (the example server uses
+			// 400) would otherwise grow its heap to several times the
+			// budget before collecting.
+			runtime.GC()
+		}
+		return res, err
+	}()
+	if err != nil {
+		return imageError(err)
 	}
 	in.MimeType, in.Width, in.Height = res.SourceMIME, res.Width, res.Height
 	for _, rd := range res.Renditions {
@@ -203,6 +232,66 @@ func (h *handler) createImageMessage(w http.ResponseWriter, r *http.Request) err
 	}
 	out, err := h.svc.CreateImageMessage(r.Context(), actor(r), in)
 	return h.reply(w, out, err)
+}
+
+// imageError translates an error of package media.
+func imageError(err error) error {
+	switch {
+	case errors.Is(err, media.ErrNotImage):
+		return notAnImage()
+	case errors.Is(err, media.ErrTooLarge):
+		why := strings.TrimPrefix(strings.TrimPrefix(err.Error(), media.ErrTooLarge.Error()), ": ")
+		return chat.Errorf(chat.CodeTooLarge, "file: the image is too large (%s)", why)
+	}
+	return err
+}
+
+// collectAfter is the estimated memory of an image above which the
+// garbage collector runs once the image is processed: one collection
+// costs milliseconds, decoding such an image seconds.
+const collectAfter = 64 << 20
+
+// imageGate bounds the estimated memory of the images a handler decodes
+// at once (Config.ImageMemoryBudget). An upload that does not fit waits
+// for its share in arrival order, at most Config.ImageQueueTimeout.
+type imageGate struct {
+	sem    *semaphore.Weighted
+	budget int64
+	wait   time.Duration
+	// waiting counts the uploads waiting now.
+	waiting atomic.Int64
+}
+
+func newImageGate(budget int64, wait time.Duration) *imageGate {
+	return &imageGate{sem: semaphore.NewWeighted(budget), budget: budget, wait: wait}
+}
+
+// acquire takes n bytes of the budget (all of it when n is larger),
+// waiting at most the queue timeout. The caller must call release once
+// done. A wait that times out is CodeUnavailable; a request whose client
+// went away returns its context's error.
+func (g *imageGate) acquire(ctx context.Context, n int64) (release func(), err error) {
+	n = min(max(n, 1), g.budget)
+	if !g.sem.TryAcquire(n) {
+		g.waiting.Add(1)
+		wctx, cancel := context.WithTimeout(ctx, g.wait)
+		err := g.sem.Acquire(wctx, n)
+		cancel()
+		g.waiting.Add(-1)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, chat.Errorf(chat.CodeUnavailable, "file: the server is decoding other images; retry after %d s", g.retryAfter())
+		}
+	}
+	return func() { g.sem.Release(n) }, nil
+}
+
+// retryAfter is the Retry-After of a refused upload, in whole seconds: the
+// queue timeout, at least 1 and at most 5 (a retry queues again).
+func (g *imageGate) retryAfter() int {
+	return min(max(int((g.wait+time.Second-1)/time.Second), 1), 5)
 }
 
 func notAnImage() *chat.Error {
@@ -264,11 +353,22 @@ func (h *handler) getImage(w http.ResponseWriter, r *http.Request) error {
 	if size == "" {
 		size = "medium"
 	}
-	if link == nil && !imageSizes[size] {
-		// A signed link is checked whole first: any altered part is 403.
+	if !imageSizes[size] {
+		if link != nil {
+			// The signature covers the rendition's name, and a name opens
+			// one path only: "file" is the /files download, never an
+			// inline image. Any other size is an altered link.
+			return errLinkPath()
+		}
 		return badRequest("size", "must be small, medium, large or full")
 	}
 	return h.serveBlob(w, r, id, size, "inline", link)
+}
+
+// errLinkPath refuses a signed link used on a path or size other than
+// its own (docs/api.md, signed links).
+func errLinkPath() error {
+	return chat.Errorf(chat.CodeForbidden, "the link is not valid for this path: its signature opens only the download it was made for (links must be used exactly as the API returned them)")
 }
 
 // getFile serves GET /messages/{messageId}/files.
@@ -299,8 +399,10 @@ func signedLink(r *http.Request, p *params) *linkParams {
 }
 
 // serveBlob writes a stored file or image rendition with safe download
-// headers; http.ServeContent answers Range, If-None-Match and
-// If-Modified-Since. With link set the signed link is verified instead of
+// headers: nosniff, a Content-Security-Policy under which the response
+// can run and load nothing (default-src 'none'; sandbox), and the
+// disposition (inline only for raster image types); http.ServeContent
+// answers Range, If-None-Match and If-Modified-Since. With link set the signed link is verified instead of
 // the caller's rights.
 func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, messageID, name, disposition string, link *linkParams) error {
 	var b *chat.Blob
@@ -327,15 +429,23 @@ func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, messageID, n
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
+	if disposition == "inline" && !inlineTypes[ct] {
+		disposition = "attachment"
+	}
 	hd.Set("Content-Type", ct)
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Content-Security-Policy", "sandbox")
+	hd.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	hd.Set("Content-Disposition", contentDisposition(disposition, fileName))
 	hd.Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
 	hd.Set("Cache-Control", "private, no-cache")
 	http.ServeContent(w, r, "", m.CreatedAt.Time, bytes.NewReader(b.Data))
 	return nil
 }
+
+// inlineTypes are the content types shown inline: the raster formats of
+// image renditions, which cannot carry script. Anything else is served as
+// an attachment, even under /images.
+var inlineTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
 // withExtension replaces the extension of an image's file name with the
 // one of the rendition's content type (renditions may be re-encoded).

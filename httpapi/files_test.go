@@ -113,7 +113,7 @@ func TestUploadFileNames(t *testing.T) {
 			require.Equal(t, "attachment", disp)
 			require.Equal(t, tc.want, ps["filename"], "filename* decodes to the stored name: %s", cd)
 			require.Equal(t, "nosniff", d.header.Get("X-Content-Type-Options"))
-			require.Equal(t, "sandbox", d.header.Get("Content-Security-Policy"))
+			require.Equal(t, "default-src 'none'; sandbox", d.header.Get("Content-Security-Policy"))
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/media"
 	"github.com/chatengine/chat/stream"
 )
 
@@ -34,6 +36,23 @@ type Config struct {
 	// MaxImagePixels bounds the width times height of an uploaded image,
 	// checked before decoding. Default 50,000,000 (50 megapixels).
 	MaxImagePixels int64
+	// MaxImageMemory bounds the memory an uploaded image takes decoded:
+	// width × height × the bytes of a decoded pixel (1.5 for a 4:2:0 JPEG,
+	// 4 for an 8-bit RGBA PNG, 8 for a 16-bit one; media.Header), read
+	// from the header before decoding. Larger images are answered with 413
+	// and code 400413. Default media.DefaultMaxDecodedBytes (256 MiB).
+	MaxImageMemory int64
+	// ImageMemoryBudget bounds the estimated memory (media.Header.Memory)
+	// of all the image uploads this handler decodes at once; an upload
+	// that does not fit waits, in arrival order, for others to finish. An
+	// image estimated above the budget waits until it can run alone.
+	// Default 256 MiB for each of GOMAXPROCS (read by New), and at least
+	// MaxImageMemory.
+	ImageMemoryBudget int64
+	// ImageQueueTimeout is how long an image upload waits for its share of
+	// ImageMemoryBudget before it is answered with 503, code 500300 and
+	// Retry-After (this timeout in whole seconds, at most 5). Default 30 s.
+	ImageQueueTimeout time.Duration
 	// JPEGQuality is the quality of JPEG renditions, 1-100. Default 0
 	// lets package media choose (media.DefaultJPEGQuality, 85).
 	JPEGQuality int
@@ -80,6 +99,15 @@ func (c Config) withDefaults() Config {
 	if c.MaxImagePixels <= 0 {
 		c.MaxImagePixels = 50_000_000
 	}
+	if c.MaxImageMemory <= 0 {
+		c.MaxImageMemory = media.DefaultMaxDecodedBytes
+	}
+	if c.ImageMemoryBudget <= 0 {
+		c.ImageMemoryBudget = max(int64(runtime.GOMAXPROCS(0))*256<<20, c.MaxImageMemory)
+	}
+	if c.ImageQueueTimeout <= 0 {
+		c.ImageQueueTimeout = 30 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -94,6 +122,8 @@ type handler struct {
 	mux *chi.Mux
 	// adminLimits and userLimits are the request buckets; nil when off.
 	adminLimits, userLimits *limiter
+	// images bounds the memory of the images decoded at once.
+	images *imageGate
 }
 
 // New returns the admin API handler for svc. It serves the routes listed
@@ -105,9 +135,15 @@ type handler struct {
 // decides what each caller may do), except a signed file link (see the
 // package documentation).
 func New(svc *chat.Service, cfg Config) http.Handler {
+	return newHandler(svc, cfg).mux
+}
+
+// newHandler builds the handler New serves.
+func newHandler(svc *chat.Service, cfg Config) *handler {
 	cfg = cfg.withDefaults()
 	h := &handler{svc: svc, cfg: cfg, log: cfg.Logger, mux: chi.NewRouter(),
-		adminLimits: newLimiter(cfg.AdminRateLimit), userLimits: newLimiter(cfg.UserRateLimit)}
+		adminLimits: newLimiter(cfg.AdminRateLimit), userLimits: newLimiter(cfg.UserRateLimit),
+		images: newImageGate(cfg.ImageMemoryBudget, cfg.ImageQueueTimeout)}
 	h.mux.Use(h.requestID, h.accessLog, h.recoverPanic)
 	for _, rt := range h.routes() {
 		if rt.link {
@@ -120,7 +156,7 @@ func New(svc *chat.Service, cfg Config) http.Handler {
 	}
 	h.mux.NotFound(h.auth(http.HandlerFunc(h.notFound)).ServeHTTP)
 	h.mux.MethodNotAllowed(h.auth(http.HandlerFunc(h.methodNotAllowed)).ServeHTTP)
-	return h.mux
+	return h
 }
 
 // Route is one served route: an HTTP method and a chi pattern relative to

@@ -91,7 +91,7 @@ func testSignedLinks(t *testing.T, open storeFactory) {
 		require.Equal(t, readAll(t, d), r.body)
 		require.Equal(t, d.ContentType, r.header.Get("Content-Type"))
 		require.Equal(t, "nosniff", r.header.Get("X-Content-Type-Options"))
-		require.Equal(t, "sandbox", r.header.Get("Content-Security-Policy"))
+		require.Equal(t, "default-src 'none'; sandbox", r.header.Get("Content-Security-Policy"))
 		require.True(t, strings.HasPrefix(r.header.Get("Content-Disposition"), "inline; "))
 	}
 	r := e.anon(fd.URL)

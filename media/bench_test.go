@@ -78,3 +78,16 @@ func BenchmarkDecode12MP(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadHeader12MP measures the header checks an upload now makes
+// before processing (ProcessBytes makes them again): sniffing, the
+// decoder's header, and the frame header for the decoded bytes.
+func BenchmarkReadHeader12MP(b *testing.B) {
+	in := photo12MP()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ReadHeader(in, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -33,18 +33,24 @@
 //
 // # Limits
 //
-// Input is bounded twice. [Options.MaxBytes] (50 MiB by default) bounds the
-// bytes read. [Options.MaxPixels] (50 million by default) bounds width ×
-// height, and it is enforced from the image header, before any pixel is
-// decoded or any pixel buffer allocated: a 100-byte file claiming
-// 100000×100000 pixels is refused in microseconds. Both limits fail with
+// Input is bounded three times. [Options.MaxBytes] (50 MiB by default)
+// bounds the bytes read. [Options.MaxPixels] (50 million by default) bounds
+// width × height, and [Options.MaxDecodedBytes] (256 MiB by default) bounds
+// the memory of the decoded pixels, which depends on the bytes each pixel
+// takes: 1.5 for a 4:2:0 JPEG, 4 for an 8-bit RGBA PNG, 8 for a 16-bit one
+// (see [Header.DecodedBytes]). Both are enforced from the image header,
+// before any pixel is decoded or any pixel buffer allocated: a 100-byte
+// file claiming 100000×100000 pixels is refused in microseconds, and so is
+// a 400 KB 16-bit PNG of 7000×7000 pixels that would take 392 MB decoded.
+// [ReadHeader] makes these checks alone and returns [Header.Memory], an
+// estimate of the memory processing the image takes, with which a caller
+// can bound the images processed at once. The limits fail with
 // [ErrTooLarge]; input that is not a decodable JPEG, PNG, GIF or WebP,
 // including truncated or corrupt files, fails with [ErrNotImage]. HTTP
 // handlers map them to 413 and 415.
 //
-// Memory use follows from the pixel limit: decoding needs about 1.5 bytes
-// per pixel for a 4:2:0 JPEG (4 for a PNG, more for 16-bit PNGs). A
-// 12-megapixel photo is processed in about 41 MiB of peak resident memory.
+// A 12-megapixel photo is processed in about 41 MiB of peak resident
+// memory.
 //
 // # Resizing and filters
 //

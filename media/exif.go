@@ -30,13 +30,28 @@ var exifHeader = []byte("Exif\x00\x00")
 // jpegEXIF returns the TIFF structure of the first APP1 Exif segment before
 // the first scan, or nil.
 func jpegEXIF(b []byte) []byte {
+	var tiff []byte
+	walkJPEG(b, func(marker byte, seg []byte) bool {
+		if marker == 0xE1 && bytes.HasPrefix(seg, exifHeader) {
+			tiff = seg[len(exifHeader):]
+			return false
+		}
+		return true
+	})
+	return tiff
+}
+
+// walkJPEG calls fn with the marker and contents of each segment of
+// the JPEG b that has a length, up to the first scan, while fn returns
+// true. It stops quietly at anything malformed.
+func walkJPEG(b []byte, fn func(marker byte, seg []byte) bool) {
 	if len(b) < 2 || b[0] != 0xFF || b[1] != 0xD8 {
-		return nil
+		return
 	}
 	i := 2
 	for i+4 <= len(b) {
 		if b[i] != 0xFF {
-			return nil
+			return
 		}
 		marker := b[i+1]
 		switch {
@@ -47,19 +62,17 @@ func jpegEXIF(b []byte) []byte {
 			i += 2
 			continue
 		case marker == 0xDA || marker == 0xD9: // SOS, EOI: no more metadata.
-			return nil
+			return
 		}
 		n := int(binary.BigEndian.Uint16(b[i+2:]))
 		if n < 2 || i+2+n > len(b) {
-			return nil
+			return
 		}
-		seg := b[i+4 : i+2+n]
-		if marker == 0xE1 && bytes.HasPrefix(seg, exifHeader) {
-			return seg[len(exifHeader):]
+		if !fn(marker, b[i+4:i+2+n]) {
+			return
 		}
 		i += 2 + n
 	}
-	return nil
 }
 
 // pngEXIF returns the contents of the eXIf chunk, or nil.
@@ -85,19 +98,32 @@ func pngEXIF(b []byte) []byte {
 // webpEXIF returns the contents of the EXIF chunk of an extended WebP file,
 // or nil.
 func webpEXIF(b []byte) []byte {
+	var exif []byte
+	walkWebP(b, func(fourCC string, data []byte) bool {
+		if fourCC == "EXIF" {
+			// Some writers keep the JPEG-style "Exif\0\0" prefix.
+			exif = bytes.TrimPrefix(data, exifHeader)
+			return false
+		}
+		return true
+	})
+	return exif
+}
+
+// walkWebP calls fn with the FourCC and contents of each chunk of the WebP
+// file b, while fn returns true. It stops quietly at anything malformed.
+func walkWebP(b []byte, fn func(fourCC string, data []byte) bool) {
 	i := 12 // "RIFF", size, "WEBP".
 	for i+8 <= len(b) {
 		n := int(binary.LittleEndian.Uint32(b[i+4:]))
 		if n < 0 || n > len(b)-i-8 {
-			return nil
+			return
 		}
-		if string(b[i:i+4]) == "EXIF" {
-			// Some writers keep the JPEG-style "Exif\0\0" prefix.
-			return bytes.TrimPrefix(b[i+8:i+8+n], exifHeader)
+		if !fn(string(b[i:i+4]), b[i+8:i+8+n]) {
+			return
 		}
 		i += 8 + n + n&1 // Chunks are padded to an even size.
 	}
-	return nil
 }
 
 // tiffOrientation reads tag 0x0112 (Orientation) from IFD0 of the TIFF

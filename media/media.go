@@ -16,6 +16,10 @@ const (
 	DefaultMaxPixels = 50_000_000
 	// DefaultMaxBytes is the largest input accepted by default (50 MiB).
 	DefaultMaxBytes = 50 << 20
+	// DefaultMaxDecodedBytes is the largest decoded size of an image
+	// accepted by default (256 MiB): a 50-megapixel 8-bit RGBA PNG (200
+	// MB) passes, a 7000×7000 16-bit RGBA PNG (392 MB) does not.
+	DefaultMaxDecodedBytes = 256 << 20
 	// DefaultJPEGQuality is the JPEG quality used by default: 85, a common
 	// choice for photographs on the web, whose artefacts are hard to see at
 	// normal viewing size.
@@ -28,6 +32,12 @@ type Options struct {
 	// It is checked against the image header, before any pixel is decoded.
 	// Zero means DefaultMaxPixels (50 million).
 	MaxPixels int64
+	// MaxDecodedBytes is the largest accepted memory of the decoded
+	// pixels, Header.DecodedBytes: width × height × the bytes of a decoded
+	// pixel, computed from the header before any pixel is decoded (a
+	// 16-bit RGBA PNG takes 8 bytes a pixel where the pixel limit alone
+	// counts 1). Zero means DefaultMaxDecodedBytes (256 MiB).
+	MaxDecodedBytes int64
 	// MaxBytes is the largest accepted size of the encoded input in bytes.
 	// Process reads at most one byte more than this. Zero means
 	// DefaultMaxBytes (50 MiB).
@@ -46,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxDecodedBytes <= 0 {
+		o.MaxDecodedBytes = DefaultMaxDecodedBytes
 	}
 	if o.JPEGQuality == 0 {
 		o.JPEGQuality = DefaultJPEGQuality
@@ -115,8 +128,9 @@ var (
 	// reported with this error too.
 	ErrNotImage = errors.New("media: not a supported image (JPEG, PNG, GIF or WebP)")
 	// ErrTooLarge means the input exceeds Options.MaxBytes, or its header
-	// declares more than Options.MaxPixels pixels (HTTP callers answer 413).
-	// The pixel limit is enforced before any pixel data is decoded.
+	// declares more than Options.MaxPixels pixels or more than
+	// Options.MaxDecodedBytes of decoded pixels (HTTP callers answer 413).
+	// Both are enforced before any pixel data is decoded.
 	ErrTooLarge = errors.New("media: image too large")
 )
 
@@ -153,27 +167,17 @@ func Process(r io.Reader, opt Options) (*Result, error) {
 // ProcessBytes decodes the image in b and produces its renditions: small,
 // medium and large (and full if opt.KeepFull), EXIF-oriented and re-encoded
 // without metadata. It returns an error wrapping ErrNotImage or ErrTooLarge
-// for unsupported or oversized input. It is safe for concurrent use and does
+// for unsupported or oversized input, checked by ReadHeader before any
+// pixel is decoded. It is safe for concurrent use and does
 // not retain b.
 func ProcessBytes(b []byte, opt Options) (*Result, error) {
 	opt = opt.withDefaults()
-	if int64(len(b)) > opt.MaxBytes {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, opt.MaxBytes)
-	}
-	mime, ok := Sniff(b)
-	if !ok {
-		return nil, ErrNotImage
-	}
-	cfg, err := decodeConfig(mime, b)
+	hd, err := ReadHeader(b, opt)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotImage, err)
+		return nil, err
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return nil, fmt.Errorf("%w: empty image", ErrNotImage)
-	}
-	if px := int64(cfg.Width) * int64(cfg.Height); px > opt.MaxPixels {
-		return nil, fmt.Errorf("%w: %dx%d is more than %d pixels", ErrTooLarge, cfg.Width, cfg.Height, opt.MaxPixels)
-	}
+	mime := hd.MIME
+	cfg := image.Config{Width: hd.Width, Height: hd.Height}
 	orient := orientation(mime, b)
 
 	img, err := decode(mime, b, cfg)

@@ -17,6 +17,7 @@ import (
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/httpapi"
+	"github.com/chatengine/chat/media"
 	"github.com/chatengine/chat/stream"
 )
 
@@ -32,6 +33,9 @@ type config struct {
 	maxBodyBytes    int64
 	maxUploadBytes  int64
 	maxImagePixels  int64
+	maxImageMemory  int64
+	imageBudget     int64
+	imageQueue      time.Duration
 	webhookURL      string
 	webhookSecret   string
 	webhookHeader   string
@@ -69,6 +73,8 @@ var defaults = config{
 	maxBodyBytes:    1 << 20,
 	maxUploadBytes:  50 << 20,
 	maxImagePixels:  50_000_000,
+	maxImageMemory:  media.DefaultMaxDecodedBytes,
+	imageQueue:      30 * time.Second,
 	logLevel:        "info",
 	logFormat:       "text",
 	shutdownTimeout: 30 * time.Second,
@@ -111,6 +117,9 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", c.maxBodyBytes, "largest JSON or form request body in bytes (larger: 413)")
 	fs.Int64Var(&c.maxUploadBytes, "max-upload-bytes", c.maxUploadBytes, "largest image or file upload in bytes (larger: 413)")
 	fs.Int64Var(&c.maxImagePixels, "max-image-pixels", c.maxImagePixels, "largest image in pixels, width times height (larger: 413)")
+	fs.Int64Var(&c.maxImageMemory, "max-image-memory", c.maxImageMemory, "largest image in bytes once decoded, from its header: width times height times the bytes of a pixel, e.g. 8 for 16-bit RGBA (larger: 413)")
+	fs.Int64Var(&c.imageBudget, "image-memory-budget", 0, "estimated bytes of all the images decoded at once; more uploads wait (0: 256 MiB per GOMAXPROCS, at least -max-image-memory)")
+	fs.DurationVar(&c.imageQueue, "image-queue-timeout", c.imageQueue, "how long an image upload waits for -image-memory-budget before 503 with Retry-After")
 	fs.StringVar(&c.webhookURL, "webhook-url", "", "static webhook: URL that receives every event (registered at start)")
 	fs.StringVar(&c.webhookSecret, "webhook-secret", "", "static webhook: secret signing its deliveries (required with -webhook-url)")
 	fs.StringVar(&c.webhookHeader, "webhook-signature-header", "", "header carrying the sha1= signature (default X-Service-Signature)")
@@ -342,6 +351,12 @@ func (cfg *config) validate() error {
 		return usagef("-max-upload-bytes must be positive")
 	case cfg.maxImagePixels <= 0:
 		return usagef("-max-image-pixels must be positive")
+	case cfg.maxImageMemory <= 0:
+		return usagef("-max-image-memory must be positive")
+	case cfg.imageBudget < 0:
+		return usagef("-image-memory-budget must be 0 (automatic) or positive")
+	case cfg.imageQueue <= 0:
+		return usagef("-image-queue-timeout must be positive")
 	case cfg.shutdownTimeout <= 0:
 		return usagef("-shutdown-timeout must be positive")
 	case cfg.readTimeout <= 0:

@@ -6,11 +6,16 @@
 //
 //	mediabench [-out DIR] [-full] [-n N] FILE   process FILE (N times)
 //	mediabench -gen FILE [-w 4000 -h 3000]      write a photo-like JPEG
+//	mediabench -gen FILE -format png16 [-w -h]  write a 16-bit RGBA PNG
+//	mediabench -gen FILE -format png8 [-w -h]   write an 8-bit RGBA PNG
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +31,7 @@ func main() {
 		w       = flag.Int("w", 4000, "width of the -gen image")
 		h       = flag.Int("h", 3000, "height of the -gen image")
 		orient  = flag.Int("orientation", 6, "EXIF orientation of the -gen image (0 for no EXIF)")
+		format  = flag.String("format", "jpeg", "format of the -gen image: jpeg (photo-like), png16 (16-bit RGBA gradients) or png8 (8-bit RGBA gradients)")
 		out     = flag.String("out", "", "write the renditions into this directory")
 		full    = flag.Bool("full", false, "also make the full rendition")
 		n       = flag.Int("n", 1, "process the file this many times")
@@ -33,7 +39,23 @@ func main() {
 	)
 	flag.Parse()
 	if *gen != "" {
-		b := testimg.PhotoJPEG(*w, *h, 1, 92, *orient)
+		var b []byte
+		switch *format {
+		case "jpeg":
+			b = testimg.PhotoJPEG(*w, *h, 1, 92, *orient)
+		case "png16", "png8":
+			var img image.Image = testimg.Deep(*w, *h)
+			if *format == "png8" {
+				img = testimg.Translucent(*w, *h)
+			}
+			var buf bytes.Buffer
+			if err := png.Encode(&buf, img); err != nil {
+				fail(err)
+			}
+			b = buf.Bytes()
+		default:
+			fail(fmt.Errorf("unknown -format %q", *format))
+		}
 		if err := os.WriteFile(*gen, b, 0o644); err != nil {
 			fail(err)
 		}

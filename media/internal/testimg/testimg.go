@@ -246,3 +246,23 @@ func PNGHeader(w, h uint32) []byte {
 	ihdr = binary.BigEndian.AppendUint32(ihdr, crc32.ChecksumIEEE(ihdr[4:]))
 	return append(out, ihdr...)
 }
+
+// Deep returns a w×h image of 16-bit colour with alpha that computes its
+// pixels when asked and holds no pixel buffer, so that png.Encode writes a
+// large 16-bit RGBA PNG (color type 6, bit depth 16) without the memory
+// the pixels would take: smooth gradients, a little translucent, which
+// compress to a small file.
+func Deep(w, h int) image.Image { return deep{w: w, h: h} }
+
+type deep struct{ w, h int }
+
+func (d deep) ColorModel() color.Model { return color.NRGBA64Model }
+func (d deep) Bounds() image.Rectangle { return image.Rect(0, 0, d.w, d.h) }
+func (d deep) At(x, y int) color.Color {
+	return color.NRGBA64{
+		R: uint16(65535 * x / max(d.w-1, 1)),
+		G: uint16(65535 * y / max(d.h-1, 1)),
+		B: 0x8000,
+		A: 0xFFF0,
+	}
+}
