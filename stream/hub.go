@@ -355,10 +355,8 @@ func (h *Hub) offer(e *chat.Event) {
 	for s := range h.all {
 		h.offerTo(s, e, f)
 	}
-	if e.ChannelID != "" {
-		for s := range h.byChannel[e.ChannelID] {
-			h.offerTo(s, e, f)
-		}
+	for s := range h.byChannel[e.ChannelID] {
+		h.offerTo(s, e, f)
 	}
 	for _, u := range e.UserIDs {
 		for s := range h.byUser[u] {
