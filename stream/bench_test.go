@@ -188,20 +188,17 @@ func BenchmarkIdleSubscription(b *testing.B) {
 // so only the number of other subscribers varies; in "spread" the
 // messages go to every channel in turn, so that with many subscribers
 // each message's recipients (their state, their goroutines) are cold in
-// the CPU caches.
+// the CPU caches. "post" is the ceiling of "spread": the same posts to
+// the same channels, with no hub.
 func BenchmarkFanoutChannels(b *testing.B) {
-	for _, spread := range []bool{false, true} {
-		name := "one"
-		if spread {
-			name = "spread"
-		}
+	for _, mode := range []string{"one", "spread", "post"} {
 		for _, subs := range []int{100, 1000, 10000, 20000} {
-			b.Run(name+"/subs="+strconv.Itoa(subs), func(b *testing.B) { benchFanoutChannels(b, subs, spread) })
+			b.Run(mode+"/subs="+strconv.Itoa(subs), func(b *testing.B) { benchFanoutChannels(b, subs, mode) })
 		}
 	}
 }
 
-func benchFanoutChannels(b *testing.B, subs int, spread bool) {
+func benchFanoutChannels(b *testing.B, subs int, mode string) {
 	const size = 10
 	svc, admin := benchService(b)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -216,25 +213,27 @@ func benchFanoutChannels(b *testing.B, subs int, spread bool) {
 			b.Fatal(err)
 		}
 	}
-	hub := stream.New(svc, stream.Config{})
-	if err := hub.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = hub.Stop(context.Background()) }()
 	var got sync.WaitGroup
-	for u := 0; u < subs; u++ {
-		s, err := hub.Subscribe(ctx, stream.Filter{UserID: "u" + strconv.Itoa(u)}, nil)
-		if err != nil {
+	if mode != "post" {
+		hub := stream.New(svc, stream.Config{})
+		if err := hub.Start(ctx); err != nil {
 			b.Fatal(err)
 		}
-		go func() {
-			for {
-				if _, err := s.Next(ctx); err != nil {
-					return
-				}
-				got.Done()
+		defer func() { _ = hub.Stop(context.Background()) }()
+		for u := 0; u < subs; u++ {
+			s, err := hub.Subscribe(ctx, stream.Filter{UserID: "u" + strconv.Itoa(u)}, nil)
+			if err != nil {
+				b.Fatal(err)
 			}
-		}()
+			go func() {
+				for {
+					if _, err := s.Next(ctx); err != nil {
+						return
+					}
+					got.Done()
+				}
+			}()
+		}
 	}
 	lat := make([]time.Duration, 0, b.N)
 	runtime.GC()
@@ -242,10 +241,12 @@ func benchFanoutChannels(b *testing.B, subs int, spread bool) {
 	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		c := 0
-		if spread {
+		if mode != "one" {
 			c = i % chans
 		}
-		got.Add(size)
+		if mode != "post" {
+			got.Add(size)
+		}
 		t0 := time.Now()
 		if _, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(c*size), chat.CreateMessage{ChannelID: "c" + strconv.Itoa(c), Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
 			b.Fatal(err)
