@@ -7,6 +7,14 @@
 // LISTEN/NOTIFY across processes for Postgres, so every process sees every
 // event) and every PollInterval as a safety net, reads the new events in
 // id order and offers each to every live subscriber whose filter admits it.
+// It finds them through an index of the live set: by channel (an end
+// user's subscriptions under the channels where the user is a member, an
+// admin's under the channels it names), by user (the events about the
+// user), and the admins' without a filter; so an event costs what its
+// recipients cost, not the number of subscribers. The events that add or
+// remove an end user move its subscriptions in the index, in log order:
+// the event that adds the user is delivered to it, and so is the one that
+// removes it. Ephemeral events go through the same index.
 // A subscriber that resumes from an id first replays the log from there,
 // then joins the live set under the hub's lock at exactly the position the
 // hub has reached, so it gets every event once: no gap, no repeat.

@@ -172,12 +172,23 @@ type Hub struct {
 
 	mu   sync.Mutex
 	last int64 // the last event id offered to the live set
-	live map[*Subscription]struct{}
-	// The live set by whom the events that end subscriptions concern:
-	// the end users' subscriptions by user, the admins' subscriptions
-	// made with an Access by admin account.
-	byUser  map[string]map[*Subscription]struct{}
-	byAdmin map[string]map[*Subscription]struct{}
+	live subSet
+	// The live set indexed by whom an event reaches, so that offering an
+	// event costs what its recipients cost, not the size of the live set:
+	// all holds the admins' subscriptions without a channel filter;
+	// byChannel, by channel, the end users' subscriptions whose user is a
+	// member of it (moved by the membership events, see offerTo) and the
+	// admins' subscriptions that name it; byUser the end users'
+	// subscriptions by user (the events about that user); byAdmin the
+	// admins' subscriptions made with an Access, by admin account.
+	all       subSet
+	byChannel bySet
+	byUser    bySet
+	byAdmin   bySet
+	// offered, when not nil, is called with h.mu held each time an event
+	// is offered to a subscription (id 0 for an ephemeral event). Set by
+	// tests before Start.
+	offered func(s *Subscription, id int64, event, channelID string)
 	started bool
 	stopped bool
 	cancel  context.CancelFunc
@@ -191,8 +202,8 @@ type Hub struct {
 
 // New returns a hub over svc's store. It starts nothing: call Start.
 func New(svc *chat.Service, cfg Config) *Hub {
-	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: map[*Subscription]struct{}{},
-		byUser: map[string]map[*Subscription]struct{}{}, byAdmin: map[string]map[*Subscription]struct{}{},
+	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: subSet{}, all: subSet{},
+		byChannel: bySet{}, byUser: bySet{}, byAdmin: bySet{},
 		slots: map[string]int{}}
 }
 
@@ -250,6 +261,8 @@ func (h *Hub) Stop(ctx context.Context) error {
 		s.end(ErrStopped)
 	}
 	clear(h.live)
+	clear(h.all)
+	clear(h.byChannel)
 	clear(h.byUser)
 	clear(h.byAdmin)
 	h.mu.Unlock()
@@ -313,10 +326,12 @@ func (h *Hub) pull(ctx context.Context) {
 
 // offer offers a logged event to the live set, with h.mu held. An
 // internal event is offered to no one: it may end the subscriptions of
-// the user or admin account it names, found in byUser or byAdmin. A
-// global ban ends the banned users' subscriptions once the event is
-// queued for them. So the check that ends subscriptions costs an event
-// a comparison of its name and, on those events alone, a map lookup.
+// the user or admin account it names, found in byUser or byAdmin. Any
+// other event is offered to the subscriptions that may receive it: the
+// admins' without a filter, those indexed under its channel, and those
+// of the users it is about; a subscription found twice is offered it once
+// (offerTo). A global ban ends the banned users' subscriptions once the
+// event is queued for them.
 func (h *Hub) offer(e *chat.Event) {
 	h.last = e.ID
 	if chat.IsInternalEvent(e.Name) {
@@ -337,9 +352,15 @@ func (h *Hub) offer(e *chat.Event) {
 		return
 	}
 	f := frameOf(e) // one frame per event, shared by the subscribers
-	for s := range h.live {
-		if e.ID > s.pos {
-			s.offerLive(e, f)
+	for s := range h.all {
+		h.offerTo(s, e, f)
+	}
+	for s := range h.byChannel[e.ChannelID] {
+		h.offerTo(s, e, f)
+	}
+	for _, u := range e.UserIDs {
+		for s := range h.byUser[u] {
+			h.offerTo(s, e, f)
 		}
 	}
 	if e.Name == chat.EventUserDidGlobalBan {
@@ -352,48 +373,106 @@ func (h *Hub) offer(e *chat.Event) {
 	}
 }
 
-// join adds s to the live set, with h.mu held.
-func (h *Hub) join(s *Subscription) {
-	h.live[s] = struct{}{}
-	var by map[string]map[*Subscription]struct{}
-	var key string
-	switch {
-	case !s.f.Admin:
-		by, key = h.byUser, s.f.UserID
-	case s.f.Access != nil:
-		by, key = h.byAdmin, s.f.Access.AdminName
-	default:
+// offerTo offers a logged event to one live subscription, with h.mu held,
+// unless it was offered already: found through another index, or
+// replayed by catchUp beyond the hub's position when the subscription
+// joined. When the event changes an end user's membership of its channel
+// (admit), the subscription moves in byChannel before the event is
+// queued: the event that adds the user reaches it through byUser, the
+// next ones of the channel through byChannel; the event that removes it
+// (or closes the channel) is the last one offered to it there.
+func (h *Hub) offerTo(s *Subscription, e *chat.Event, f *Frame) {
+	if e.ID <= s.pos {
 		return
 	}
+	if h.offered != nil {
+		h.offered(s, e.ID, e.Name, e.ChannelID)
+	}
+	s.pos = e.ID
+	c := e.ChannelID
+	moves := !s.f.Admin && c != "" && movesMembership(e.Name)
+	was := moves && s.members[c]
+	ok := s.admit(e)
+	if now := moves && s.members[c]; now != was {
+		if now {
+			h.byChannel.add(c, s)
+		} else {
+			h.byChannel.remove(c, s)
+		}
+	}
+	if ok {
+		s.push(f)
+	}
+}
+
+// subSet is a set of subscriptions.
+type subSet map[*Subscription]struct{}
+
+// bySet maps keys (channel, user or admin account) to sets of
+// subscriptions; a key with an empty set is deleted.
+type bySet map[string]subSet
+
+func (by bySet) add(key string, s *Subscription) {
 	set := by[key]
 	if set == nil {
-		set = map[*Subscription]struct{}{}
+		set = subSet{}
 		by[key] = set
 	}
 	set[s] = struct{}{}
 }
 
-// leave removes s from the live set, with h.mu held.
-func (h *Hub) leave(s *Subscription) {
-	if _, ok := h.live[s]; !ok {
-		return
-	}
-	delete(h.live, s)
-	var by map[string]map[*Subscription]struct{}
-	var key string
-	switch {
-	case !s.f.Admin:
-		by, key = h.byUser, s.f.UserID
-	case s.f.Access != nil:
-		by, key = h.byAdmin, s.f.Access.AdminName
-	default:
-		return
-	}
+func (by bySet) remove(key string, s *Subscription) {
 	if set := by[key]; set != nil {
 		delete(set, s)
 		if len(set) == 0 {
 			delete(by, key)
 		}
+	}
+}
+
+// join adds s to the live set and its indexes, with h.mu held. An end
+// user's member channels are final here: catchUp replayed the log up to
+// the hub's position at least, and from now on only offerTo changes them.
+func (h *Hub) join(s *Subscription) {
+	h.live[s] = struct{}{}
+	h.index(s, true)
+}
+
+// leave removes s from the live set and its indexes, with h.mu held.
+func (h *Hub) leave(s *Subscription) {
+	if _, ok := h.live[s]; !ok {
+		return
+	}
+	delete(h.live, s)
+	h.index(s, false)
+}
+
+// index adds s to its index entries (add) or removes it from them.
+func (h *Hub) index(s *Subscription, add bool) {
+	op := bySet.remove
+	if add {
+		op = bySet.add
+	}
+	switch {
+	case !s.f.Admin:
+		op(h.byUser, s.f.UserID, s)
+		for c := range s.members {
+			op(h.byChannel, c, s)
+		}
+		return
+	case s.chans == nil:
+		if add {
+			h.all[s] = struct{}{}
+		} else {
+			delete(h.all, s)
+		}
+	default:
+		for c := range s.chans {
+			op(h.byChannel, c, s)
+		}
+	}
+	if s.f.Access != nil {
+		op(h.byAdmin, s.f.Access.AdminName, s)
 	}
 }
 
@@ -467,10 +546,29 @@ func (h *Hub) ephemeral(ev chat.EphemeralEvent) {
 	f := newFrame("", ev.Event, ev.Data, ev.CreatedAt)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.live {
-		if s.admitsEphemeral(ev) {
-			s.push(f)
+	for s := range h.all {
+		h.offerEphemeral(s, ev, f)
+	}
+	for s := range h.byChannel[ev.ChannelID] {
+		// The causing user's own subscriptions are offered the event
+		// through byUser below, once.
+		if s.f.Admin || s.f.UserID != ev.UserID {
+			h.offerEphemeral(s, ev, f)
 		}
+	}
+	for s := range h.byUser[ev.UserID] {
+		h.offerEphemeral(s, ev, f)
+	}
+}
+
+// offerEphemeral offers an ephemeral event to one live subscription,
+// with h.mu held.
+func (h *Hub) offerEphemeral(s *Subscription, ev chat.EphemeralEvent, f *Frame) {
+	if h.offered != nil {
+		h.offered(s, 0, ev.Event, ev.ChannelID)
+	}
+	if s.admitsEphemeral(ev) {
+		s.push(f)
 	}
 }
 
@@ -819,15 +917,6 @@ func frameOf(e *chat.Event) *Frame {
 	return newFrame(strconv.FormatInt(e.ID, 10), e.Name, e.Data, e.CreatedAt)
 }
 
-// offerLive offers a logged event; called by the follower with h.mu held.
-// The events that end subscriptions are handled by Hub.offer.
-func (s *Subscription) offerLive(e *chat.Event, f *Frame) {
-	s.pos = e.ID
-	if s.admit(e) {
-		s.push(f)
-	}
-}
-
 // push queues a frame without waiting; a full queue ends the
 // subscription. Called with h.mu held.
 func (s *Subscription) push(f *Frame) {
@@ -838,7 +927,8 @@ func (s *Subscription) push(f *Frame) {
 }
 
 // admit reports whether the filter admits e, and keeps a user's set of
-// member channels in step with the events about that user.
+// member channels in step with the events about that user (the events
+// movesMembership names).
 func (s *Subscription) admit(e *chat.Event) bool {
 	if chat.IsInternalEvent(e.Name) {
 		return false
@@ -863,6 +953,17 @@ func (s *Subscription) admit(e *chat.Event) bool {
 		delete(s.members, e.ChannelID)
 	}
 	return ok
+}
+
+// movesMembership reports whether admit may change a user's membership
+// of the channel of an event with this name.
+func movesMembership(name string) bool {
+	switch name {
+	case chat.EventChannelDidCreate, chat.EventChannelDidJoin, chat.EventChannelDidAddUsers,
+		chat.EventChannelDidRemoveUsers, chat.EventChannelDidBanUsers, chat.EventChannelDidClose:
+		return true
+	}
+	return false
 }
 
 // ending returns the error that e brings to this subscription, if any,
