@@ -54,7 +54,11 @@ func benchMessagePage(tb testing.TB, n int) *chat.MessageList {
 		tb.Fatal(err)
 	}
 	authors := []string{"alice", "bob", "carol", "dave"}
-	if _, err := svc.CreateChannel(ctx, "alice", chat.CreateChannel{ChannelID: "general", Type: "standard", UserIDs: authors}); err != nil {
+	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: "standard", UserIDs: authors}); err != nil {
 		tb.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
