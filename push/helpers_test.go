@@ -3,6 +3,8 @@ package push
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -36,6 +38,7 @@ func tlsServer(tb testing.TB, h http.Handler, h2 bool) *httptest.Server {
 	tb.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	srv.EnableHTTP2 = h2
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are expected
 	srv.StartTLS()
 	tb.Cleanup(srv.Close)
 	return srv
