@@ -5,8 +5,9 @@
 // The package sends; it does not decide. Which members of a channel get a
 // push for a new message, the durable outbox that carries deliveries and
 // the devices API are not part of it. A Sender delivers one Notification
-// to one Device; Mux routes a device to the sender of its provider; the
-// error of a failed delivery says what the caller must do:
+// to one Device; Mux routes a device to the sender of its provider (New
+// makes one from a Config naming the configured providers); the error of a
+// failed delivery says what the caller must do (KindOf):
 //
 //   - Gone (errors.Is(err, ErrGone)): the provider says the token will
 //     never work again (APNs 410, or 400 BadDeviceToken and

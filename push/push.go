@@ -246,3 +246,43 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// Config configures the senders of a deployment. A nil provider config
+// leaves that provider without a sender (its deliveries fail Permanent);
+// the zero Config makes an empty Mux.
+type Config struct {
+	// APNs configures the APNs sender. Default nil: none.
+	APNs *APNsConfig
+	// FCM configures the FCM sender. Default nil: none.
+	FCM *FCMConfig
+	// WebPush configures the Web Push sender. Default nil: none.
+	WebPush *WebPushConfig
+}
+
+// New makes the sender of every configured provider and returns them as a
+// Mux. It starts no goroutines and makes no request.
+func New(cfg Config) (Mux, error) {
+	m := Mux{}
+	if cfg.APNs != nil {
+		s, err := NewAPNs(*cfg.APNs)
+		if err != nil {
+			return nil, err
+		}
+		m[APNs] = s
+	}
+	if cfg.FCM != nil {
+		s, err := NewFCM(*cfg.FCM)
+		if err != nil {
+			return nil, err
+		}
+		m[FCM] = s
+	}
+	if cfg.WebPush != nil {
+		s, err := NewWebPush(*cfg.WebPush)
+		if err != nil {
+			return nil, err
+		}
+		m[WebPush] = s
+	}
+	return m, nil
+}

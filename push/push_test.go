@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -149,4 +150,49 @@ func TestCheckDevice(t *testing.T) {
 		require.Equal(t, []chat.Detail{chat.FieldError{Field: tc.field}}, ce.Detail, tc.in.Token)
 		require.Equal(t, tc.blocked, errors.Is(err, webhook.ErrBlockedAddress), tc.in.Token)
 	}
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	m, err := New(Config{})
+	require.NoError(t, err)
+	require.Empty(t, m)
+	k, err := GenerateVAPIDKey()
+	require.NoError(t, err)
+	m, err = New(Config{
+		APNs:    &APNsConfig{Key: mustP8(t), KeyID: "k", TeamID: "t", Topic: "x"},
+		WebPush: &WebPushConfig{VAPIDKey: k, Subject: "mailto:ops@example.com"},
+	})
+	require.NoError(t, err)
+	require.IsType(t, &APNsSender{}, m[APNs])
+	require.IsType(t, &WebPushSender{}, m[WebPush])
+	require.Nil(t, m[FCM])
+	_, err = New(Config{FCM: &FCMConfig{}})
+	require.Error(t, err)
+}
+
+func TestNetworkFailureIsRetry(t *testing.T) {
+	t.Parallel()
+	s, p, base := newWebPush(t)
+	// A listener that accepts and closes every connection at once.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	err = s.Send(context.Background(), Device{Provider: WebPush, Token: p.subscription("https://" + ln.Addr().String() + "/w")},
+		ForMessage("c", "s", "t", "ch", "m"))
+	require.ErrorIs(t, err, ErrRetry)
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	require.Zero(t, pe.Status)
+	require.NoError(t, s.Send(context.Background(), Device{Provider: WebPush, Token: p.subscription(base)},
+		ForMessage("c", "s", "t", "ch", "m")), "the sender still works")
 }
