@@ -27,16 +27,22 @@ const MaxBodyText = 100
 // Device is where a notification goes: a provider name (APNs, FCM or
 // WebPush) and the token the app or browser registered with it.
 type Device struct {
+	// Provider is APNs, FCM or WebPush.
 	Provider string
-	Token    string
+	// Token is the APNs device token (hex), the FCM registration token, or
+	// the Web Push subscription's JSON.
+	Token string
 }
 
 // Notification is what a device shows: a title, a body, and data the app
 // receives with it (for a new message: channelId and messageId).
 type Notification struct {
+	// Title is the notification's first line.
 	Title string
-	Body  string
-	Data  map[string]string
+	// Body is its text.
+	Body string
+	// Data is delivered to the app with the notification, not shown.
+	Data map[string]string
 }
 
 // Sender delivers one notification to one device. A nil error means the
@@ -84,16 +90,16 @@ func Truncate(s string, n int) string {
 type Kind int
 
 const (
-	// Permanent: this delivery cannot succeed (a payload the provider
-	// refuses, a provider that is not configured, credentials it rejects);
+	// Permanent means this delivery cannot succeed (a payload the provider
+	// refuses, a provider that is not configured, credentials it rejects):
 	// give it up, keep the device.
 	Permanent Kind = iota
-	// Retry: the provider or the network failed for now (5xx, 429, a
-	// timeout); deliver again later with backoff, no sooner than
+	// Retry means the provider or the network failed for now (5xx, 429, a
+	// timeout): deliver again later with backoff, no sooner than
 	// Error.RetryAfter when it is set.
 	Retry
-	// Gone: the provider says the token will never work again; remove the
-	// device.
+	// Gone means the provider says the token will never work again:
+	// remove the device.
 	Gone
 )
 

@@ -47,8 +47,10 @@ const (
 // Subscription is a browser's PushSubscription: the push service endpoint
 // and the keys that encrypt for it. A Web Push device's token is its JSON.
 type Subscription struct {
+	// Endpoint is the push service URL that receives the notifications.
 	Endpoint string `json:"endpoint"`
-	Keys     struct {
+	// Keys are the browser's encryption keys for this subscription.
+	Keys struct {
 		// P256dh is the browser's P-256 public key, an uncompressed point
 		// in base64url.
 		P256dh string `json:"p256dh"`
