@@ -5,13 +5,10 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
+	"time"
 
 	chat "github.com/chatengine/chat"
 )
-
-// searchProbe bounds the count of one word's rows that SearchMessages reads
-// to choose the word that drives a search (see SearchMessages).
-const searchProbe = 2000
 
 // writeUserKeys stores the search keys (chat.IDKey and chat.NameKeys) of
 // the users ids with display names names, after deleting their old keys
@@ -38,26 +35,8 @@ func (t *tx) writeUserKeys(ctx context.Context, ids, names []string, replace boo
 	return err
 }
 
-// writeMessageWords stores the search words of m (chat.MessageWords), after
-// deleting the ones stored before when replace is set.
-func (t *tx) writeMessageWords(ctx context.Context, m *chat.Message, replace bool) error {
-	if replace {
-		if _, err := t.exec(ctx, `DELETE FROM {s}message_words WHERE message_id = $1`, m.MessageID); err != nil {
-			return err
-		}
-	}
-	ws := chat.MessageWords(m)
-	if len(ws) == 0 {
-		return nil
-	}
-	_, err := t.exec(ctx, `INSERT INTO {s}message_words (word, created_at, message_id, channel_id, user_id)
-		SELECT w, $2, $3, $4, $5 FROM unnest($1::text[]) AS x(w) ON CONFLICT DO NOTHING`,
-		textArray(ws), timeArg(m.CreatedAt), m.MessageID, m.ChannelID, m.UserID)
-	return err
-}
-
 // wordCond returns the condition on column col that selects one search
-// word (a prefix range when prefix is set), adding its arguments to args.
+// key (a prefix range when prefix is set), adding its arguments to args.
 func wordCond(args *argList, col, w string, prefix bool) string {
 	if !prefix {
 		return col + " = " + args.add(w)
@@ -69,93 +48,252 @@ func wordCond(args *argList, col, w string, prefix bool) string {
 	return col + " >= " + lo
 }
 
-// SearchMessages implements chat.SearchStore from message_words, as the
-// SQLite adapter does: one statement counts at most searchProbe rows of
-// each word (an index-only range each, in the channel when f.ChannelID is
-// set, in the member's channels when f.MemberOf is), and the word with the fewest drives: its primary key range (in one
-// channel, its message_words_channel_idx range; the planner picks the
-// index for a member's channels) is read newest first while every other
-// word is checked through message_words_message_idx. An exact word walks
-// its index in order and stops at the limit; a prefix word drives only
-// when it has fewer than searchProbe rows (or is the only word), which are
-// sorted.
+// searchArg is the value of messages.search for m: its search words
+// (chat.MessageWords) as a text array, which the statements turn into a
+// tsvector of exactly those lexemes (array_to_tsvector); NULL when it has
+// none.
+func searchArg(m *chat.Message) any {
+	ws := chat.MessageWords(m)
+	if len(ws) == 0 {
+		return nil
+	}
+	return textArray(ws)
+}
+
+// writeSearch stores the search words of m in its row (messages.search).
+func (t *tx) writeSearch(ctx context.Context, m *chat.Message) error {
+	_, err := t.exec(ctx, `UPDATE {s}messages SET search = array_to_tsvector($2::text[]) WHERE message_id = $1`,
+		m.MessageID, searchArg(m))
+	return err
+}
+
+// tsLexemes returns the tsquery of words that all must be found, the last
+// one as a prefix when prefix is set. Words (chat.Words) hold only
+// letters, digits and marks, so a quoted lexeme needs no escape.
+func tsLexemes(words []string, prefix bool) string {
+	parts := make([]string, len(words))
+	for i, w := range words {
+		parts[i] = "'" + w + "'"
+		if prefix && i == len(words)-1 {
+			parts[i] += ":*"
+		}
+	}
+	return strings.Join(parts, " & ")
+}
+
+// searchWindow is the number of a channel's newest messages (after the
+// keyset position) that SearchMessages reads first, checking each one's
+// words, before it asks the GIN index.
+const searchWindow = 200
+
+// maxWindowChannels is the most member channels whose windows
+// SearchMessages reads before it asks the GIN index.
+const maxWindowChannels = 32
+
+// SearchMessages implements chat.SearchStore from messages.search and its
+// GIN index. A search in one channel, or in the channels of a member of at
+// most maxWindowChannels channels, first reads the newest searchWindow
+// messages of each channel (after the keyset position; by
+// messages_channel_created_idx) and checks their words: that answers
+// exactly when the page fills from messages newer than every window's
+// oldest message, or when the windows held the whole scope, as for a word
+// common in the scope. Otherwise (a rarer word, a search of every
+// channel) the GIN index finds the messages holding every exact word (or
+// the prefix, for a prefix alone), which are filtered and sorted.
 func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.Message, error) {
 	if len(f.Words) == 0 {
 		return nil, nil
 	}
-	isPrefix := func(i int) bool { return f.Prefix && i == len(f.Words)-1 }
-	var cargs argList
-	parts := make([]string, len(f.Words))
-	for i, w := range f.Words {
-		scope := ""
-		switch {
-		case f.ChannelID != "":
-			// The word's rows in that channel (message_words_channel_idx).
-			scope = "channel_id = " + cargs.add(f.ChannelID) + " AND "
-		case f.MemberOf != "":
-			// The word's rows in the member's channels.
-			scope = "channel_id = ANY(ARRAY(SELECT channel_id FROM {s}channel_users WHERE user_id = " + cargs.add(f.MemberOf) +
-				" AND membership = 'member')) AND "
-		}
-		parts[i] = "(SELECT count(*) FROM (SELECT 1 FROM {s}message_words WHERE " + scope + wordCond(&cargs, "word", w, isPrefix(i)) +
-			" LIMIT " + strconv.Itoa(searchProbe) + ") p)"
-	}
-	counts := make([]int64, len(f.Words))
-	dest := make([]any, len(counts))
-	for i := range counts {
-		dest[i] = &counts[i]
-	}
-	if err := t.queryRow(ctx, "SELECT "+strings.Join(parts, ", "), cargs, dest...); err != nil {
-		return nil, err
-	}
-	d := 0
-	for i, n := range counts {
-		if n == 0 {
-			return nil, nil
-		}
-		// Fewer rows drive; at the cap an exact word beats a prefix.
-		if n < counts[d] || n == counts[d] && isPrefix(d) {
-			d = i
+	if f.ChannelID != "" || f.MemberOf != "" {
+		ms, ok, err := t.searchWindows(ctx, f)
+		if err != nil || ok {
+			return ms, err
 		}
 	}
-	// A prefix matches several words of one message: each message once.
-	// An exact word has one row per message (the primary key).
-	distinct := ""
-	if isPrefix(d) {
-		distinct = "DISTINCT "
+	return t.searchGIN(ctx, f)
+}
+
+// messageColsOf is messageCols with each column prefixed by alias and a
+// dot.
+func messageColsOf(alias string) string {
+	cols := strings.Split(messageCols, ",")
+	for i, c := range cols {
+		cols[i] = alias + "." + strings.TrimSpace(c)
 	}
-	var args argList
-	where := []string{wordCond(&args, "w.word", f.Words[d], isPrefix(d))}
-	if f.ChannelID != "" {
-		where = append(where, "w.channel_id = "+args.add(f.ChannelID))
-	}
-	if f.UserID != "" {
-		where = append(where, "w.user_id = "+args.add(f.UserID))
-	}
-	// Few rows of the driving word in the member's channels: read them
-	// channel by channel (message_words_channel_idx, through LATERAL),
-	// rather than walk the word's rows in every channel. The planner does
-	// not know how few there are.
-	perChannel := f.MemberOf != "" && f.ChannelID == "" && counts[d] < searchProbe
-	if f.MemberOf != "" && !perChannel {
-		// An array computed once (an InitPlan), not a join: the statement
-		// is prepared, and a generic plan chose to hash-join every row of
-		// the word.
-		where = append(where, "w.channel_id = ANY(ARRAY(SELECT channel_id FROM {s}channel_users WHERE user_id = "+
-			args.add(f.MemberOf)+" AND membership = 'member'))")
-	}
+	return strings.Join(cols, ", ")
+}
+
+// searchKeyset returns the conditions on the columns created_at and
+// message_id (of alias) of f's keyset position.
+func searchKeyset(args *argList, f chat.MessageSearch, alias string) []string {
+	var where []string
 	if f.After != nil {
-		where = append(where, "(w.created_at, w.message_id) < ("+args.add(timeArg(chat.NewTime(f.After.CreatedAt)))+", "+args.add(f.After.MessageID)+")")
+		where = append(where, "("+alias+".created_at, "+alias+".message_id) < ("+args.add(timeArg(chat.NewTime(f.After.CreatedAt)))+", "+args.add(f.After.MessageID)+")")
 	}
 	if f.Before != nil {
-		where = append(where, "(w.created_at, w.message_id) > ("+args.add(timeArg(chat.NewTime(f.Before.CreatedAt)))+", "+args.add(f.Before.MessageID)+")")
+		where = append(where, "("+alias+".created_at, "+alias+".message_id) > ("+args.add(timeArg(chat.NewTime(f.Before.CreatedAt)))+", "+args.add(f.Before.MessageID)+")")
 	}
-	for i, w := range f.Words {
-		if i != d {
-			where = append(where, "EXISTS (SELECT 1 FROM {s}message_words x WHERE x.message_id = w.message_id AND "+
-				wordCond(&args, "x.word", w, isPrefix(i))+")")
+	return where
+}
+
+// searchWindows answers f from the newest searchWindow messages of each
+// channel of its scope (see SearchMessages); ok is false when that cannot
+// tell the page.
+func (t *tx) searchWindows(ctx context.Context, f chat.MessageSearch) (_ []*chat.Message, ok bool, _ error) {
+	var chans []string
+	if f.ChannelID != "" {
+		if f.MemberOf != "" {
+			var member bool
+			if err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2
+				AND membership = 'member')`, []any{f.ChannelID, f.MemberOf}, &member); err != nil {
+				return nil, false, err
+			}
+			if !member {
+				return nil, true, nil
+			}
+		}
+		chans = []string{f.ChannelID}
+	} else {
+		err := t.query(ctx, `SELECT channel_id FROM {s}channel_users WHERE user_id = $1 AND membership = 'member'
+			ORDER BY channel_id LIMIT $2`, []any{f.MemberOf, maxWindowChannels + 1}, func(r *sql.Rows) error {
+			var id string
+			err := r.Scan(&id)
+			chans = append(chans, id)
+			return err
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(chans) == 0 {
+			return nil, true, nil
+		}
+		if len(chans) > maxWindowChannels {
+			return nil, false, nil
 		}
 	}
+	desc := f.Before == nil
+	dir := " DESC"
+	if !desc {
+		dir = ""
+	}
+	var args argList
+	one := len(chans) == 1
+	var scope string
+	if one {
+		scope = "x.channel_id = " + args.add(chans[0])
+	} else {
+		scope = "x.channel_id = c.channel_id"
+	}
+	kw := ""
+	if keyset := searchKeyset(&args, f, "x"); len(keyset) > 0 {
+		kw = " AND " + strings.Join(keyset, " AND ")
+	}
+	window := "SELECT x.* FROM {s}messages x WHERE " + scope + kw + " ORDER BY x.created_at" + dir + ", x.message_id" + dir
+	match := "w.search @@ " + args.add(tsLexemes(f.Words, f.Prefix)) + "::tsquery AND NOT w.is_deleted"
+	if f.UserID != "" {
+		match += " AND w.user_id = " + args.add(f.UserID)
+	}
+	limit := ""
+	if f.Limit > 0 {
+		limit = " LIMIT " + args.add(f.Limit)
+	}
+	order := " ORDER BY w.created_at" + dir + ", w.message_id" + dir
+	var q string
+	if one {
+		// In the window's order: stops at the limit.
+		q = "SELECT " + messageColsOf("w") + " FROM (" + window + " LIMIT " + strconv.Itoa(searchWindow) + ") w WHERE " + match + order + limit
+	} else {
+		q = "SELECT " + messageColsOf("w") + " FROM unnest(" + args.add(textArray(chans)) + "::text[]) AS c(channel_id) CROSS JOIN LATERAL (" +
+			window + " LIMIT " + strconv.Itoa(searchWindow) + ") w WHERE " + match + order + limit
+	}
+	ms, err := t.messages(ctx, q, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	if one && f.Limit > 0 && len(ms) == f.Limit {
+		return ms, true, nil // the newest matches of the channel
+	}
+	// The last message of each full window: a match outside the windows
+	// comes after every one of them in the order.
+	var eargs argList
+	escope := "x.channel_id = c.channel_id"
+	ekw := ""
+	if keyset := searchKeyset(&eargs, f, "x"); len(keyset) > 0 {
+		ekw = " AND " + strings.Join(keyset, " AND ")
+	}
+	eq := "SELECT e.created_at, e.message_id FROM unnest(" + eargs.add(textArray(chans)) + "::text[]) AS c(channel_id) CROSS JOIN LATERAL (" +
+		"SELECT x.created_at, x.message_id FROM {s}messages x WHERE " + escope + ekw + " ORDER BY x.created_at" + dir + ", x.message_id" + dir +
+		" OFFSET " + strconv.Itoa(searchWindow-1) + " LIMIT 1) e"
+	var edge *chat.Message // the edge that comes first in the order
+	err = t.query(ctx, eq, eargs, func(r *sql.Rows) error {
+		var e chat.Message
+		var at time.Time
+		if err := r.Scan(&at, &e.MessageID); err != nil {
+			return err
+		}
+		e.CreatedAt = chat.NewTime(at)
+		if edge == nil || searchBefore(&e, edge, desc) {
+			edge = &e
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if edge == nil {
+		return ms, true, nil // the windows held the whole scope
+	}
+	n := 0
+	for n < len(ms) && !searchBefore(edge, ms[n], desc) {
+		n++
+	}
+	if f.Limit > 0 && n >= f.Limit {
+		return ms[:f.Limit], true, nil
+	}
+	return nil, false, nil
+}
+
+// searchBefore reports whether a comes strictly before b in the search
+// order: newest first (createdAt, then messageId, descending) when desc is
+// set, else oldest first.
+func searchBefore(a, b *chat.Message, desc bool) bool {
+	c := a.CreatedAt.Compare(b.CreatedAt.Time)
+	if c == 0 {
+		c = strings.Compare(a.MessageID, b.MessageID)
+	}
+	if desc {
+		return c > 0
+	}
+	return c < 0
+}
+
+// searchGIN answers f from the GIN index: the messages holding every exact
+// word of f (the prefix, when it is the only word), read by a bitmap of
+// the index in a materialized step (so that no plan walks another index
+// in order instead), then filtered (the prefix word, the scope, the
+// keyset position) and sorted.
+func (t *tx) searchGIN(ctx context.Context, f chat.MessageSearch) ([]*chat.Message, error) {
+	exact, prefix := f.Words, f.Prefix
+	if f.Prefix && len(f.Words) > 1 {
+		exact, prefix = f.Words[:len(f.Words)-1], false
+	}
+	var args argList
+	inner := []string{"search @@ " + args.add(tsLexemes(exact, prefix)) + "::tsquery"}
+	if f.ChannelID != "" {
+		inner = append(inner, "channel_id = "+args.add(f.ChannelID))
+	}
+	if f.UserID != "" {
+		inner = append(inner, "user_id = "+args.add(f.UserID))
+	}
+	outer := []string{"NOT h.is_deleted"}
+	if len(exact) < len(f.Words) {
+		outer = append(outer, "h.search @@ "+args.add(tsLexemes(f.Words, f.Prefix))+"::tsquery")
+	}
+	if f.MemberOf != "" {
+		outer = append(outer, "h.channel_id = ANY(ARRAY(SELECT channel_id FROM {s}channel_users WHERE user_id = "+
+			args.add(f.MemberOf)+" AND membership = 'member'))")
+	}
+	outer = append(outer, searchKeyset(&args, f, "h")...)
 	dir := " DESC"
 	if f.Before != nil {
 		dir = ""
@@ -164,20 +302,9 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	if f.Limit > 0 {
 		limit = " LIMIT " + args.add(f.Limit)
 	}
-	cols := strings.Split(messageCols, ",")
-	for i, c := range cols {
-		cols[i] = "m." + strings.TrimSpace(c)
-	}
-	page := " ORDER BY w.created_at" + dir + ", w.message_id" + dir + limit
-	driver := "SELECT " + distinct + "w.message_id, w.created_at FROM {s}message_words w WHERE " + strings.Join(where, " AND ") + page
-	if perChannel {
-		driver = "SELECT w.message_id, w.created_at FROM (SELECT channel_id FROM {s}channel_users WHERE user_id = " +
-			args.add(f.MemberOf) + " AND membership = 'member') cu CROSS JOIN LATERAL (SELECT " + distinct +
-			"w.message_id, w.created_at FROM {s}message_words w WHERE w.channel_id = cu.channel_id AND " +
-			strings.Join(where, " AND ") + page + ") w" + page
-	}
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM (" + driver +
-		") s JOIN {s}messages m ON m.message_id = s.message_id WHERE NOT m.is_deleted ORDER BY s.created_at" + dir + ", s.message_id" + dir
+	q := "WITH h AS MATERIALIZED (SELECT " + messageCols + ", search FROM {s}messages WHERE " + strings.Join(inner, " AND ") + ")" +
+		" SELECT " + messageColsOf("h") + " FROM h WHERE " + strings.Join(outer, " AND ") +
+		" ORDER BY h.created_at" + dir + ", h.message_id" + dir + limit
 	return t.messages(ctx, q, args...)
 }
 
@@ -260,7 +387,7 @@ func (t *tx) backfillStep(ctx context.Context, cur string) (string, error) {
 		return "", nil
 	}
 	for _, m := range ms {
-		if err := t.writeMessageWords(ctx, m, true); err != nil {
+		if err := t.writeSearch(ctx, m); err != nil {
 			return "", err
 		}
 	}
