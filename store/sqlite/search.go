@@ -14,6 +14,10 @@ import (
 // to choose the word that drives a search (see SearchMessages).
 const searchProbe = 2000
 
+// searchScopeProbe bounds the count of the messages of a search's channels
+// that SearchMessages reads: fewer are read one by one.
+const searchScopeProbe = 500
+
 // writeUserKeys replaces the search keys of a user (chat.IDKey and
 // chat.NameKeys) in user_keys.
 func (t *tx) writeUserKeys(ctx context.Context, userID, displayName string, replace bool) error {
@@ -249,34 +253,41 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 		scope = append(scope, "m.channel_id IN "+memberChannels)
 		sargs = append(sargs, f.MemberOf)
 	}
-	if len(scope) > 0 {
-		var n int64
-		from := "SELECT 1 FROM messages m WHERE " + scope[0]
-		if err := t.row(ctx, "SELECT count(*) FROM ("+from+" LIMIT "+strconv.Itoa(searchProbe)+")", sargs[:1], &n); err != nil {
-			return nil, err
-		}
-		if n < searchProbe {
-			return t.searchScope(ctx, f, scope, sargs)
-		}
-	}
-	var cq strings.Builder
+	// One statement counts, at most to their probes, the scope's messages
+	// and each word's postings (a single exact word drives whatever its
+	// count: it is not counted).
+	var cq []string
 	var cargs []any
-	cq.WriteString("SELECT ")
-	for i, w := range f.Words {
-		if i > 0 {
-			cq.WriteString(", ")
-		}
-		c, a := wordIDCond("word_id", w, isPrefix(i))
-		cq.WriteString("(SELECT count(*) FROM (SELECT 1 FROM search_postings WHERE " + c + " LIMIT " + strconv.Itoa(searchProbe) + "))")
-		cargs = append(cargs, a...)
+	if len(scope) > 0 {
+		cq = append(cq, "(SELECT count(*) FROM (SELECT 1 FROM messages m WHERE "+scope[0]+" LIMIT "+strconv.Itoa(searchScopeProbe)+"))")
+		cargs = append(cargs, sargs[0])
 	}
-	counts := make([]int64, len(f.Words))
+	counted := len(f.Words) > 1 || f.Prefix
+	if counted {
+		for i, w := range f.Words {
+			c, a := wordIDCond("word_id", w, isPrefix(i))
+			cq = append(cq, "(SELECT count(*) FROM (SELECT 1 FROM search_postings WHERE "+c+" LIMIT "+strconv.Itoa(searchProbe)+"))")
+			cargs = append(cargs, a...)
+		}
+	}
+	counts := make([]int64, len(cq))
 	dest := make([]any, len(counts))
 	for i := range counts {
 		dest[i] = &counts[i]
 	}
-	if err := t.row(ctx, cq.String(), cargs, dest...); err != nil {
-		return nil, err
+	if len(cq) > 0 {
+		if err := t.row(ctx, "SELECT "+strings.Join(cq, ", "), cargs, dest...); err != nil {
+			return nil, err
+		}
+	}
+	if len(scope) > 0 {
+		if counts[0] < searchScopeProbe {
+			return t.searchScope(ctx, f, scope, sargs)
+		}
+		counts = counts[1:]
+	}
+	if !counted {
+		return t.searchWalk(ctx, f, scope, sargs, 0)
 	}
 	d := 0
 	for i, n := range counts {
@@ -347,10 +358,11 @@ func (t *tx) searchWhere(ctx context.Context, f chat.MessageSearch, where []stri
 }
 
 // searchWalk walks the postings of the exact word d newest first (oldest
-// first with Before), joined to messages, to the limit. The walk's order
-// breaks createdAt ties by rowid; the messages of the last millisecond
-// reached are then all read and the page sorted by messageId, so the page
-// is exact.
+// first with Before), joined to messages, to the limit and one more. The
+// walk's order breaks createdAt ties by rowid: the page is sorted by
+// messageId within a millisecond, and when the one more shares the last
+// millisecond of the page, every message of that millisecond is read
+// first, so the page is exact.
 func (t *tx) searchWalk(ctx context.Context, f chat.MessageSearch, scope []string, sargs []any, d int) ([]*chat.Message, error) {
 	c, a := wordIDCond("p.word_id", f.Words[d], false)
 	fw, fa := searchFilters(f, d)
@@ -369,12 +381,24 @@ func (t *tx) searchWalk(ctx context.Context, f chat.MessageSearch, scope []strin
 		order = " ORDER BY p.created_at, p.msg"
 	}
 	base := "SELECT " + messageCols + " FROM search_postings p CROSS JOIN messages m ON m.rowid = p.msg WHERE " + strings.Join(where, " AND ")
-	page, err := list(t, ctx, newMessageRow(f.Limit).scan, base+order+" LIMIT "+limitParam, append(args, limitArg(f.Limit))...)
-	if err != nil || f.Limit <= 0 || len(page) < f.Limit {
+	lim := f.Limit
+	if lim > 0 {
+		lim++ // one more tells whether the last millisecond is whole
+	}
+	page, err := list(t, ctx, newMessageRow(lim).scan, base+order+" LIMIT "+limitParam, append(args, limitArg(lim))...)
+	if err != nil {
+		return nil, err
+	}
+	if f.Limit <= 0 || len(page) <= f.Limit || !page[f.Limit].CreatedAt.Equal(page[f.Limit-1].CreatedAt.Time) {
+		// The page's last millisecond is whole in what was read.
 		sortSearch(page, f.Before != nil)
-		return page, err
+		if f.Limit > 0 && len(page) > f.Limit {
+			page = page[:f.Limit]
+		}
+		return page, nil
 	}
 	// The whole last millisecond, then the page in the exact order.
+	page = page[:f.Limit]
 	edge := page[len(page)-1].CreatedAt
 	tie, err := list(t, ctx, newMessageRow(8).scan, base+" AND p.created_at = ?", append(args, ms(edge))...)
 	if err != nil {
