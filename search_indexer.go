@@ -31,7 +31,7 @@ type IndexerConfig struct {
 	Interval time.Duration
 	// Batch is the most messages indexed per transaction. Default 2,000.
 	Batch int
-	// Logger receives errors of the store. Default: the Service's.
+	// Logger receives errors of the store. Default: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -54,9 +54,9 @@ type Indexer struct {
 	done    chan struct{}
 }
 
-// NewIndexer returns an Indexer for the store of s. It starts no
-// goroutine.
-func NewIndexer(s *Service, cfg IndexerConfig) *Indexer {
+// NewIndexer returns an Indexer for the store s (the store itself, not a
+// wrapper that hides its SearchIndexer method). It starts no goroutine.
+func NewIndexer(s Store, cfg IndexerConfig) *Indexer {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 500 * time.Millisecond
 	}
@@ -65,9 +65,9 @@ func NewIndexer(s *Service, cfg IndexerConfig) *Indexer {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = s.log
+		log = slog.Default()
 	}
-	ix, _ := s.store.(SearchIndexer)
+	ix, _ := s.(SearchIndexer)
 	return &Indexer{ix: ix, cfg: cfg, log: log}
 }
 

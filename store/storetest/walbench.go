@@ -48,7 +48,7 @@ func BenchCreateWAL(b *testing.B, open func(b *testing.B) chat.Store, ready func
 			if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "wal", Type: chat.ChannelTypeStandard}); err != nil {
 				b.Fatal(err)
 			}
-			ix := chat.NewIndexer(svc, chat.IndexerConfig{})
+			ix := chat.NewIndexer(s, chat.IndexerConfig{})
 			if err := ix.Start(ctx); err != nil {
 				b.Fatal(err)
 			}
