@@ -14,7 +14,7 @@ DROP FUNCTION message_words_on_delete();
 DROP TABLE message_words;
 
 ALTER TABLE messages ADD COLUMN search tsvector;
-CREATE INDEX messages_search_idx ON messages USING gin (search);
+CREATE INDEX messages_search_idx ON messages USING gin (search) WHERE search IS NOT NULL;
 CREATE INDEX messages_channel_created_idx ON messages (channel_id, created_at, message_id);
 
 -- A deleted message is never found, whichever statement deleted it, and
