@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
-	"time"
 
 	chat "github.com/chatengine/chat"
 )
@@ -84,7 +83,11 @@ func tsLexemes(words []string, prefix bool) string {
 // searchWindow is the number of a channel's newest messages (after the
 // keyset position) that SearchMessages reads first, checking each one's
 // words, before it asks the GIN index.
-const searchWindow = 200
+const searchWindow = 100
+
+// maxSearchWindow bounds the window of one channel that SearchMessages
+// reads when the first window found some matches but too few for a page.
+const maxSearchWindow = 5000
 
 // maxWindowChannels is the most member channels whose windows
 // SearchMessages reads before it asks the GIN index.
@@ -95,22 +98,28 @@ const maxWindowChannels = 32
 // most maxWindowChannels channels, first reads the newest searchWindow
 // messages of each channel (after the keyset position; by
 // messages_channel_created_idx) and checks their words: that answers
-// exactly when the page fills from messages newer than every window's
+// exactly when the page fills from messages newer than every full window's
 // oldest message, or when the windows held the whole scope, as for a word
-// common in the scope. Otherwise (a rarer word, a search of every
-// channel) the GIN index finds the messages holding every exact word (or
-// the prefix, for a prefix alone), which are filtered and sorted.
+// common in the scope. In one channel, when the window found some matches
+// but too few, a window sized for a page by that share (at most
+// maxSearchWindow) is read next. Otherwise the GIN index finds the
+// messages holding the words the windows found least (exact words before
+// the prefix; without windows, every exact word, or the prefix alone),
+// which are filtered (the other words, the scope, the keyset position) and
+// sorted.
 func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.Message, error) {
 	if len(f.Words) == 0 {
 		return nil, nil
 	}
+	var counts []int64
 	if f.ChannelID != "" || f.MemberOf != "" {
-		ms, ok, err := t.searchWindows(ctx, f)
+		ms, ok, wc, err := t.searchWindows(ctx, f)
 		if err != nil || ok {
 			return ms, err
 		}
+		counts = wc
 	}
-	return t.searchGIN(ctx, f)
+	return t.searchGIN(ctx, f, counts)
 }
 
 // messageColsOf is messageCols with each column prefixed by alias and a
@@ -136,121 +145,143 @@ func searchKeyset(args *argList, f chat.MessageSearch, alias string) []string {
 	return where
 }
 
-// searchWindows answers f from the newest searchWindow messages of each
-// channel of its scope (see SearchMessages); ok is false when that cannot
-// tell the page.
-func (t *tx) searchWindows(ctx context.Context, f chat.MessageSearch) (_ []*chat.Message, ok bool, _ error) {
-	var chans []string
+// searchChannels returns the channels whose windows a search reads: f's
+// channel (none when f.MemberOf is not a member of it), or f.MemberOf's
+// channels; many is set when there are more than maxWindowChannels.
+func (t *tx) searchChannels(ctx context.Context, f chat.MessageSearch) (chans []string, many bool, _ error) {
 	if f.ChannelID != "" {
 		if f.MemberOf != "" {
 			var member bool
 			if err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2
-				AND membership = 'member')`, []any{f.ChannelID, f.MemberOf}, &member); err != nil {
+				AND membership = 'member')`, []any{f.ChannelID, f.MemberOf}, &member); err != nil || !member {
 				return nil, false, err
 			}
-			if !member {
-				return nil, true, nil
-			}
 		}
-		chans = []string{f.ChannelID}
-	} else {
-		err := t.query(ctx, `SELECT channel_id FROM {s}channel_users WHERE user_id = $1 AND membership = 'member'
-			ORDER BY channel_id LIMIT $2`, []any{f.MemberOf, maxWindowChannels + 1}, func(r *sql.Rows) error {
-			var id string
-			err := r.Scan(&id)
-			chans = append(chans, id)
-			return err
-		})
-		if err != nil {
-			return nil, false, err
-		}
-		if len(chans) == 0 {
-			return nil, true, nil
-		}
-		if len(chans) > maxWindowChannels {
-			return nil, false, nil
-		}
+		return []string{f.ChannelID}, false, nil
+	}
+	err := t.query(ctx, `SELECT channel_id FROM {s}channel_users WHERE user_id = $1 AND membership = 'member'
+		ORDER BY channel_id LIMIT $2`, []any{f.MemberOf, maxWindowChannels + 1}, func(r *sql.Rows) error {
+		var id string
+		err := r.Scan(&id)
+		chans = append(chans, id)
+		return err
+	})
+	return chans, len(chans) > maxWindowChannels, err
+}
+
+// searchWindows answers f from the newest messages of each channel of its
+// scope (see SearchMessages); ok is false when that cannot tell the page,
+// and counts then holds, for each word, the windows' messages holding it.
+func (t *tx) searchWindows(ctx context.Context, f chat.MessageSearch) (_ []*chat.Message, ok bool, counts []int64, _ error) {
+	chans, many, err := t.searchChannels(ctx, f)
+	if err != nil || many {
+		return nil, false, nil, err
+	}
+	if len(chans) == 0 {
+		return nil, true, nil, nil
 	}
 	desc := f.Before == nil
 	dir := " DESC"
 	if !desc {
 		dir = ""
 	}
-	var args argList
 	one := len(chans) == 1
-	var scope string
-	if one {
-		scope = "x.channel_id = " + args.add(chans[0])
-	} else {
-		scope = "x.channel_id = c.channel_id"
-	}
-	kw := ""
-	if keyset := searchKeyset(&args, f, "x"); len(keyset) > 0 {
-		kw = " AND " + strings.Join(keyset, " AND ")
-	}
-	window := "SELECT x.* FROM {s}messages x WHERE " + scope + kw + " ORDER BY x.created_at" + dir + ", x.message_id" + dir
-	match := "w.search @@ " + args.add(tsLexemes(f.Words, f.Prefix)) + "::tsquery AND NOT w.is_deleted"
-	if f.UserID != "" {
-		match += " AND w.user_id = " + args.add(f.UserID)
-	}
-	limit := ""
-	if f.Limit > 0 {
-		limit = " LIMIT " + args.add(f.Limit)
-	}
-	order := " ORDER BY w.created_at" + dir + ", w.message_id" + dir
-	var q string
-	if one {
-		// In the window's order: stops at the limit.
-		q = "SELECT " + messageColsOf("w") + " FROM (" + window + " LIMIT " + strconv.Itoa(searchWindow) + ") w WHERE " + match + order + limit
-	} else {
-		q = "SELECT " + messageColsOf("w") + " FROM unnest(" + args.add(textArray(chans)) + "::text[]) AS c(channel_id) CROSS JOIN LATERAL (" +
-			window + " LIMIT " + strconv.Itoa(searchWindow) + ") w WHERE " + match + order + limit
-	}
-	ms, err := t.messages(ctx, q, args...)
-	if err != nil {
-		return nil, false, err
-	}
-	if one && f.Limit > 0 && len(ms) == f.Limit {
-		return ms, true, nil // the newest matches of the channel
-	}
-	// The last message of each full window: a match outside the windows
-	// comes after every one of them in the order.
-	var eargs argList
-	escope := "x.channel_id = c.channel_id"
-	ekw := ""
-	if keyset := searchKeyset(&eargs, f, "x"); len(keyset) > 0 {
-		ekw = " AND " + strings.Join(keyset, " AND ")
-	}
-	eq := "SELECT e.created_at, e.message_id FROM unnest(" + eargs.add(textArray(chans)) + "::text[]) AS c(channel_id) CROSS JOIN LATERAL (" +
-		"SELECT x.created_at, x.message_id FROM {s}messages x WHERE " + escope + ekw + " ORDER BY x.created_at" + dir + ", x.message_id" + dir +
-		" OFFSET " + strconv.Itoa(searchWindow-1) + " LIMIT 1) e"
-	var edge *chat.Message // the edge that comes first in the order
-	err = t.query(ctx, eq, eargs, func(r *sql.Rows) error {
-		var e chat.Message
-		var at time.Time
-		if err := r.Scan(&at, &e.MessageID); err != nil {
-			return err
+	for size := searchWindow; ; {
+		var args argList
+		var scope, from string
+		if one {
+			scope = "x.channel_id = " + args.add(chans[0])
+		} else {
+			scope = "x.channel_id = c.channel_id"
+			from = "unnest(" + args.add(textArray(chans)) + "::text[]) AS c(channel_id) CROSS JOIN LATERAL "
 		}
-		e.CreatedAt = chat.NewTime(at)
-		if edge == nil || searchBefore(&e, edge, desc) {
-			edge = &e
+		kw := ""
+		if keyset := searchKeyset(&args, f, "x"); len(keyset) > 0 {
+			kw = " AND " + strings.Join(keyset, " AND ")
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
+		window := "(SELECT x.* FROM {s}messages x WHERE " + scope + kw + " ORDER BY x.created_at" + dir + ", x.message_id" + dir +
+			" LIMIT " + strconv.Itoa(size) + ") w"
+		all := args.add(tsLexemes(f.Words, f.Prefix))
+		match := "w.search @@ " + all + "::tsquery AND NOT w.is_deleted"
+		if f.UserID != "" {
+			match += " AND w.user_id = " + args.add(f.UserID)
+		}
+		// The page's statement has the limit as its last argument; the
+		// counts' statement shares the others.
+		pargs := append(argList{}, args...)
+		limit := ""
+		if f.Limit > 0 {
+			limit = " LIMIT " + pargs.add(f.Limit)
+		}
+		order := " ORDER BY w.created_at" + dir + ", w.message_id" + dir
+		// In one channel the rows come in the window's order: the read
+		// stops at the limit.
+		ms, err := t.messages(ctx, "SELECT "+messageColsOf("w")+" FROM "+from+window+" WHERE "+match+order+limit, pargs...)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		if one && f.Limit > 0 && len(ms) == f.Limit {
+			return ms, true, nil, nil // the newest matches of the channel
+		}
+		// Each window's size and last message, its matches, and each
+		// word's count: a match outside the windows comes after every
+		// full window's last message in the order.
+		last := "ORDER BY w.created_at" + map[bool]string{true: "", false: " DESC"}[desc] + ", w.message_id" + map[bool]string{true: "", false: " DESC"}[desc]
+		cols := []string{"count(*)", "(array_agg(w.created_at " + last + "))[1]", "(array_agg(w.message_id " + last + "))[1]",
+			"count(*) FILTER (WHERE " + match + ")"}
+		for i, w := range f.Words {
+			cols = append(cols, "count(*) FILTER (WHERE w.search @@ "+args.add(tsLexemes([]string{w}, f.Prefix && i == len(f.Words)-1))+"::tsquery)")
+		}
+		group := " GROUP BY c.channel_id"
+		if one {
+			group = ""
+		}
+		counts = make([]int64, len(f.Words))
+		var edge *chat.Message // the full windows' last message that comes first
+		matches := int64(0)
+		err = t.query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+from+window+group, args, func(r *sql.Rows) error {
+			var rows, m int64
+			var at sql.NullTime
+			var id sql.NullString
+			wc := make([]int64, len(f.Words))
+			dest := []any{&rows, &at, &id, &m}
+			for i := range wc {
+				dest = append(dest, &wc[i])
+			}
+			if err := r.Scan(dest...); err != nil {
+				return err
+			}
+			matches += m
+			for i := range wc {
+				counts[i] += wc[i]
+			}
+			if rows == int64(size) {
+				e := &chat.Message{CreatedAt: chat.NewTime(at.Time), MessageID: id.String}
+				if edge == nil || searchBefore(e, edge, desc) {
+					edge = e
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, false, nil, err
+		}
+		if edge == nil {
+			return ms, true, nil, nil // the windows held the whole scope
+		}
+		n := 0
+		for n < len(ms) && !searchBefore(edge, ms[n], desc) {
+			n++
+		}
+		if f.Limit > 0 && n >= f.Limit {
+			return ms[:f.Limit], true, nil, nil
+		}
+		// Some matches in one channel: a window sized for a page.
+		if !one || matches == 0 || size >= maxSearchWindow || f.Limit <= 0 {
+			return nil, false, counts, nil
+		}
+		size = min(maxSearchWindow, int(int64(size)*int64(f.Limit)*3/(2*matches))+1)
 	}
-	if edge == nil {
-		return ms, true, nil // the windows held the whole scope
-	}
-	n := 0
-	for n < len(ms) && !searchBefore(edge, ms[n], desc) {
-		n++
-	}
-	if f.Limit > 0 && n >= f.Limit {
-		return ms[:f.Limit], true, nil
-	}
-	return nil, false, nil
 }
 
 // searchBefore reports whether a comes strictly before b in the search
@@ -267,15 +298,36 @@ func searchBefore(a, b *chat.Message, desc bool) bool {
 	return c < 0
 }
 
-// searchGIN answers f from the GIN index: the messages holding every exact
-// word of f (the prefix, when it is the only word), read by a bitmap of
-// the index in a materialized step (so that no plan walks another index
-// in order instead), then filtered (the prefix word, the scope, the
-// keyset position) and sorted.
-func (t *tx) searchGIN(ctx context.Context, f chat.MessageSearch) ([]*chat.Message, error) {
-	exact, prefix := f.Words, f.Prefix
-	if f.Prefix && len(f.Words) > 1 {
-		exact, prefix = f.Words[:len(f.Words)-1], false
+// searchGIN answers f from the GIN index: the messages holding the words
+// chosen by counts (see SearchMessages), read by a bitmap of the index in
+// a materialized step (so that no plan walks another index in order
+// instead), then filtered (every word, the scope, the keyset position)
+// and sorted.
+func (t *tx) searchGIN(ctx context.Context, f chat.MessageSearch, counts []int64) ([]*chat.Message, error) {
+	isPrefix := func(i int) bool { return f.Prefix && i == len(f.Words)-1 }
+	var exact []string
+	prefix := false // exact is the prefix word alone
+	switch {
+	case counts == nil && f.Prefix && len(f.Words) > 1:
+		// Every exact word (GIN skips through the common ones).
+		exact = f.Words[:len(f.Words)-1]
+	case counts == nil:
+		exact, prefix = f.Words, f.Prefix
+	default:
+		// The words the windows found least; an exact word before the
+		// prefix, whose matching words GIN reads whole.
+		low := counts[0]
+		for _, c := range counts {
+			low = min(low, c)
+		}
+		for i, w := range f.Words {
+			if counts[i] == low && !isPrefix(i) {
+				exact = append(exact, w)
+			}
+		}
+		if len(exact) == 0 {
+			exact, prefix = f.Words[len(f.Words)-1:], true
+		}
 	}
 	var args argList
 	inner := []string{"search @@ " + args.add(tsLexemes(exact, prefix)) + "::tsquery"}
@@ -285,10 +337,7 @@ func (t *tx) searchGIN(ctx context.Context, f chat.MessageSearch) ([]*chat.Messa
 	if f.UserID != "" {
 		inner = append(inner, "user_id = "+args.add(f.UserID))
 	}
-	outer := []string{"NOT h.is_deleted"}
-	if len(exact) < len(f.Words) {
-		outer = append(outer, "h.search @@ "+args.add(tsLexemes(f.Words, f.Prefix))+"::tsquery")
-	}
+	outer := []string{"NOT h.is_deleted", "h.search @@ " + args.add(tsLexemes(f.Words, f.Prefix)) + "::tsquery"}
 	if f.MemberOf != "" {
 		outer = append(outer, "h.channel_id = ANY(ARRAY(SELECT channel_id FROM {s}channel_users WHERE user_id = "+
 			args.add(f.MemberOf)+" AND membership = 'member'))")
