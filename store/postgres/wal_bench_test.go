@@ -20,10 +20,11 @@ import (
 // after every checkpoint). The log is shared by every database of the
 // server: the bench counts, with pg_walinspect, only the records that
 // change a relation of its schema (commit records, about 40 bytes a
-// transaction, are left out). Full-page images, written for the first
-// change of a page after a checkpoint, come and go with the checkpoints
-// (other sessions' and the server's timing), so it reports them apart
-// (fpi-B/create) from the records (wal-B/create). The base is CHAT_BENCH_WAL_BASE messages
+// transaction, are left out), read every 200 creates (the server may
+// recycle older log). Full-page images, written for the first change of a
+// page after a checkpoint, come and go with the checkpoints (other
+// sessions' and the server's timing), so it reports them apart
+// (fpi-B/create) from the records without them (wal-B/create). The base is CHAT_BENCH_WAL_BASE messages
 // (default 50,000), the measure CHAT_BENCH_WAL_CREATES creates (default
 // 3,000):
 //
@@ -46,20 +47,24 @@ func BenchmarkCreateWAL(b *testing.B) {
 		require.NoError(b, err)
 		_, err = db.ExecContext(ctx, "CHECKPOINT")
 		require.NoError(b, err)
-	}, func(chat.Store) func() int64 {
-		var start string
-		require.NoError(b, db.QueryRowContext(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&start))
+	}, func(b *testing.B, _ chat.Store) func() int64 {
+		var from string
+		require.NoError(b, db.QueryRowContext(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&from))
+		var fpiSum int64
 		return func() int64 {
 			var bytes, fpi int64
+			var to string
 			require.NoError(b, db.QueryRowContext(ctx, `WITH rels AS (
 					SELECT '/' || d.oid || '/' || c.relfilenode || ' fork' AS ref
 					FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
 					CROSS JOIN (SELECT oid FROM pg_database WHERE datname = current_database()) d
-					WHERE ns.nspname = $2 AND c.relfilenode <> 0)
-				SELECT coalesce(sum(r.record_length), 0), coalesce(sum(r.fpi_length), 0)
-				FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_lsn()) r
-				WHERE EXISTS (SELECT 1 FROM rels WHERE strpos(r.block_ref, rels.ref) > 0)`, start, schema).Scan(&bytes, &fpi))
-			b.ReportMetric(float64(fpi)/float64(n), "fpi-B/create")
+					WHERE ns.nspname = $2 AND c.relfilenode <> 0), e AS (SELECT pg_current_wal_lsn() AS lsn)
+				SELECT coalesce(sum(r.record_length - r.fpi_length), 0), coalesce(sum(r.fpi_length), 0), (SELECT lsn FROM e)::text
+				FROM pg_get_wal_records_info($1::pg_lsn, (SELECT lsn FROM e)) r
+				WHERE EXISTS (SELECT 1 FROM rels WHERE strpos(r.block_ref, rels.ref) > 0)`, from, schema).Scan(&bytes, &fpi, &to))
+			from = to
+			fpiSum += fpi
+			b.ReportMetric(float64(fpiSum)/float64(n), "fpi-B/create")
 			return bytes
 		}
 	}, base, n)

@@ -41,10 +41,19 @@ func BenchmarkCreateWAL(b *testing.B) {
 			_, err := ctx2.(*tx).exec(ctx, "PRAGMA wal_autocheckpoint = 0")
 			return err
 		}))
-	}, func(chat.Store) int64 {
-		fi, err := os.Stat(path + "-wal")
-		must(b, err)
-		return fi.Size()
+	}, func(b *testing.B, _ chat.Store) func() int64 {
+		size := func() int64 {
+			fi, err := os.Stat(path + "-wal")
+			must(b, err)
+			return fi.Size()
+		}
+		last := size()
+		return func() int64 {
+			now := size()
+			d := now - last
+			last = now
+			return d
+		}
 	}, base, n)
 }
 
