@@ -20,8 +20,8 @@ import (
 // after every checkpoint). The log is shared by every database of the
 // server: the bench counts, with pg_walinspect, only the records that
 // change a relation of its schema (commit records, about 40 bytes a
-// transaction, are left out), read every 200 creates (the server may
-// recycle older log). Full-page images, written for the first change of a
+// transaction, are left out), read every 200 creates, the log kept by a
+// temporary replication slot of the bench's session. Full-page images, written for the first change of a
 // page after a checkpoint, come and go with the checkpoints (other
 // sessions' and the server's timing), so it reports them apart
 // (fpi-B/create) from the records without them (wal-B/create). The base is CHAT_BENCH_WAL_BASE messages
@@ -48,13 +48,23 @@ func BenchmarkCreateWAL(b *testing.B) {
 		_, err = db.ExecContext(ctx, "CHECKPOINT")
 		require.NoError(b, err)
 	}, func(b *testing.B, _ chat.Store) func() int64 {
+		// A temporary replication slot keeps the log from the start of the
+		// measure until the bench's session ends (the server recycles it
+		// at checkpoints otherwise).
+		conn, err := db.Conn(ctx)
+		require.NoError(b, err)
+		slot := "chat_wal_bench_" + strconv.Itoa(os.Getpid())
+		b.Cleanup(func() {
+			_, _ = conn.ExecContext(ctx, "SELECT pg_drop_replication_slot($1)", slot)
+			conn.Close()
+		})
 		var from string
-		require.NoError(b, db.QueryRowContext(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&from))
+		require.NoError(b, conn.QueryRowContext(ctx, "SELECT lsn::text FROM pg_create_physical_replication_slot($1, true, true)", slot).Scan(&from))
 		var fpiSum int64
 		return func() int64 {
 			var bytes, fpi int64
 			var to string
-			require.NoError(b, db.QueryRowContext(ctx, `WITH rels AS (
+			require.NoError(b, conn.QueryRowContext(ctx, `WITH rels AS (
 					SELECT '/' || d.oid || '/' || c.relfilenode || ' fork' AS ref
 					FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
 					CROSS JOIN (SELECT oid FROM pg_database WHERE datname = current_database()) d
