@@ -58,8 +58,10 @@ func BenchmarkCreateWAL(b *testing.B) {
 			_, _ = conn.ExecContext(ctx, "SELECT pg_drop_replication_slot($1)", slot)
 			conn.Close()
 		})
+		_, err = conn.ExecContext(ctx, "SELECT pg_create_physical_replication_slot($1, true, true)", slot)
+		require.NoError(b, err)
 		var from string
-		require.NoError(b, conn.QueryRowContext(ctx, "SELECT lsn::text FROM pg_create_physical_replication_slot($1, true, true)", slot).Scan(&from))
+		require.NoError(b, conn.QueryRowContext(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&from))
 		var fpiSum int64
 		return func() int64 {
 			var bytes, fpi int64
