@@ -61,7 +61,7 @@ func BenchmarkCreateWAL(b *testing.B) {
 		_, err = conn.ExecContext(ctx, "SELECT pg_create_physical_replication_slot($1, true, true)", slot)
 		require.NoError(b, err)
 		var from string
-		require.NoError(b, conn.QueryRowContext(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&from))
+		require.NoError(b, conn.QueryRowContext(ctx, "SELECT pg_current_wal_flush_lsn()::text").Scan(&from))
 		var fpiSum int64
 		return func() int64 {
 			var bytes, fpi int64
@@ -70,7 +70,7 @@ func BenchmarkCreateWAL(b *testing.B) {
 					SELECT '/' || d.oid || '/' || c.relfilenode || ' fork' AS ref
 					FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
 					CROSS JOIN (SELECT oid FROM pg_database WHERE datname = current_database()) d
-					WHERE ns.nspname = $2 AND c.relfilenode <> 0), e AS (SELECT pg_current_wal_lsn() AS lsn)
+					WHERE ns.nspname = $2 AND c.relfilenode <> 0), e AS (SELECT pg_current_wal_flush_lsn() AS lsn)
 				SELECT coalesce(sum(r.record_length - r.fpi_length), 0), coalesce(sum(r.fpi_length), 0), (SELECT lsn FROM e)::text
 				FROM pg_get_wal_records_info($1::pg_lsn, (SELECT lsn FROM e)) r
 				WHERE EXISTS (SELECT 1 FROM rels WHERE strpos(r.block_ref, rels.ref) > 0)`, from, schema).Scan(&bytes, &fpi, &to))
