@@ -34,6 +34,7 @@ import (
 	"github.com/chatengine/chat/store/memory"
 	"github.com/chatengine/chat/store/postgres"
 	"github.com/chatengine/chat/store/sqlite"
+	"github.com/chatengine/chat/store/storetest"
 	"github.com/chatengine/chat/stream"
 	"github.com/chatengine/chat/webhook"
 )
@@ -110,6 +111,7 @@ type fixture struct {
 	token    string
 	receiver *httptest.Server
 	covered  map[string]int
+	store    chat.Store
 }
 
 // stores are the adapters the responses are recorded over: the JSON
@@ -174,7 +176,7 @@ func newFixture(t *testing.T, open func(t *testing.T) chat.Store) *fixture {
 		Logger:               nil,
 	}))
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, doc: loadDoc(t), srv: srv, token: token, receiver: recv, covered: map[string]int{}}
+	return &fixture{t: t, doc: loadDoc(t), srv: srv, token: token, receiver: recv, covered: map[string]int{}, store: st}
 }
 
 // call describes one request: the route pattern, its path parameters, the
@@ -432,6 +434,9 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/messages", form: "channelId=general&filterByParentId=true&options[first]=10"})
 	f.do(call{method: "POST", pattern: "/messages", json: map[string]any{"channelId": "general", "parentId": m1ID}})
 	f.do(call{method: "POST", pattern: "/messages", json: map[string]any{"channelId": "general", "userId": "admin", "options": map[string]any{"last": 2}}})
+	// The SQLite store indexes messages after their commit (the server's
+	// indexer); here the index is brought up to date at once.
+	require.NoError(t, storetest.CatchUpSearch(context.Background(), f.store))
 	found := f.do(call{method: "POST", pattern: "/messages/search", json: map[string]any{"query": "A", "channelId": "general", "options": map[string]any{"limit": 1}}})
 	f.do(call{method: "POST", pattern: "/messages/search", form: "query=a&channelId=general&options[token]=" + url.QueryEscape(found["paging"].(map[string]any)["next"].(string))})
 	f.do(call{method: "POST", pattern: "/messages/search", json: map[string]any{"query": "!!!"}, want: 400})

@@ -11,6 +11,7 @@ import (
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/client"
+	"github.com/chatengine/chat/store/storetest"
 )
 
 // TestSearch runs the search cases through the API on every store.
@@ -60,6 +61,9 @@ func testSearchMessages(t *testing.T, e *env) {
 	post := func(c *client.Client, ch, text string) string {
 		m, err := c.CreateMessage(bg, client.CreateMessageRequest{ChannelID: ch, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
 		require.NoError(t, err)
+		// The SQLite store indexes after the commit (the server's
+		// indexer); the test brings its index up to date at once.
+		require.NoError(t, storetest.CatchUpSearch(bg, e.store))
 		return m.MessageID
 	}
 	z1 := post(e.c, "zoo", "The Zebra Keeper feeds the zebras")
@@ -68,6 +72,7 @@ func testSearchMessages(t *testing.T, e *env) {
 	f1 := post(e.c, "farm", "zebra on the farm with its keeper")
 	img, err := e.c.CreateImageMessage(bg, "zoo", "z.png", bytes.NewReader(pngImage(t, 8, 8, false)), &client.ImageOptions{Caption: "Zebra photo", ContentType: "image/png"})
 	require.NoError(t, err)
+	require.NoError(t, storetest.CatchUpSearch(bg, e.store))
 
 	q := func(query string) client.SearchMessagesRequest { return client.SearchMessagesRequest{Query: query} }
 	// Case-insensitive, newest first, every word required.

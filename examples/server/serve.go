@@ -243,6 +243,22 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		defer cancel()
 		_ = expirer.Stop(sctx)
 	}()
+	// The indexer writes the SQLite store's message search index behind
+	// the commit, in batches (a message is searchable within about a
+	// second); with the other stores it does nothing. Every process runs
+	// one; after a stop it catches up from the position kept in the store.
+	indexer := chat.NewIndexer(st, chat.IndexerConfig{Logger: log})
+	if err := indexer.Start(ctx); err != nil {
+		ln.Close()
+		_ = disp.Stop(context.Background())
+		_ = hub.Stop(context.Background())
+		return fmt.Errorf("starting the search indexer: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		_ = indexer.Stop(sctx)
+	}()
 
 	if cfg.metricsAddr != "" {
 		mln, err := net.Listen("tcp", cfg.metricsAddr)

@@ -74,8 +74,8 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 	}
 	var n int64
 	err = t.queryRow(ctx, `WITH ins AS (
-			INSERT INTO {s}messages (`+messageCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			INSERT INTO {s}messages (`+messageCols+`, search)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, array_to_tsvector($18::text[]))
 			ON CONFLICT DO NOTHING RETURNING parent_id
 		), parent AS (
 			UPDATE {s}messages p SET children_number = p.children_number + 1
@@ -85,6 +85,7 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 		m.MessageID, m.ChannelID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
 		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt), m.ChannelSegment,
 		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
+		searchArg(m),
 	}, &n)
 	if err != nil {
 		return err
@@ -93,7 +94,7 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 		return chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
 			m.MessageID, m.ChannelSegment, m.ChannelID)
 	}
-	return t.writeMessageWords(ctx, m, false)
+	return nil
 }
 
 // appendSQL is AppendMessage in one statement: the channel row's increment
@@ -104,10 +105,10 @@ const appendSQL = `WITH c AS (
 		SET message_count = message_count + 1, last_activity = $2, updated_at = $2
 		WHERE channel_id = $1 RETURNING ` + channelCols + `
 	), ins AS (
-		INSERT INTO {s}messages (` + messageCols + `)
+		INSERT INTO {s}messages (` + messageCols + `, search)
 		SELECT $3::text, c.channel_id, $4::text, $5::text, $6::json, $7::text[], $8::text,
 			$9::boolean, $10::timestamptz, $11::timestamptz, $12::timestamptz, c.message_count,
-			$13::integer, $14::integer, $15::json, $16::jsonb, $17::integer
+			$13::integer, $14::integer, $15::json, $16::jsonb, $17::integer, array_to_tsvector($18::text[])
 		FROM c WHERE NOT c.is_closed
 		ON CONFLICT DO NOTHING RETURNING parent_id
 	), parent AS (
@@ -143,6 +144,7 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 		m.MessageID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
 		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt),
 		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
+		searchArg(m),
 	}, func(r *sql.Rows) error {
 		var err error
 		c, err = scanChannel(extraScan{r, []any{&n}})
@@ -161,9 +163,6 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 	if n == 0 {
 		return nil, chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
 			m.MessageID, c.MessageCount, m.ChannelID)
-	}
-	if err := t.writeMessageWords(ctx, m, false); err != nil {
-		return nil, err
 	}
 	return c, nil
 }
@@ -199,17 +198,17 @@ func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 		return err
 	}
 	n, err := t.exec(ctx, `UPDATE {s}messages SET data = $2, tags = $3, is_deleted = $4,
-		edited_at = $5, updated_at = $6, flag_count = $7, hashflag = $8
+		edited_at = $5, updated_at = $6, flag_count = $7, hashflag = $8, search = array_to_tsvector($9::text[])
 		WHERE message_id = $1`,
 		m.MessageID, data, tagsArg(m.Tags), m.IsDeleted, timePtrArg(m.EditedAt),
-		timeArg(m.UpdatedAt), m.FlagCount, hashflagArg(m.Hashflag))
+		timeArg(m.UpdatedAt), m.FlagCount, hashflagArg(m.Hashflag), searchArg(m))
 	if err != nil {
 		return err
 	}
 	if n == 0 {
 		return chat.Errorf(chat.CodeNotFound, "message %q not found", m.MessageID)
 	}
-	return t.writeMessageWords(ctx, m, true)
+	return nil
 }
 
 // QueryMessages reads one channel's messages by the unique (channel_id,

@@ -30,7 +30,7 @@ func TestSearchBackfill(t *testing.T) {
 		return nil
 	})
 	q := pq.QuoteIdentifier(schema)
-	for _, stmt := range []string{"DELETE FROM " + q + ".user_keys", "DELETE FROM " + q + ".message_words",
+	for _, stmt := range []string{"DELETE FROM " + q + ".user_keys", "UPDATE " + q + ".messages SET search = NULL",
 		"INSERT INTO " + q + ".meta (key, value) VALUES ('search.backfill', '')"} {
 		_, err := admin(t).ExecContext(ctx, stmt)
 		require.NoError(t, err)

@@ -191,9 +191,6 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 	if err := t.insertMessageTags(ctx, m.MessageID, m.Tags); err != nil {
 		return err
 	}
-	if err := t.writeMessageWords(ctx, m, false); err != nil {
-		return err
-	}
 	if m.ParentID != "" {
 		if _, err := t.exec(ctx, "UPDATE messages SET children_number = children_number + 1 WHERE message_id = ?", m.ParentID); err != nil {
 			return err
@@ -246,7 +243,9 @@ func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 		return err
 	}
 	var old []byte
-	if err := t.row(ctx, "SELECT tags FROM messages WHERE message_id = ?", []any{m.MessageID}, &old); err != nil {
+	var was wordsRow
+	if err := t.row(ctx, "SELECT tags, rowid, created_at, type, data, is_deleted FROM messages WHERE message_id = ?", []any{m.MessageID},
+		&old, &was.rowid, &was.created, &was.typ, &was.data, &was.deleted); err != nil {
 		return asNotFound(err, "message", m.MessageID)
 	}
 	if _, err := t.exec(ctx, `UPDATE messages SET data = ?, tags = ?, is_deleted = ?, edited_at = ?,
@@ -254,7 +253,7 @@ func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 		data, tags, m.IsDeleted, msp(m.EditedAt), ms(m.UpdatedAt), m.FlagCount, hf, m.MessageID); err != nil {
 		return err
 	}
-	if err := t.writeMessageWords(ctx, m, true); err != nil {
+	if err := t.reindexMessage(ctx, &was, m); err != nil {
 		return err
 	}
 	if string(old) == tags {

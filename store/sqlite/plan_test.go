@@ -41,7 +41,7 @@ func (r *recorder) QueryRowContext(ctx context.Context, q string, args ...any) *
 
 // bigTables are the tables that grow with use; a plan may read them only
 // through an index.
-var bigTables = []string{"messages", "message_words", "user_keys", "channel_keys", "message_tags", "channels", "channel_tags", "channel_users", "users",
+var bigTables = []string{"messages", "search_postings", "search_vocab", "user_keys", "channel_keys", "message_tags", "channels", "channel_tags", "channel_users", "users",
 	"reactions", "reaction_counts", "deliveries", "delivery_attempts", "blobs", "flags", "audit"}
 
 // TestQueryPlans runs the hot queries through the real Tx methods, records
@@ -210,17 +210,18 @@ func TestQueryPlans(t *testing.T) {
 		}, []string{"blobs_channel_idx (channel_id=?)"}},
 		{"search of every channel, common word driving (index order)", func(tx chat.Tx) error {
 			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"hello", "wor"}, Prefix: true, Limit: 21})
-		}, []string{"SEARCH w USING PRIMARY KEY (word=?)", "message_words_message_idx (message_id=? AND word>? AND word<?)"}},
-		{"search of one channel (index order)", func(tx chat.Tx) error {
+		}, []string{"SEARCH p USING PRIMARY KEY (word_id=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+			"SEARCH x EXISTS USING PRIMARY KEY (word_id=? AND created_at=? AND msg=?)"}},
+		{"search of one channel with few messages", func(tx chat.Tx) error {
 			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"hello", "wor"}, Prefix: true, ChannelID: "c", Limit: 21})
-		}, []string{"message_words_channel_idx (channel_id=? AND word=?)", "message_words_message_idx (message_id=? AND word>? AND word<?)"}},
-		{"search of a member's channels with few rows of the word, next page", func(tx chat.Tx) error {
+		}, []string{"SEARCH m USING INDEX messages_segment_idx (channel_id=?)", "SEARCH x EXISTS USING PRIMARY KEY (word_id=? AND created_at=? AND msg=?)"}},
+		{"search of a member's channels with few messages, next page", func(tx chat.Tx) error {
 			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"hello"}, MemberOf: "u", Limit: 21,
 				After: &chat.MessageSearchCursor{CreatedAt: now, MessageID: "m"}})
-		}, []string{"message_words_channel_idx (channel_id=? AND word=?)", "channel_users_member_idx (user_id=?)"}},
+		}, []string{"SEARCH m USING INDEX messages_segment_idx (channel_id=?)", "channel_users_member_idx (user_id=?)"}},
 		{"search by a prefix alone", func(tx chat.Tx) error {
 			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"wor"}, Prefix: true, Limit: 21})
-		}, []string{"SEARCH w USING PRIMARY KEY (word>? AND word<?)"}},
+		}, []string{"SEARCH m USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH p USING PRIMARY KEY (word_id=?)"}},
 		{"admin by token", func(tx chat.Tx) error {
 			_, err := tx.GetAdminByTokenHash(ctx, []byte("h"))
 			if chat.ErrorCode(err) == chat.CodeNotFound {
@@ -297,13 +298,15 @@ func scansTable(line, table string) bool {
 	}
 	// Aliases used in the adapter's SQL.
 	aliases := map[string]string{"m": "messages", "c": "channels", "u": "users", "cu": "channel_users",
-		"nm": "channel_users", "ct": "channel_tags", "xt": "channel_tags", "mt": "message_tags", "rc": "reaction_counts", "d": "deliveries"}
+		"nm": "channel_users", "ct": "channel_tags", "xt": "channel_tags", "mt": "message_tags", "rc": "reaction_counts", "d": "deliveries",
+		"p": "search_postings", "x": "search_postings"}
 	return aliases[name] == table
 }
 
 // searchPlan stores two messages that f finds (so that the search runs
 // past its word counts) and searches.
-func searchPlan(ctx context.Context, tx chat.Tx, f chat.MessageSearch) error {
+func searchPlan(ctx context.Context, ctx2 chat.Tx, f chat.MessageSearch) error {
+	tx, t := ctx2, ctx2.(*tx)
 	now := chat.NewTime(time.Unix(1700000000, 0))
 	if err := tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: "u", Membership: chat.MembershipMember,
 		CreatedAt: now, UpdatedAt: now}); err != nil {
@@ -313,6 +316,14 @@ func searchPlan(ctx context.Context, tx chat.Tx, f chat.MessageSearch) error {
 		m := &chat.Message{MessageID: fmt.Sprintf("plan%d", i), ChannelID: "c", UserID: "u", Type: chat.MessageTypeText,
 			Data: map[string]any{"text": text}, ChannelSegment: int64(i + 1), CreatedAt: now, UpdatedAt: now}
 		if err := tx.CreateMessage(ctx, m); err != nil {
+			return err
+		}
+		// Indexed as IndexSearch would.
+		var rowid int64
+		if err := t.row(ctx, "SELECT rowid FROM messages WHERE message_id = ?", []any{m.MessageID}, &rowid); err != nil {
+			return err
+		}
+		if err := t.addPostings(ctx, rowid, ms(now), chat.MessageWords(m)); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,6 +13,10 @@ import (
 // searchProbe bounds the count of one word's rows that SearchMessages reads
 // to choose the word that drives a search (see SearchMessages).
 const searchProbe = 2000
+
+// searchScopeProbe bounds the count of the messages of a search's channels
+// that SearchMessages reads: fewer are read one by one.
+const searchScopeProbe = 500
 
 // writeUserKeys replaces the search keys of a user (chat.IDKey and
 // chat.NameKeys) in user_keys.
@@ -25,22 +31,170 @@ func (t *tx) writeUserKeys(ctx context.Context, userID, displayName string, repl
 	return err
 }
 
-// writeMessageWords stores the search words of m (chat.MessageWords), after
-// deleting the ones stored before when replace is set.
-func (t *tx) writeMessageWords(ctx context.Context, m *chat.Message, replace bool) error {
-	if replace {
-		if _, err := t.exec(ctx, "DELETE FROM message_words WHERE message_id = ?", m.MessageID); err != nil {
-			return err
-		}
+// searchCursor is the meta row holding the rowid of the last message
+// IndexSearch indexed (see migration *_search_postings.sql).
+const searchCursor = "search.indexed"
+
+// DefaultSearchBatch is the number of messages IndexSearch indexes in one
+// transaction when asked for max <= 0.
+const DefaultSearchBatch = 2000
+
+// wordsRow is a message as the search index sees it: its rowid, createdAt
+// (milliseconds) and the fields chat.MessageWords reads.
+type wordsRow struct {
+	rowid   int64
+	created int64
+	typ     chat.MessageType
+	data    string
+	deleted bool
+}
+
+// words returns the search words of the row (chat.MessageWords).
+func (r *wordsRow) words() ([]string, error) {
+	m := chat.Message{Type: r.typ, IsDeleted: r.deleted}
+	if r.deleted || (r.typ != chat.MessageTypeText && r.typ != chat.MessageTypeImage && r.typ != chat.MessageTypeFile) {
+		return nil, nil
 	}
-	ws := chat.MessageWords(m)
+	if err := fromJSON(r.data, &m.Data); err != nil {
+		return nil, err
+	}
+	return chat.MessageWords(&m), nil
+}
+
+// addPostings numbers the new words among ws and stores a row of
+// search_postings for each word of the message (rowid, created).
+func (t *tx) addPostings(ctx context.Context, rowid, created int64, ws []string) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	// One statement for all the words: json_each unpacks the list.
-	_, err := t.exec(ctx, `INSERT OR IGNORE INTO message_words (word, created_at, message_id, channel_id, user_id)
-		SELECT value, ?, ?, ?, ? FROM json_each(?)`, ms(m.CreatedAt), m.MessageID, m.ChannelID, m.UserID, jsonIDs(ws))
+	j := jsonIDs(ws)
+	if _, err := t.exec(ctx, "INSERT OR IGNORE INTO search_vocab (word) SELECT value FROM json_each(?)", j); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `INSERT OR IGNORE INTO search_postings (word_id, created_at, msg)
+		SELECT v.id, ?, ? FROM json_each(?) j CROSS JOIN search_vocab v ON v.word = j.value`, created, rowid, j)
 	return err
+}
+
+// removePostings deletes the rows of search_postings of the message
+// (rowid, created) for the words ws.
+func (t *tx) removePostings(ctx context.Context, rowid, created int64, ws []string) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	_, err := t.exec(ctx, `DELETE FROM search_postings WHERE word_id IN
+		(SELECT v.id FROM json_each(?) j CROSS JOIN search_vocab v ON v.word = j.value)
+		AND created_at = ? AND msg = ?`, jsonIDs(ws), created, rowid)
+	return err
+}
+
+// searchIndexed returns the rowid of the last message IndexSearch indexed.
+func (t *tx) searchIndexed(ctx context.Context) (int64, error) {
+	var v string
+	if err := t.row(ctx, "SELECT value FROM meta WHERE key = ?", []any{searchCursor}, &v); err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// reindexMessage keeps the index of an edited message: when the message
+// (whose row before the edit is old) is already indexed, the words it lost
+// are deleted and the words it gained added, in the edit's transaction. A
+// message not yet indexed is left to IndexSearch, which reads it as it is
+// then.
+func (t *tx) reindexMessage(ctx context.Context, old *wordsRow, m *chat.Message) error {
+	done, err := t.searchIndexed(ctx)
+	if err != nil || old.rowid > done {
+		return err
+	}
+	was, err := old.words()
+	if err != nil {
+		return err
+	}
+	now := chat.MessageWords(m)
+	if slices.Equal(was, now) {
+		return nil
+	}
+	if err := t.removePostings(ctx, old.rowid, old.created, minus(was, now)); err != nil {
+		return err
+	}
+	return t.addPostings(ctx, old.rowid, old.created, minus(now, was))
+}
+
+// minus returns the words of a that are not in b.
+func minus(a, b []string) []string {
+	var out []string
+	for _, w := range a {
+		if !slices.Contains(b, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// IndexSearch indexes, in one write transaction, the messages stored
+// after the last one indexed, at most max of them (DefaultSearchBatch when
+// max <= 0), and returns how many it read; fewer than max means it caught
+// up. When nothing is new it only reads. Messages are taken in rowid
+// order, the order of their commits; the position is the meta row
+// 'search.indexed', written in the same transaction, so a store that was
+// closed, or ran without an indexer, catches up from where it stopped.
+// It implements chat.SearchIndexer; chat.SearchIndexerRunner calls it.
+func (s *Store) IndexSearch(ctx context.Context, max int) (int, error) {
+	if max <= 0 {
+		max = DefaultSearchBatch
+	}
+	pending := false
+	if err := s.View(ctx, func(ctx2 chat.Tx) error {
+		t := ctx2.(*tx)
+		done, err := t.searchIndexed(ctx)
+		if err != nil {
+			return err
+		}
+		var last sql.NullInt64
+		if err := t.row(ctx, "SELECT max(rowid) FROM messages", nil, &last); err != nil {
+			return err
+		}
+		pending = last.Int64 > done
+		return nil
+	}); err != nil || !pending {
+		return 0, err
+	}
+	n := 0
+	err := s.Update(ctx, func(ctx2 chat.Tx) error {
+		t := ctx2.(*tx)
+		done, err := t.searchIndexed(ctx)
+		if err != nil {
+			return err
+		}
+		rows, err := list(t, ctx, func(sc scanner) (wordsRow, error) {
+			var r wordsRow
+			err := sc.Scan(&r.rowid, &r.created, &r.typ, &r.data, &r.deleted)
+			return r, err
+		}, "SELECT rowid, created_at, type, data, is_deleted FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?", done, max)
+		if err != nil {
+			return err
+		}
+		n = len(rows)
+		if n == 0 {
+			return nil
+		}
+		for i := range rows {
+			ws, err := rows[i].words()
+			if err != nil {
+				return err
+			}
+			if err := t.addPostings(ctx, rows[i].rowid, rows[i].created, ws); err != nil {
+				return err
+			}
+		}
+		_, err = t.exec(ctx, "UPDATE meta SET value = ? WHERE key = ?", strconv.FormatInt(rows[n-1].rowid, 10), searchCursor)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // memberChannels selects the channels where the user (the argument) is a
@@ -48,7 +202,7 @@ func (t *tx) writeMessageWords(ctx context.Context, m *chat.Message, replace boo
 const memberChannels = "(SELECT channel_id FROM channel_users WHERE user_id = ? AND membership = 'member')"
 
 // wordCond returns the condition on column col that selects one search
-// word (a prefix range when prefix is set) and its arguments.
+// key (a prefix range when prefix is set) and its arguments.
 func wordCond(col, w string, prefix bool) (string, []any) {
 	if !prefix {
 		return col + " = " + textParam, []any{w}
@@ -60,50 +214,80 @@ func wordCond(col, w string, prefix bool) (string, []any) {
 	return "(" + col + " >= ? AND " + col + " < ?)", []any{lo, hi}
 }
 
-// SearchMessages implements chat.SearchStore from message_words. It first
-// counts, for each word, at most searchProbe of its rows (one short index
-// range each; in the channel when f.ChannelID is set, in the member's
-// channels when f.MemberOf is) and lets the word
-// with the fewest drive: its rows are read from the primary key (or, in
-// one channel, from message_words_channel_idx; for a member whose
-// channels hold fewer than searchProbe rows of it, from that index too,
-// then sorted), newest first, and every other word is checked by
-// message_words_message_idx. An exact word walks its index in order and
-// stops at the limit; a prefix word that drives has fewer than
-// searchProbe rows (or is the only word), which are sorted.
+// wordIDCond returns the condition on col, a column of word numbers
+// (search_vocab), that selects one search word (the words of a prefix
+// range when prefix is set) and its arguments.
+func wordIDCond(col, w string, prefix bool) (string, []any) {
+	if !prefix {
+		return col + " = (SELECT id FROM search_vocab WHERE word = " + textParam + ")", []any{w}
+	}
+	c, a := wordCond("word", w, true)
+	return col + " IN (SELECT id FROM search_vocab WHERE " + c + ")", a
+}
+
+// SearchMessages implements chat.SearchStore from search_postings (see
+// migration *_search_postings.sql); messages not yet indexed are not
+// found. A search in one channel, or in a member's channels, that hold
+// fewer than searchProbe messages reads those messages (by channel) and
+// checks each word by a point lookup of its posting, then sorts. Otherwise
+// it counts, for each word, at most searchProbe of its postings and lets
+// the word with the fewest drive: an exact word walks its postings newest
+// first, joined to messages for the scope, and stops at the limit (the
+// messages of the last createdAt millisecond are all read and sorted, so
+// ties follow messageId); a prefix word that drives has fewer than
+// searchProbe postings (or is the only word), whose messages are sorted.
+// Every other word is checked by a point lookup.
 func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.Message, error) {
 	if len(f.Words) == 0 {
 		return nil, nil
 	}
 	isPrefix := func(i int) bool { return f.Prefix && i == len(f.Words)-1 }
-	var cq strings.Builder
-	var cargs []any
-	cq.WriteString("SELECT ")
-	for i, w := range f.Words {
-		if i > 0 {
-			cq.WriteString(", ")
-		}
-		c, a := wordCond("word", w, isPrefix(i))
-		switch {
-		case f.ChannelID != "":
-			// The word's rows in that channel (message_words_channel_idx).
-			c = "channel_id = ? AND " + c
-			a = append([]any{f.ChannelID}, a...)
-		case f.MemberOf != "":
-			// The word's rows in the member's channels.
-			c = "channel_id IN " + memberChannels + " AND " + c
-			a = append([]any{f.MemberOf}, a...)
-		}
-		cq.WriteString("(SELECT count(*) FROM (SELECT 1 FROM message_words WHERE " + c + " LIMIT " + strconv.Itoa(searchProbe) + "))")
-		cargs = append(cargs, a...)
+	// The scope, on messages m.
+	var scope []string
+	var sargs []any
+	if f.ChannelID != "" {
+		scope = append(scope, "m.channel_id = "+textParam)
+		sargs = append(sargs, f.ChannelID)
 	}
-	counts := make([]int64, len(f.Words))
+	if f.MemberOf != "" {
+		scope = append(scope, "m.channel_id IN "+memberChannels)
+		sargs = append(sargs, f.MemberOf)
+	}
+	// One statement counts, at most to their probes, the scope's messages
+	// and each word's postings (a single exact word drives whatever its
+	// count: it is not counted).
+	var cq []string
+	var cargs []any
+	if len(scope) > 0 {
+		cq = append(cq, "(SELECT count(*) FROM (SELECT 1 FROM messages m WHERE "+scope[0]+" LIMIT "+strconv.Itoa(searchScopeProbe)+"))")
+		cargs = append(cargs, sargs[0])
+	}
+	counted := len(f.Words) > 1 || f.Prefix
+	if counted {
+		for i, w := range f.Words {
+			c, a := wordIDCond("word_id", w, isPrefix(i))
+			cq = append(cq, "(SELECT count(*) FROM (SELECT 1 FROM search_postings WHERE "+c+" LIMIT "+strconv.Itoa(searchProbe)+"))")
+			cargs = append(cargs, a...)
+		}
+	}
+	counts := make([]int64, len(cq))
 	dest := make([]any, len(counts))
 	for i := range counts {
 		dest[i] = &counts[i]
 	}
-	if err := t.row(ctx, cq.String(), cargs, dest...); err != nil {
-		return nil, err
+	if len(cq) > 0 {
+		if err := t.row(ctx, "SELECT "+strings.Join(cq, ", "), cargs, dest...); err != nil {
+			return nil, err
+		}
+	}
+	if len(scope) > 0 {
+		if counts[0] < searchScopeProbe {
+			return t.searchScope(ctx, f, scope, sargs)
+		}
+		counts = counts[1:]
+	}
+	if !counted {
+		return t.searchWalk(ctx, f, scope, sargs, 0)
 	}
 	d := 0
 	for i, n := range counts {
@@ -115,74 +299,142 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 			d = i
 		}
 	}
-	// A prefix matches several words of one message: each message once.
-	// An exact word has one row per message (the primary key).
-	distinct := ""
 	if isPrefix(d) {
-		distinct = "DISTINCT "
+		// The messages holding a word of the prefix, sorted.
+		c, a := wordIDCond("p.word_id", f.Words[d], true)
+		where := []string{"m.rowid IN (SELECT p.msg FROM search_postings p WHERE " + c + ")"}
+		return t.searchWhere(ctx, f, append(where, scope...), append(a, sargs...), d)
 	}
-	var q strings.Builder
+	return t.searchWalk(ctx, f, scope, sargs, d)
+}
+
+// searchFilters returns the conditions on messages m every search has
+// (live, author, the keyset position) and the point lookups of the words
+// other than skip (-1: all), with their arguments.
+func searchFilters(f chat.MessageSearch, skip int) ([]string, []any) {
+	where := []string{"NOT m.is_deleted"}
 	var args []any
-	c, a := wordCond("w.word", f.Words[d], isPrefix(d))
-	from := "message_words w"
-	switch {
-	case f.ChannelID != "":
-		// One channel: its rows of the word, whatever other channels hold.
-		from = "message_words w INDEXED BY message_words_channel_idx"
-		c = "w.channel_id = ? AND " + c
-		a = append([]any{f.ChannelID}, a...)
-		if f.MemberOf != "" {
-			c += " AND w.channel_id IN " + memberChannels
-			a = append(a, f.MemberOf)
-		}
-	case f.MemberOf != "" && counts[d] < searchProbe:
-		// Few rows of the word in the member's channels: read them there
-		// (then sort them) rather than walk the word's rows everywhere.
-		from = "message_words w INDEXED BY message_words_channel_idx"
-		c = "w.channel_id IN " + memberChannels + " AND " + c
-		a = append([]any{f.MemberOf}, a...)
-	case f.MemberOf != "":
-		c += " AND w.channel_id IN " + memberChannels
-		a = append(a, f.MemberOf)
-	}
-	q.WriteString("SELECT " + messageCols + " FROM (SELECT " + distinct + "w.message_id, w.created_at FROM " + from + " WHERE " + c)
-	args = append(args, a...)
 	if f.UserID != "" {
-		q.WriteString(" AND w.user_id = ?")
+		where = append(where, "m.user_id = ?")
 		args = append(args, f.UserID)
 	}
 	if f.After != nil {
-		q.WriteString(" AND (w.created_at, w.message_id) < (?, ?)")
+		where = append(where, "(m.created_at, m.message_id) < (?, ?)")
 		args = append(args, f.After.CreatedAt.UnixMilli(), f.After.MessageID)
 	}
 	if f.Before != nil {
-		q.WriteString(" AND (w.created_at, w.message_id) > (?, ?)")
+		where = append(where, "(m.created_at, m.message_id) > (?, ?)")
 		args = append(args, f.Before.CreatedAt.UnixMilli(), f.Before.MessageID)
 	}
 	for i, w := range f.Words {
-		if i == d {
+		if i == skip {
 			continue
 		}
-		c, a := wordCond("x.word", w, isPrefix(i))
-		q.WriteString(" AND EXISTS (SELECT 1 FROM message_words x WHERE x.message_id = w.message_id AND " + c + ")")
+		c, a := wordIDCond("x.word_id", w, f.Prefix && i == len(f.Words)-1)
+		where = append(where, "EXISTS (SELECT 1 FROM search_postings x WHERE "+c+" AND x.created_at = m.created_at AND x.msg = m.rowid)")
 		args = append(args, a...)
 	}
-	order := " ORDER BY w.created_at DESC, w.message_id DESC"
-	outer := " ORDER BY s.created_at DESC, s.message_id DESC"
-	if f.Before != nil {
-		order = " ORDER BY w.created_at, w.message_id"
-		outer = " ORDER BY s.created_at, s.message_id"
-	}
-	q.WriteString(order + " LIMIT " + limitParam + ") s CROSS JOIN messages m ON m.message_id = s.message_id WHERE NOT m.is_deleted" + outer)
-	args = append(args, limitArg(f.Limit))
-	return list(t, ctx, newMessageRow(f.Limit).scan, q.String(), args...)
+	return where, args
 }
 
-// backfillBatch is the number of users or messages indexed per
+// searchScope answers a search whose scope holds few messages: those
+// messages, each word checked by a point lookup, sorted.
+func (t *tx) searchScope(ctx context.Context, f chat.MessageSearch, scope []string, sargs []any) ([]*chat.Message, error) {
+	return t.searchWhere(ctx, f, scope, sargs, -1)
+}
+
+// searchWhere selects the messages matching where (with args) and the
+// filters of f (the words other than skip), in the search order, sorted.
+func (t *tx) searchWhere(ctx context.Context, f chat.MessageSearch, where []string, args []any, skip int) ([]*chat.Message, error) {
+	fw, fa := searchFilters(f, skip)
+	where = append(where, fw...)
+	args = append(append([]any{}, args...), fa...)
+	order := " ORDER BY m.created_at DESC, m.message_id DESC"
+	if f.Before != nil {
+		order = " ORDER BY m.created_at, m.message_id"
+	}
+	q := "SELECT " + messageCols + " FROM messages m WHERE " + strings.Join(where, " AND ") + order + " LIMIT " + limitParam
+	return list(t, ctx, newMessageRow(f.Limit).scan, q, append(args, limitArg(f.Limit))...)
+}
+
+// searchWalk walks the postings of the exact word d newest first (oldest
+// first with Before), joined to messages, to the limit and one more. The
+// walk's order breaks createdAt ties by rowid: the page is sorted by
+// messageId within a millisecond, and when the one more shares the last
+// millisecond of the page, every message of that millisecond is read
+// first, so the page is exact.
+func (t *tx) searchWalk(ctx context.Context, f chat.MessageSearch, scope []string, sargs []any, d int) ([]*chat.Message, error) {
+	c, a := wordIDCond("p.word_id", f.Words[d], false)
+	fw, fa := searchFilters(f, d)
+	where := append(append([]string{c}, scope...), fw...)
+	args := append(append(append([]any{}, a...), sargs...), fa...)
+	if f.After != nil {
+		where = append(where, "p.created_at <= ?")
+		args = append(args, f.After.CreatedAt.UnixMilli())
+	}
+	if f.Before != nil {
+		where = append(where, "p.created_at >= ?")
+		args = append(args, f.Before.CreatedAt.UnixMilli())
+	}
+	order := " ORDER BY p.created_at DESC, p.msg DESC"
+	if f.Before != nil {
+		order = " ORDER BY p.created_at, p.msg"
+	}
+	base := "SELECT " + messageCols + " FROM search_postings p CROSS JOIN messages m ON m.rowid = p.msg WHERE " + strings.Join(where, " AND ")
+	lim := f.Limit
+	if lim > 0 {
+		lim++ // one more tells whether the last millisecond is whole
+	}
+	page, err := list(t, ctx, newMessageRow(lim).scan, base+order+" LIMIT "+limitParam, append(args, limitArg(lim))...)
+	if err != nil {
+		return nil, err
+	}
+	if f.Limit <= 0 || len(page) <= f.Limit || !page[f.Limit].CreatedAt.Equal(page[f.Limit-1].CreatedAt.Time) {
+		// The page's last millisecond is whole in what was read.
+		sortSearch(page, f.Before != nil)
+		if f.Limit > 0 && len(page) > f.Limit {
+			page = page[:f.Limit]
+		}
+		return page, nil
+	}
+	// The whole last millisecond, then the page in the exact order.
+	page = page[:f.Limit]
+	edge := page[len(page)-1].CreatedAt
+	tie, err := list(t, ctx, newMessageRow(8).scan, base+" AND p.created_at = ?", append(args, ms(edge))...)
+	if err != nil {
+		return nil, err
+	}
+	out := page[:0:0]
+	for _, m := range page {
+		if !m.CreatedAt.Equal(edge.Time) {
+			out = append(out, m)
+		}
+	}
+	out = append(out, tie...)
+	sortSearch(out, f.Before != nil)
+	return out[:min(len(out), f.Limit)], nil
+}
+
+// sortSearch sorts ms newest first (createdAt, then messageId,
+// descending), or oldest first when asc is set.
+func sortSearch(ms []*chat.Message, asc bool) {
+	slices.SortFunc(ms, func(a, b *chat.Message) int {
+		c := a.CreatedAt.Compare(b.CreatedAt.Time)
+		if c == 0 {
+			c = strings.Compare(a.MessageID, b.MessageID)
+		}
+		if asc {
+			return c
+		}
+		return -c
+	})
+}
+
+// backfillBatch is the number of users indexed per
 // transaction by backfillSearch.
 const backfillBatch = 500
 
-// backfillSearch indexes the users and messages stored before migration
+// backfillSearch indexes the users stored before migration
 // *_search.sql (whose words come from Go code, not SQL); see backfill.
 func (s *Store) backfillSearch(ctx context.Context) error {
 	return s.backfill(ctx, "search.backfill", (*tx).backfillStep)
@@ -235,61 +487,27 @@ func (s *Store) backfill(ctx context.Context, key string, step func(t *tx, ctx c
 	}
 }
 
-// backfillStep indexes one batch after cur ("" or "u<userId>": users;
-// "m<rowid>": messages) and returns the next cursor, "" when done.
+// backfillStep indexes one batch of users after cur ("" or "u<userId>")
+// and returns the next cursor, "" when done. (Messages are indexed by
+// IndexSearch.)
 func (t *tx) backfillStep(ctx context.Context, cur string) (string, error) {
-	if cur == "" || cur[0] == 'u' {
-		after := strings.TrimPrefix(cur, "u")
-		type nameRow struct{ id, name string }
-		rows, err := list(t, ctx, func(sc scanner) (nameRow, error) {
-			var r nameRow
-			err := sc.Scan(&r.id, &r.name)
-			return r, err
-		}, "SELECT user_id, display_name FROM users WHERE user_id > ? ORDER BY user_id LIMIT ?", after, backfillBatch)
-		if err != nil {
-			return "", err
-		}
-		for _, r := range rows {
-			if err := t.writeUserKeys(ctx, r.id, r.name, true); err != nil {
-				return "", err
-			}
-		}
-		if len(rows) < backfillBatch {
-			return "m0", nil
-		}
-		return "u" + rows[len(rows)-1].id, nil
-	}
-	after, err := strconv.ParseInt(cur[1:], 10, 64)
-	if err != nil {
-		return "", chat.Errorf(chat.CodeInternal, "sqlite: bad search backfill cursor %q", cur)
-	}
-	type idRow struct {
-		rowid int64
-		id    string
-	}
-	rows, err := list(t, ctx, func(sc scanner) (idRow, error) {
-		var r idRow
-		err := sc.Scan(&r.rowid, &r.id)
+	after := strings.TrimPrefix(cur, "u")
+	type nameRow struct{ id, name string }
+	rows, err := list(t, ctx, func(sc scanner) (nameRow, error) {
+		var r nameRow
+		err := sc.Scan(&r.id, &r.name)
 		return r, err
-	}, "SELECT rowid, message_id FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?", after, backfillBatch)
+	}, "SELECT user_id, display_name FROM users WHERE user_id > ? ORDER BY user_id LIMIT ?", after, backfillBatch)
 	if err != nil {
 		return "", err
 	}
-	if len(rows) == 0 {
+	for _, r := range rows {
+		if err := t.writeUserKeys(ctx, r.id, r.name, true); err != nil {
+			return "", err
+		}
+	}
+	if len(rows) < backfillBatch {
 		return "", nil
 	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.id
-	}
-	msgs, err := t.GetMessages(ctx, ids)
-	if err != nil {
-		return "", err
-	}
-	for _, m := range msgs {
-		if err := t.writeMessageWords(ctx, m, true); err != nil {
-			return "", err
-		}
-	}
-	return "m" + strconv.FormatInt(rows[len(rows)-1].rowid, 10), nil
+	return "u" + rows[len(rows)-1].id, nil
 }

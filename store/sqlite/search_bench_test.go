@@ -43,10 +43,10 @@ func BenchmarkSearch(b *testing.B) {
 		start := time.Now()
 		must(b, storetest.BuildSearchFixture(ctx, s, n, 10_000))
 		var words int64
-		must(b, s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM message_words").Scan(&words))
+		must(b, s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM search_postings").Scan(&words))
 		fi, err := os.Stat(path)
 		must(b, err)
-		b.Logf("fixture: %d messages, %d word rows, %d MB, built in %v", n, words, fi.Size()>>20, time.Since(start).Round(time.Second))
+		b.Logf("fixture: %d messages, %d postings, %d MB, built in %v", n, words, fi.Size()>>20, time.Since(start).Round(time.Second))
 	}
 	storetest.BenchSearch(b, s, n)
 }

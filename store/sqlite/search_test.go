@@ -11,9 +11,12 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-// TestSearchBackfill: users and messages stored before the search index
-// existed (simulated by emptying it and setting the cursor row the
-// migration sets) are indexed when the store opens, over several batches.
+// TestSearchBackfill: users stored before the user search index existed
+// (simulated by emptying it and setting the cursor row the migration sets)
+// are indexed when the store opens, over several batches; messages stored
+// before the message search index existed (the cursor set back to 0, as
+// the migration does) are indexed by IndexSearch, in batches, from the
+// position kept in the store, also across a close and open.
 func TestSearchBackfill(t *testing.T) {
 	t.Parallel()
 	requireCgo(t)
@@ -38,32 +41,33 @@ func TestSearchBackfill(t *testing.T) {
 				return err
 			}
 		}
-		for _, q := range []string{"DELETE FROM user_keys", "DELETE FROM message_words",
-			"INSERT INTO meta (key, value) VALUES ('search.backfill', '')"} {
+		for _, q := range []string{"DELETE FROM user_keys", "DELETE FROM search_postings",
+			"INSERT INTO meta (key, value) VALUES ('search.backfill', '')", "UPDATE meta SET value = '0' WHERE key = 'search.indexed'"} {
 			if _, err := tx.exec(ctx, q); err != nil {
 				return err
 			}
 		}
 		return nil
 	}))
-	var found []*chat.Message
-	require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
-		found, err = tx.SearchMessages(ctx, chat.MessageSearch{Words: []string{"zebra"}})
-		return err
-	}))
-	require.Empty(t, found, "index emptied")
+	search := func(w string) []*chat.Message {
+		var found []*chat.Message
+		require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
+			found, err = tx.SearchMessages(ctx, chat.MessageSearch{Words: []string{w}})
+			return err
+		}))
+		return found
+	}
+	require.Empty(t, search("zebra"), "index emptied")
+	got, err := s.IndexSearch(ctx, 500)
+	require.NoError(t, err)
+	require.Equal(t, 500, got, "one batch")
+	require.Len(t, search("zebra"), 500)
 	require.NoError(t, s.Close())
 
 	s, err = Open(ctx, path, nil)
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
-		found, err = tx.SearchMessages(ctx, chat.MessageSearch{Words: []string{"zebra"}})
-		require.NoError(t, err)
-		require.Len(t, found, n)
-		found, err = tx.SearchMessages(ctx, chat.MessageSearch{Words: []string{"number1000"}})
-		require.NoError(t, err)
-		require.Len(t, found, 1)
 		us, err := tx.QueryUsers(ctx, chat.UserFilter{Search: chat.SearchKey("keep"), Limit: n + 1})
 		require.NoError(t, err)
 		require.Len(t, us, n)
@@ -71,4 +75,12 @@ func TestSearchBackfill(t *testing.T) {
 		require.Equal(t, chat.CodeNotFound, chat.ErrorCode(err), "cursor row deleted when done")
 		return nil
 	}))
+	require.Len(t, search("zebra"), 500, "opening indexes no message")
+	for _, want := range []int{500, n - 1000, 0} {
+		got, err := s.IndexSearch(ctx, 500)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "the next batch, from the kept position")
+	}
+	require.Len(t, search("zebra"), n)
+	require.Len(t, search("number1000"), 1)
 }

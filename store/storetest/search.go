@@ -18,6 +18,25 @@ var searchCases = []tcase{
 	{"Paging", testSearchPaging},
 	{"AppendMessage", testSearchAppend},
 	{"DuringEdits", testSearchDuringEdits},
+	{"Indexer", testSearchIndexer},
+}
+
+// indexSearch brings the search index up to date when the store writes it
+// after the commit (chat.SearchIndexer); other stores index in the
+// transaction of the write.
+func (e *env) indexSearch() {
+	e.t.Helper()
+	ix, ok := e.s.(chat.SearchIndexer)
+	if !ok {
+		return
+	}
+	for {
+		n, err := ix.IndexSearch(e.ctx, 0)
+		require.NoError(e.t, err)
+		if n == 0 {
+			return
+		}
+	}
 }
 
 // textMessage is a text message created at ms milliseconds.
@@ -31,6 +50,7 @@ func textMessage(id, channelID, userID string, seg int64, text string) *chat.Mes
 // prefix when prefix is set) and returns the ids found.
 func (e *env) search(f chat.MessageSearch) []string {
 	e.t.Helper()
+	e.indexSearch()
 	return nilIfEmpty(messageIDs(read(e, func(tx chat.Tx) ([]*chat.Message, error) { return tx.SearchMessages(e.ctx, f) })))
 }
 
@@ -185,7 +205,7 @@ func testSearchPaging(t *testing.T, e *env) {
 		want = append([]string{id}, want...)
 	}
 	// Ties: newest first by createdAt, then messageId descending.
-	all := e.search(words("page"))
+	all := e.search(words("page")) // indexes them first
 	require.Len(t, all, 12)
 	var fwd []string
 	var cur *chat.MessageSearchCursor
@@ -239,6 +259,7 @@ func testSearchDuringEdits(t *testing.T, e *env) {
 	for i := 0; i < msgs; i++ {
 		e.createMessages(textMessage(fmt.Sprintf("m%d", i), "c", "u", int64(i+1), "alpha one"))
 	}
+	e.indexSearch()
 	err := group(2+readers, func(g int) error {
 		if g < 2 {
 			for k := 0; k < edits; k++ {
@@ -287,4 +308,64 @@ func testSearchDuringEdits(t *testing.T, e *env) {
 		want[i] = fmt.Sprintf("m%d", i)
 	}
 	require.Equal(t, want, all, "every message is found by exactly one of its two texts")
+}
+
+// testSearchIndexer: a store that indexes after the commit
+// (chat.SearchIndexer) finds a message once IndexSearch has read it, in
+// batches of at most max, in commit order; an edit of an indexed message
+// changes its words at once, an edit of one not yet indexed is read as it
+// is when indexed, a deleted message is not found.
+func testSearchIndexer(t *testing.T, e *env) {
+	ix, ok := e.s.(chat.SearchIndexer)
+	if !ok {
+		t.Skip("the store indexes in the transaction of the write")
+	}
+	e.createChannels(newChannel("c", at(0)))
+	index := func(max int) int {
+		n, err := ix.IndexSearch(e.ctx, max)
+		require.NoError(t, err)
+		return n
+	}
+	find := func(w string) []string {
+		return nilIfEmpty(messageIDs(read(e, func(tx chat.Tx) ([]*chat.Message, error) {
+			return tx.SearchMessages(e.ctx, words(w))
+		})))
+	}
+	require.Equal(t, 0, index(0), "an empty store")
+	e.createMessages(textMessage("m1", "c", "u", 1, "kiwi one"))
+	require.Nil(t, find("kiwi"), "not indexed yet")
+	require.Equal(t, 1, index(1))
+	require.Equal(t, []string{"m1"}, find("kiwi"))
+	require.Equal(t, 0, index(1), "caught up")
+
+	e.createMessages(textMessage("m2", "c", "u", 2, "kiwi two"), textMessage("m3", "c", "u", 3, "kiwi three"))
+	require.Equal(t, 1, index(1), "a batch of one")
+	require.Equal(t, []string{"m2", "m1"}, find("kiwi"))
+	require.Equal(t, 1, index(5), "the rest")
+	require.Equal(t, []string{"m3", "m2", "m1"}, find("kiwi"))
+
+	// Edited before it was indexed: indexed as it is then.
+	e.createMessages(textMessage("m4", "c", "u", 4, "kiwi four"))
+	m4 := e.message("m4")
+	m4.Data = map[string]any{"text": "lime four"}
+	e.update(func(tx chat.Tx) error { return tx.UpdateMessage(e.ctx, m4) })
+	require.Equal(t, 1, index(0))
+	require.Equal(t, []string{"m3", "m2", "m1"}, find("kiwi"))
+	require.Equal(t, []string{"m4"}, find("lime"))
+
+	// Edited once indexed: the words change in the edit's transaction.
+	m1 := e.message("m1")
+	m1.Data = map[string]any{"text": "lemon one"}
+	e.update(func(tx chat.Tx) error { return tx.UpdateMessage(e.ctx, m1) })
+	require.Equal(t, []string{"m3", "m2"}, find("kiwi"))
+	require.Equal(t, []string{"m1"}, find("lemon"))
+	require.Equal(t, []string{"m1"}, nilIfEmpty(messageIDs(read(e, func(tx chat.Tx) ([]*chat.Message, error) {
+		return tx.SearchMessages(e.ctx, words("one"))
+	}))), "a kept word still finds it")
+
+	// Deleted: not found, whichever statement deleted it.
+	write(e, func(tx chat.Tx) ([]string, error) { return tx.SoftDeleteUserMessages(e.ctx, "u", at(3_500).Time) })
+	require.Nil(t, find("kiwi"))
+	require.Nil(t, find("lemon"))
+	require.Equal(t, 0, index(0))
 }
