@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// AuditEntry is one record of the audit log (CONTRACT section 10): who
+// AuditEntry is one record of the audit log (docs/api.md section 12): who
 // (ActorID, the acting user; empty for the server's operator at the
 // command line) did what (Action, one of the Audit* names) to which target
 // (TargetType and TargetID), in which channel when the action concerns one

@@ -2,7 +2,7 @@ package chat
 
 import "context"
 
-// Channel permissions (CONTRACT section 7). A role holding one grants it
+// Channel permissions (docs/api.md section 1 (Permissions of end users)). A role holding one grants it
 // in every channel; admins (role global-admin) hold them all.
 const (
 	// PermManageChannel lets a user rename and update channels.
@@ -89,7 +89,7 @@ type right struct {
 	ownRelation bool
 }
 
-// rights is the permission table of CONTRACT section 7. Admins may do
+// rights is the permission table of docs/api.md section 1 (Permissions of end users). Admins may do
 // everything; an action with the zero right is open to every user who is
 // not globally banned. Ownership (editing and deleting one's own
 // messages, updating oneself, adding or removing only oneself) is decided

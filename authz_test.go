@@ -9,7 +9,7 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-// The rights of end users decided by the Service (CONTRACT section 7),
+// The rights of end users decided by the Service (docs/api.md section 1 (Permissions of end users)),
 // beyond the HTTP matrix: ownership, channel bans, global access, closed
 // channels; a refusal changes nothing.
 func TestEndUserRights(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 )
 
 // Limits bounds the size of what the Service accepts. Every zero field takes
-// the default named in its comment (CONTRACT section 1).
+// the default named in its comment (docs/api.md section 1 (Limits and Decoding rules)).
 type Limits struct {
 	MaxIDBytes         int // ids (channelId, userId, messageId, roleId, reactionName): 256 bytes
 	MaxDisplayName     int // displayName: 256 characters
@@ -93,8 +93,8 @@ type Config struct {
 	// WebhookURLCheck, when not nil, vets webhook URLs at registration
 	// (for example webhook.CheckURL, which refuses private addresses).
 	WebhookURLCheck func(rawURL string) error
-	// UserTokenSecret signs and verifies user tokens (HS256 JWTs, CONTRACT
-	// section 7). Default: a random secret created once and kept in the
+	// UserTokenSecret signs and verifies user tokens (HS256 JWTs, docs/api.md
+	// section 1). Default: a random secret created once and kept in the
 	// store's meta table, so every process sharing the store accepts the
 	// tokens of the others.
 	UserTokenSecret []byte

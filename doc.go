@@ -14,7 +14,7 @@
 // The Service's methods take a context first and the acting user's id
 // (actorID): an admin account's user, which holds the role global-admin
 // and may do everything, or an end user, whose rights are the permission
-// table of CONTRACT section 7, decided in one place (authz.go) from the
+// table of docs/api.md section 1 (Permissions of end users), decided in one place (authz.go) from the
 // user's roles. A program acting as the system passes an admin account's
 // user id (see CreateAdmin). User tokens (HS256 JWTs) are minted with
 // MintUserToken and verified with AuthenticateUser. Admin accounts sign in

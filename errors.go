@@ -9,7 +9,7 @@ import (
 // each code lives in package httpapi; Code itself is transport-neutral.
 type Code int
 
-// The error codes of CONTRACT section 3.
+// The error codes of docs/api.md section 1 (Errors).
 const (
 	CodeBadRequest       Code = 400000 // validation, bad token, bad paging token
 	CodeInvalidRegex     Code = 400001 // invalid regular expression

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Signed file links (CONTRACT section 7). Every image message returned by
+// Signed file links (docs/api.md section 1 (Permissions of end users)). Every image message returned by
 // the Service carries data.urls, a map from each kept size to a path that
 // serves that rendition without an access token, and every file message
 // carries data.url. A link is

@@ -24,7 +24,7 @@ const userTokenSecretKey = "user_token_secret"
 // userTokenMethods are the only signing methods a user token may use.
 var userTokenMethods = []string{jwt.SigningMethodHS256.Alg()}
 
-// UserClaims are the claims of a user token (CONTRACT section 7): the
+// UserClaims are the claims of a user token (docs/api.md section 1 (Permissions of end users)): the
 // user's id in user_id (sub is accepted instead), an optional exp and an
 // optional iat (absent counts as issued at the epoch, so any revocation
 // refuses the token).

@@ -44,7 +44,7 @@ const (
 	revokedID = "rv"
 )
 
-// access is who may call a route without a refusal (CONTRACT section 7).
+// access is who may call a route without a refusal (docs/api.md section 1 (Permissions of end users)).
 type access int
 
 const (
@@ -411,8 +411,8 @@ func (m *matrixEnv) snapshot() string {
 }
 
 // TestAuthorizationMatrix sends every route of the router as every kind
-// of caller, each on a fresh fixture, and checks the code of CONTRACT
-// section 7; a refused call must leave the store exactly as it was.
+// of caller, each on a fresh fixture, and checks the code of docs/api.md
+// section 1; a refused call must leave the store exactly as it was.
 func TestAuthorizationMatrix(t *testing.T) {
 	runMatrix(t, func(t *testing.T) *matrixEnv { return newMatrixEnv(t, memoryStore) })
 }

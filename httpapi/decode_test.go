@@ -34,7 +34,7 @@ func (e *env) members(id string) []string {
 	return out
 }
 
-// TestFormArrays sends userIds in every array form of CONTRACT section 1.
+// TestFormArrays sends userIds in every array form of docs/api.md section 1 (Limits and Decoding rules).
 func TestFormArrays(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, memoryStore)

@@ -1,5 +1,5 @@
-// Package httpapi serves the chat admin API (spec/admin-api-v2.md with the
-// additions of CONTRACT.md) as one http.Handler over a *chat.Service.
+// Package httpapi serves the chat API (docs/api.md) as one http.Handler
+// over a *chat.Service.
 //
 // # Mounting
 //
@@ -169,6 +169,6 @@
 //
 // JSON and form bodies are limited to Config.MaxBodyBytes (default 1 MiB)
 // and uploads to Config.MaxUploadBytes (default 50 MiB), each answered
-// with 413 and code 400413 beyond. The other limits of CONTRACT section 1
+// with 413 and code 400413 beyond. The other limits of docs/api.md section 1 (Limits and Decoding rules)
 // (id lengths, text length, tags, page sizes) are the Service's.
 package httpapi

@@ -36,7 +36,7 @@ func memoryStore(t *testing.T) chat.Store {
 	return s
 }
 
-// wantStatus is CONTRACT section 3, written out independently of the
+// wantStatus is docs/api.md section 1 (Errors), written out independently of the
 // implementation's table.
 var wantStatus = map[chat.Code]int{
 	400000: 400, 400001: 400, 400100: 401, 400300: 403, 400301: 403, 400302: 403,

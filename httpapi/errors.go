@@ -11,7 +11,7 @@ import (
 )
 
 // statusOf is the one table from wire error code to HTTP status
-// (CONTRACT section 3). Codes missing from it are answered with 500.
+// (docs/api.md section 1 (Errors)). Codes missing from it are answered with 500.
 var statusOf = map[chat.Code]int{
 	chat.CodeBadRequest:       http.StatusBadRequest,
 	chat.CodeInvalidRegex:     http.StatusBadRequest,

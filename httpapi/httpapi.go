@@ -680,7 +680,7 @@ func (h *handler) done(w http.ResponseWriter, err error) error {
 }
 
 // normalize makes every array and object field of a response present
-// ([] or {} instead of null), as CONTRACT section 2 requires. The Service
+// ([] or {} instead of null), as docs/api.md sections 1 and 2 (Responses, Resources) requires. The Service
 // already does it for channels and messages; user, role and webhook
 // results can carry nil slices and maps from the store.
 func normalize(v any) {

@@ -81,7 +81,7 @@ func TestParamsAccessors(t *testing.T) {
 	require.EqualError(t, p.Err(), "o.k: must be a string")
 }
 
-// TestStatusTable checks the one table against CONTRACT section 3,
+// TestStatusTable checks the one table against docs/api.md section 1 (Errors),
 // including the codes the admin API cannot produce over HTTP (400302,
 // 400303 and 400311: admins are never muted nor held by slow mode).
 func TestStatusTable(t *testing.T) {

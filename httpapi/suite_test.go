@@ -344,7 +344,7 @@ func testMute(t *testing.T, e *env) {
 	require.NoError(t, c.MuteUsers(ctx(t), "m", []string{"a"}, chat.Unmute))
 	err = c.MuteChannel(ctx(t), "nowhere", time.Millisecond)
 	requireCode(t, err, chat.CodeNotFound)
-	// Admins post to muted channels (CONTRACT section 4).
+	// Admins post to muted channels (docs/api.md section 3).
 	_, err = c.SendText(ctx(t), "m", "announcement")
 	require.NoError(t, err)
 
@@ -1124,8 +1124,8 @@ func testResponses(t *testing.T, e *env) {
 }
 
 // testMutedAuthors covers 400302 and 400303. Through the admin API every
-// author is an admin, and admins post to muted channels (CONTRACT section
-// 4), so these codes cannot come back from an HTTP call; they are checked
+// author is an admin, and admins post to muted channels (docs/api.md
+// section 3), so these codes cannot come back from an HTTP call; they are checked
 // here at the Service level, and the status table is checked in
 // errors_internal_test.go.
 func testMutedAuthors(t *testing.T, e *env) {

@@ -6,7 +6,7 @@ import (
 )
 
 // WriteError answers r with err exactly as the API's own handlers do: the
-// error envelope of CONTRACT section 3 with the status of err's code, 4xx
+// error envelope of docs/api.md section 1 (Errors) with the status of err's code, 4xx
 // messages shown as they are, anything else logged to log (with the
 // request id, when the request went through the API's middleware) and
 // answered with a generic message. It is meant for the few endpoints a host

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// DefaultSchedule is the delay before each attempt of a delivery (CONTRACT
-// section 5): the first attempt at once, then retries 5 s, 5 min, 30 min,
+// DefaultSchedule is the delay before each attempt of a delivery (docs/api.md
+// section 10): the first attempt at once, then retries 5 s, 5 min, 30 min,
 // 2 h, 5 h, 10 h and 10 h after the previous attempt failed. Eight attempts
 // in all, spread over about 28 hours.
 var DefaultSchedule = []time.Duration{

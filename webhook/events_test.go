@@ -72,7 +72,7 @@ func keysOf(t *testing.T, raw json.RawMessage) []string {
 	return out
 }
 
-// Resource fields of the spec's section 2 tables (and CONTRACT section 2)
+// Resource fields of the spec's section 2 tables (and docs/api.md sections 1 and 2 (Responses, Resources))
 // that every event's resources carry.
 var (
 	channelFields = []string{"channelId", "type", "isDistinct", "metadata", "tags", "isMuted", "lastActivity",
@@ -136,7 +136,7 @@ func sortedStrings(t *testing.T, raw json.RawMessage) []string {
 
 // Every event, caused by the Service operation that emits it, reaches a
 // real receiver through the dispatcher with both signatures verified, and
-// carries the data shape of CONTRACT section 5 (the spec's four events
+// carries the data shape of docs/api.md section 10 (the spec's four events
 // exactly, key for key). A webhook with an events filter gets only the
 // events it names.
 func TestEveryEventDelivered(t *testing.T) {

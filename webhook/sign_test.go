@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The test vector of CONTRACT section 5.
+// The test vector of docs/api.md section 10.
 func TestSignVector(t *testing.T) {
 	t.Parallel()
 	secret, body := []byte("It's a Secret to Everybody"), []byte("Hello, World!")
