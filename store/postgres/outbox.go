@@ -154,9 +154,12 @@ func (t *tx) deliveries(ctx context.Context, tmpl string, args ...any) ([]*chat.
 func timeText(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // EnqueueDeliveries inserts every delivery with one statement (unnest of
-// column arrays) that also calls pg_notify when one of them is pending:
-// Postgres delivers the notification to every LISTENing process when the
-// transaction commits, and drops it when it rolls back.
+// column arrays). It sends no notification from the transaction: a NOTIFY
+// takes a lock at commit that every notifying transaction of the database
+// queues for. After the commit this process's watchers are signalled;
+// the other processes' are notified outside the transaction when it
+// appended no events (see Update); with events, this process's dispatcher
+// takes them, and the others find them by their poll.
 func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 	if len(ds) == 0 {
 		return nil
@@ -178,7 +181,7 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 			leases[i] = timeText(d.LeaseUntil.Time)
 		}
 	}
-	var inserted, notified int
+	var inserted, pending int
 	err := t.queryRow(ctx, `WITH ins AS (
 			INSERT INTO {s}deliveries (`+deliveryCols+`)
 			SELECT r, w, e, b, s, a, n::timestamptz, o, NULLIF(l, '')::timestamptz, le, ls, c::timestamptz, u::timestamptz
@@ -186,22 +189,20 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 				$8::text[], $9::text[], $10::text[], $11::int8[], $12::text[], $13::text[])
 				AS x(r, w, e, b, s, a, n, o, l, le, ls, c, u)
 			ON CONFLICT DO NOTHING RETURNING state
-		), notify AS (
-			SELECT pg_notify($14, '') FROM (SELECT 1 FROM ins WHERE state = 'pending' LIMIT 1) p
 		)
-		SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM notify)`,
+		SELECT count(*), count(*) FILTER (WHERE state = 'pending') FROM ins`,
 		[]any{textArray(ids), textArray(hooks), textArray(events), bodies, textArray(states), attempts,
 			textArray(nexts), textArray(owners), textArray(leases), textArray(errs), status,
-			textArray(createds), textArray(updateds), t.s.notify},
-		&inserted, &notified)
+			textArray(createds), textArray(updateds)},
+		&inserted, &pending)
 	if err != nil {
 		return err
 	}
 	if inserted < n {
 		return chat.Errorf(chat.CodeConflict, "a delivery among %d already exists", n)
 	}
-	if notified > 0 {
-		t.notified = true
+	if pending > 0 {
+		t.queued, t.enqueued = true, true
 	}
 	return nil
 }
@@ -283,7 +284,7 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 		return chat.Errorf(chat.CodeConflict, "delivery %q is no longer leased by %q", a.RequestID, owner)
 	}
 	if notified > 0 {
-		t.notified = true
+		t.queued = true
 	}
 	return nil
 }
@@ -370,7 +371,7 @@ func (t *tx) FinishDeliveries(ctx context.Context, owner string, fs []chat.Deliv
 		return nil, fmt.Errorf("postgres: FinishDeliveries: %d of %d results", seen, n)
 	}
 	if notified {
-		t.notified = true
+		t.queued = true
 	}
 	return out, nil
 }
@@ -437,7 +438,7 @@ func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttem
 	if n == 0 {
 		return chat.Errorf(chat.CodeNotFound, "delivery %q not found", requestID)
 	}
-	t.notified = true
+	t.queued = true
 	return nil
 }
 

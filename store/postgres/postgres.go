@@ -21,9 +21,11 @@ import (
 )
 
 var (
-	_ chat.Store         = (*Store)(nil)
-	_ chat.OutboxWatcher = (*Store)(nil)
-	_ chat.Tx            = (*tx)(nil)
+	_ chat.Store           = (*Store)(nil)
+	_ chat.OutboxWatcher   = (*Store)(nil)
+	_ chat.EventWatcher    = (*Store)(nil)
+	_ chat.DeliveryWatcher = (*Store)(nil)
+	_ chat.Tx              = (*tx)(nil)
 )
 
 // Options configures a Store. The zero value works; every field states its
@@ -76,13 +78,17 @@ type Store struct {
 	schema string
 	prefix string // quoted schema name and a dot, prepended to every table
 	notify string // LISTEN/NOTIFY channel of the outbox
+	events string // LISTEN/NOTIFY channel of relay passes
 	ephem  string // LISTEN/NOTIFY channel of ephemeral events
 	opt    Options
 
 	sqlMu sync.RWMutex
 	sqls  map[string]*statement // by template
 
-	w watchers
+	w  watchers
+	rl relayer
+
+	relayKey int64 // advisory lock of relay passes
 
 	bg       context.Context // background prepares; cancelled by Close
 	bgCancel context.CancelFunc
@@ -167,12 +173,16 @@ func New(ctx context.Context, db *sql.DB, opt *Options) (*Store, error) {
 		schema: schema,
 		prefix: pq.QuoteIdentifier(schema) + ".",
 		notify: notifyChannel(schema),
+		events: eventsChannel(schema),
 		ephem:  ephemeralChannel(schema),
 		opt:    o,
 		sqls:   make(map[string]*statement),
+
+		relayKey: relayLockKey(schema),
 	}
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.w.init()
+	s.rl.init()
 	if err := s.backfillSearch(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -229,28 +239,23 @@ func schemaName(name string) (string, error) {
 }
 
 // notifyChannel returns the LISTEN/NOTIFY channel of a schema's outbox.
-// Channel names are identifiers of at most 63 bytes; long schema names are
-// hashed.
-func notifyChannel(schema string) string {
-	c := "chat_outbox." + schema
-	if len(c) <= 63 {
-		return c
-	}
-	h := fnv.New64a()
-	h.Write([]byte(schema))
-	return fmt.Sprintf("chat_outbox.%016x", h.Sum64())
-}
+func notifyChannel(schema string) string { return channelName("chat_outbox.", schema) }
 
 // ephemeralChannel returns the LISTEN/NOTIFY channel of a schema's
-// ephemeral events, named like notifyChannel's.
-func ephemeralChannel(schema string) string {
-	c := "chat_ephemeral." + schema
+// ephemeral events.
+func ephemeralChannel(schema string) string { return channelName("chat_ephemeral.", schema) }
+
+// channelName returns prefix and the schema name as a LISTEN/NOTIFY
+// channel. Channel names are identifiers of at most 63 bytes; long schema
+// names are hashed.
+func channelName(prefix, schema string) string {
+	c := prefix + schema
 	if len(c) <= 63 {
 		return c
 	}
 	h := fnv.New64a()
 	h.Write([]byte(schema))
-	return fmt.Sprintf("chat_ephemeral.%016x", h.Sum64())
+	return fmt.Sprintf("%s%016x", prefix, h.Sum64())
 }
 
 // maxReruns bounds how often one Update runs fn again because fn wrote a
@@ -341,9 +346,16 @@ func (s *Store) run(ctx context.Context, write bool, lockUsers map[string]bool, 
 		t.retry = retryable(err)
 		return t, dbErr(err)
 	}
-	if t.notified {
-		s.w.signal()
+	if t.queued {
+		s.w.signal(sigDeliveries)
 	}
+	if t.enqueued && len(t.appended) == 0 {
+		// Deliveries enqueued by a transaction that is not a change of
+		// the chat (which the local dispatcher takes at once): tell the
+		// other processes' dispatchers too, outside the transaction.
+		_, _ = s.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, s.notify)
+	}
+	s.afterCommit(ctx, t)
 	return t, nil
 }
 
@@ -547,11 +559,14 @@ type tx struct {
 	// run of the same Update wrote after reading them without one.
 	lockUsers map[string]bool
 
-	notified bool  // the transaction sent a NOTIFY for the outbox
-	failed   error // the statement error that aborted the transaction
-	retry    bool  // aborted by a serialization failure or a deadlock
-	rerun    bool  // wrote a user it read without a lock
-	again    error // why retry or rerun, translated
+	queued   bool       // enqueued, rescheduled or re-queued deliveries
+	enqueued bool       // enqueued pending deliveries (EnqueueDeliveries)
+	appended []appended // events appended, in order, with their pending keys
+	floor    int64      // the log's last id when the events were appended
+	failed   error      // the statement error that aborted the transaction
+	retry    bool       // aborted by a serialization failure or a deadlock
+	rerun    bool       // wrote a user it read without a lock
+	again    error      // why retry or rerun, translated
 }
 
 // fail translates a statement error and remembers what it did to the
