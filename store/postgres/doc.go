@@ -78,13 +78,16 @@
 // a sequence; writers share no row and send no notification. After the
 // commit, a relay pass moves every committed pending row into events, in
 // key order, with ids from the counter row event_log_head, and sends one
-// NOTIFY for the batch. Passes run one at a time across processes (each
-// takes a transaction-level advisory lock before it reads), so ids follow
-// the order in which readers see the rows. Update waits for the pass that
-// carries its events, then sets their ids; a process's writers share its
-// passes. Rows left by a process that ended between its commit and its
-// pass are moved by any later pass, and by the poll that the first Watch
-// call starts (once a second, until Close).
+// NOTIFY for the batch. A pass is one statement that updates the counter
+// row only if it still holds the value the statement's snapshot read, so
+// passes of different processes follow each other and ids follow the
+// order in which readers see the rows. Update waits for the pass that
+// carries its events and sets their ids, unless the context carries
+// chat.WithoutEventIDs (the Service's CreateMessage): then a goroutine of
+// the Store runs the pass right after the commit, until Close. A
+// process's writers share its passes. Rows left by a process that ended
+// between its commit and its pass are moved by any later pass, and by the
+// poll that the first Watch call starts (once a second, until Close).
 //
 // # Webhook outbox
 //

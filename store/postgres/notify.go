@@ -63,6 +63,13 @@ func (w *watchers) signal(kinds int) {
 	}
 }
 
+// listening reports whether the LISTEN connection runs.
+func (w *watchers) listening() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.listener != nil
+}
+
 func (w *watchers) close() {
 	w.mu.Lock()
 	if w.closed {

@@ -254,7 +254,7 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 	if !a.At.IsZero() {
 		at = timeArg(a.At)
 	}
-	var updated, exists, notified int
+	var updated, exists int
 	err := t.queryRow(ctx, `WITH up AS (
 			UPDATE {s}deliveries x SET state = $3, attempts = x.attempts + 1, last_status = $4, last_error = $5,
 				lease_owner = '', lease_until = NULL, updated_at = COALESCE($6, x.updated_at),
@@ -266,14 +266,11 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 			SELECT up.request_id, COALESCE(NULLIF($8, ''), up.webhook_id), COALESCE(NULLIF($9, ''), up.event),
 				CASE WHEN $10 > 0 THEN $10 ELSE up.attempts END, $4, $11, $5, $12
 			FROM up
-		), notify AS (
-			SELECT pg_notify($13, '') FROM up WHERE $3 = 'pending'
 		)
-		SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM {s}deliveries WHERE request_id = $1),
-			(SELECT count(*) FROM notify)`,
+		SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM {s}deliveries WHERE request_id = $1)`,
 		[]any{a.RequestID, owner, state, a.StatusCode, a.Error, at, nextAttemptAt.UTC().Truncate(time.Millisecond),
-			a.WebhookID, a.Event, a.Attempt, a.LatencyMs, timeArg(a.At), t.s.notify},
-		&updated, &exists, &notified)
+			a.WebhookID, a.Event, a.Attempt, a.LatencyMs, timeArg(a.At)},
+		&updated, &exists)
 	if err != nil {
 		return err
 	}
@@ -283,16 +280,14 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 		}
 		return chat.Errorf(chat.CodeConflict, "delivery %q is no longer leased by %q", a.RequestID, owner)
 	}
-	if notified > 0 {
-		t.queued = true
-	}
+	// A delivery back to pending signals nothing: the dispatcher that
+	// recorded the attempt keeps its retry time.
 	return nil
 }
 
 // finishManySQL is FinishDeliveries in one statement: the items as arrays
 // (unnest ... WITH ORDINALITY), the deliveries still leased by the owner
-// updated, one attempt row each (in item order), one pg_notify when any
-// goes back to pending, and per item whether it was updated and whether
+// updated, one attempt row each (in item order), and per item whether it was updated and whether
 // the delivery exists.
 const finishManySQL = `WITH v AS (
 		SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
@@ -310,12 +305,9 @@ const finishManySQL = `WITH v AS (
 		SELECT request_id, COALESCE(NULLIF(vwebhook, ''), webhook_id), COALESCE(NULLIF(vevent, ''), event),
 			CASE WHEN vattempt > 0 THEN vattempt ELSE attempts END, status, latency, err, at::timestamptz
 		FROM up ORDER BY ord
-	), notify AS (
-		SELECT pg_notify($13, '') WHERE EXISTS (SELECT 1 FROM up WHERE vstate = 'pending')
 	)
 	SELECT v.ord, EXISTS (SELECT 1 FROM up WHERE up.ord = v.ord),
-		EXISTS (SELECT 1 FROM {s}deliveries d WHERE d.request_id = v.request_id),
-		(SELECT count(*) FROM notify)
+		EXISTS (SELECT 1 FROM {s}deliveries d WHERE d.request_id = v.request_id)
 	FROM v ORDER BY v.ord`
 
 // FinishDeliveries implements chat.DeliveryFinisher in one statement, so a
@@ -338,15 +330,13 @@ func (t *tx) FinishDeliveries(ctx context.Context, owner string, fs []chat.Deliv
 	}
 	out := make([]error, n)
 	seen := 0
-	notified := false
 	err := t.query(ctx, finishManySQL, []any{owner, ids, states, status, errTexts, updAt, nextAt, hooks, events,
-		attempt, latency, at, t.s.notify}, func(r *sql.Rows) error {
+		attempt, latency, at}, func(r *sql.Rows) error {
 		var (
 			ord             int
 			updated, exists bool
-			notes           int
 		)
-		if err := r.Scan(&ord, &updated, &exists, &notes); err != nil {
+		if err := r.Scan(&ord, &updated, &exists); err != nil {
 			return err
 		}
 		if ord < 1 || ord > n {
@@ -354,7 +344,6 @@ func (t *tx) FinishDeliveries(ctx context.Context, owner string, fs []chat.Deliv
 		}
 		i := ord - 1
 		seen++
-		notified = notified || notes > 0
 		switch {
 		case updated:
 		case !exists:
@@ -369,9 +358,6 @@ func (t *tx) FinishDeliveries(ctx context.Context, owner string, fs []chat.Deliv
 	}
 	if seen != n {
 		return nil, fmt.Errorf("postgres: FinishDeliveries: %d of %d results", seen, n)
-	}
-	if notified {
-		t.queued = true
 	}
 	return out, nil
 }

@@ -88,14 +88,14 @@ type Store struct {
 	w  watchers
 	rl relayer
 
-	relayKey int64 // advisory lock of relay passes
-
 	bg       context.Context // background prepares; cancelled by Close
 	bgCancel context.CancelFunc
 	bgMu     sync.Mutex // orders bgWG.Add before Close's bgWG.Wait
 	bgWG     sync.WaitGroup
 
 	closed atomic.Bool
+
+	statements atomic.Int64 // statements run in transactions, for tests that count round trips
 }
 
 // statement is one SQL template expanded for this store's schema, with its
@@ -177,8 +177,6 @@ func New(ctx context.Context, db *sql.DB, opt *Options) (*Store, error) {
 		ephem:  ephemeralChannel(schema),
 		opt:    o,
 		sqls:   make(map[string]*statement),
-
-		relayKey: relayLockKey(schema),
 	}
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.w.init()
@@ -355,7 +353,13 @@ func (s *Store) run(ctx context.Context, write bool, lockUsers map[string]bool, 
 		// other processes' dispatchers too, outside the transaction.
 		_, _ = s.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, s.notify)
 	}
-	s.afterCommit(ctx, t)
+	if len(t.appended) > 0 {
+		if chat.EventIDsWanted(ctx) {
+			s.afterCommit(ctx, t)
+		} else {
+			s.kickRelay()
+		}
+	}
 	return t, nil
 }
 
@@ -599,6 +603,7 @@ func (t *tx) lockRows() string {
 // txStmt returns the statement of a template bound to the transaction, or
 // nil and the SQL text when it is to run unprepared.
 func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
+	t.s.statements.Add(1)
 	st := t.s.stmt(tmpl)
 	if t.s.opt.NoPrepare {
 		return nil, st.sql

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"hash/fnv"
 	"sync"
 	"time"
 
@@ -17,10 +16,10 @@ import (
 // nothing else. A relay pass moves every committed pending row into events,
 // in key order, numbering them from the counter row event_log_head, and
 // sends one NOTIFY for the whole batch. Passes run one at a time across
-// all processes: each is a transaction that first takes a transaction-level
-// advisory lock of the schema and only then reads, so a pass sees every
-// row that the previous pass moved, and ids follow the order in which the
-// passes commit. A writer's rows become readable only with every row of
+// all processes: a pass is one statement that takes the counter row's lock
+// and moves rows only if the counter still holds the value its snapshot
+// read (else it runs again), so a pass saw every row that the previous
+// pass moved, and ids follow the order in which the passes commit. A writer's rows become readable only with every row of
 // the passes before, which is what chat.EventStore asks: ids follow commit
 // order.
 //
@@ -29,7 +28,9 @@ import (
 // and for the next one (the running pass may have read before the commit):
 // one pass moves the rows of every writer that waited for it, so under
 // load the passes carry many writers each. Update returns once a pass
-// started after its commit has ended, and sets the events' ids. A pass by
+// started after its commit has ended, and sets the events' ids; when the
+// context carries chat.WithoutEventIDs it returns at the commit instead and
+// kicks the relay goroutine (kickRelay), which runs the pass. A pass by
 // another process may move the rows first; their ids are then read back
 // from events by pending_seq. Rows committed by a process that died before
 // its pass are moved by the next pass of any process, and at the latest by
@@ -47,15 +48,6 @@ const relayWait = 10 * time.Second
 // relayPoll is how often each process looks for pending rows that no
 // writer relayed (their process ended between commit and relay).
 const relayPoll = time.Second
-
-// relayLockKey is the pg_advisory_xact_lock key that serializes relay
-// passes of one schema.
-func relayLockKey(schema string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte("github.com/chatengine/chat/store/postgres.relay:"))
-	h.Write([]byte(schema))
-	return int64(h.Sum64())
-}
 
 // eventsChannel returns the LISTEN/NOTIFY channel on which relay passes
 // announce new events, named like notifyChannel's.
@@ -78,6 +70,56 @@ type relayer struct {
 	done    chan struct{}
 	want    map[int64]int // pending keys waited for, with their waiters
 	got     map[int64]int64
+	kicked  bool // a commit appended events since the relay goroutine last looked
+	looping bool // the relay goroutine runs
+}
+
+// kickRelay makes the relay goroutine run a pass after this commit,
+// starting it unless it runs: Update calls it after a commit that appended
+// events whose ids the caller does not wait for. The goroutine ends when
+// no commit kicked it during its last pass, and with Close.
+func (s *Store) kickRelay() {
+	r := &s.rl
+	r.mu.Lock()
+	r.kicked = true
+	if r.looping {
+		r.mu.Unlock()
+		return
+	}
+	r.looping = true
+	r.mu.Unlock()
+	s.bgMu.Lock()
+	if s.bg.Err() != nil {
+		s.bgMu.Unlock()
+		return
+	}
+	s.bgWG.Add(1)
+	s.bgMu.Unlock()
+	go func() {
+		defer s.bgWG.Done()
+		for {
+			r.mu.Lock()
+			if !r.kicked || s.bg.Err() != nil {
+				r.looping = false
+				r.mu.Unlock()
+				return
+			}
+			r.kicked = false
+			need := r.started + 1
+			r.mu.Unlock()
+			ctx, cancel := context.WithTimeout(s.bg, relayWait)
+			err := s.relayAfter(ctx, need)
+			cancel()
+			if err != nil {
+				// The rows stay pending: the next commit's kick or the
+				// poll moves them.
+				r.mu.Lock()
+				r.looping = false
+				r.mu.Unlock()
+				return
+			}
+		}
+	}()
 }
 
 func (r *relayer) init() {
@@ -207,7 +249,9 @@ func (s *Store) relayAfter(ctx context.Context, need uint64) error {
 		}
 		close(r.done)
 		r.mu.Unlock()
-		if moved > 0 {
+		if moved > 0 && !s.w.listening() {
+			// With a LISTEN connection the pass's own NOTIFY wakes this
+			// process's watchers too; without one, signal them here.
 			s.w.signal(sigEvents)
 		}
 		if err != nil {
@@ -229,67 +273,98 @@ func (s *Store) relayAll(ctx context.Context) (int, error) {
 	}
 }
 
-// relayMoveSQL moves up to $1 pending rows, in key order, into events with
-// the ids that follow the counter row, and notifies the events channel
-// ($2) once. It runs under the relay
-// lock, so no other pass touches these rows or the counter row meanwhile.
+// relayMoveSQL is one relay pass in one statement (its own transaction):
+// it moves up to $1 pending rows, in key order, into events with the ids
+// that follow the counter row, and notifies the events channel ($2) once.
+// Passes are serialized by the counter row: the UPDATE takes its lock and
+// succeeds only if last_id is still the value this statement's snapshot
+// read. If another pass committed after that snapshot (which may have
+// moved some of the rows read), the UPDATE finds a newer last_id, changes
+// nothing, and nothing is deleted or inserted: the pass is run again with
+// a fresh snapshot. Rows are returned as (key, id), followed by one row
+// (0, rows read but not moved because of such a conflict).
 const relayMoveSQL = `WITH p AS MATERIALIZED (
 		SELECT seq, name, channel_id, user_ids, data, created_at
 		FROM {s}events_pending ORDER BY seq LIMIT $1
+	), v AS MATERIALIZED (
+		SELECT last_id FROM {s}event_log_head
 	), h AS (
 		UPDATE {s}event_log_head SET last_id = last_id + (SELECT count(*) FROM p)
-		WHERE EXISTS (SELECT 1 FROM p) RETURNING last_id - (SELECT count(*) FROM p) AS base
+		WHERE EXISTS (SELECT 1 FROM p) AND last_id = (SELECT last_id FROM v)
+		RETURNING last_id - (SELECT count(*) FROM p) AS base
 	), d AS (
-		DELETE FROM {s}events_pending WHERE seq IN (SELECT seq FROM p)
+		DELETE FROM {s}events_pending WHERE seq IN (SELECT seq FROM p) AND EXISTS (SELECT 1 FROM h)
 	), ins AS (
 		INSERT INTO {s}events (id, name, channel_id, user_ids, data, created_at, pending_seq)
 		SELECT (SELECT base FROM h) + row_number() OVER (ORDER BY seq), name, channel_id, user_ids,
 			data, created_at, seq
-		FROM p
+		FROM p WHERE EXISTS (SELECT 1 FROM h)
 		RETURNING pending_seq, id
 	), notify AS (
-		SELECT pg_notify($2, '') WHERE EXISTS (SELECT 1 FROM p)
+		SELECT pg_notify($2, '') WHERE EXISTS (SELECT 1 FROM h)
 	)
-	SELECT pending_seq, id, (SELECT count(*) FROM notify) FROM ins`
+	SELECT pending_seq, id FROM ins
+	UNION ALL
+	SELECT 0, CASE WHEN EXISTS (SELECT 1 FROM h) THEN 0 ELSE (SELECT count(*) FROM p) END
+		+ 0 * (SELECT count(*) FROM notify)`
 
-// relayPass is one relay transaction: the relay lock, then the move. It
-// records the ids of the keys that writers of this process wait for.
+// relayPass runs relayMoveSQL until it does not conflict with another
+// process's pass, and returns how many rows it moved. It records the ids
+// of the keys that writers of this process wait for.
 func (s *Store) relayPass(ctx context.Context) (int, error) {
-	stx, err := s.begin(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return 0, dbErr(err)
-	}
-	defer func() { _ = stx.Rollback() }()
-	t := &tx{s: s, tx: stx, write: true}
-	if _, err := t.exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.relayKey); err != nil {
-		return 0, err
-	}
-	var moved [][2]int64
-	err = t.query(ctx, relayMoveSQL, []any{relayBatch, s.events}, func(r *sql.Rows) error {
-		var q, id, notes int64
-		if err := r.Scan(&q, &id, &notes); err != nil {
-			return err
+	st := s.stmt(relayMoveSQL)
+	for {
+		var (
+			rows *sql.Rows
+			err  error
+		)
+		if p := s.prepared(st); p != nil && !s.opt.NoPrepare {
+			rows, err = p.QueryContext(ctx, relayBatch, s.events)
+		} else {
+			rows, err = s.db.QueryContext(ctx, st.sql, relayBatch, s.events)
 		}
-		moved = append(moved, [2]int64{q, id})
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	if err := stx.Commit(); err != nil {
-		return 0, dbErr(err)
-	}
-	if len(moved) > 0 {
-		r := &s.rl
-		r.mu.Lock()
-		for _, m := range moved {
-			if r.want[m[0]] > 0 {
-				r.got[m[0]] = m[1]
+		if err != nil {
+			return 0, dbErr(err)
+		}
+		var moved [][2]int64
+		var conflict int64
+		for rows.Next() {
+			var q, id int64
+			if err := rows.Scan(&q, &id); err != nil {
+				rows.Close()
+				return 0, dbErr(err)
 			}
+			if q == 0 {
+				conflict = id
+				continue
+			}
+			moved = append(moved, [2]int64{q, id})
 		}
-		r.mu.Unlock()
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return 0, dbErr(err)
+		}
+		if err := rows.Close(); err != nil {
+			return 0, dbErr(err)
+		}
+		if conflict > 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, dbErr(err)
+			}
+			continue // another process's pass committed meanwhile
+		}
+		if len(moved) > 0 {
+			r := &s.rl
+			r.mu.Lock()
+			for _, m := range moved {
+				if r.want[m[0]] > 0 {
+					r.got[m[0]] = m[1]
+				}
+			}
+			r.mu.Unlock()
+		}
+		return len(moved), nil
 	}
-	return len(moved), nil
 }
 
 // pollRelay moves, every relayPoll, the pending rows that no writer

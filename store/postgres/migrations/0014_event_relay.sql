@@ -2,10 +2,10 @@
 --
 -- A writing transaction inserts its events into events_pending, keyed by a
 -- sequence: no lock is shared with other writers and nothing is notified.
--- The relay (events.go) moves committed pending rows into events, one
--- relay at a time across all processes (a transaction-level advisory
--- lock), in key order, numbering them from event_log_head, which only the
--- relay updates now: ids follow the relay's commits, so a reader that has
+-- The relay (relay.go) moves committed pending rows into events, one
+-- pass at a time across all processes (a pass updates event_log_head only
+-- if it still holds the value the pass read), in key order, numbering them
+-- from event_log_head, which only the relay updates now: ids follow the relay's commits, so a reader that has
 -- seen an id never later finds a smaller one. events.pending_seq keeps the
 -- key a row had, so that a writer whose rows another process moved can
 -- find their ids. Existing events keep their ids; no row moves, and a process of
