@@ -106,8 +106,9 @@ type Config struct {
 	// handles per transaction. Default DefaultPurgeBatch (500).
 	PurgeBatch int
 	// OnCommit, when not nil, is called after every transaction that
-	// enqueued webhook deliveries or logged events committed (the webhook dispatcher's Wake
-	// fits here when the store cannot signal by itself).
+	// enqueued webhook deliveries committed, and after no other (the
+	// webhook dispatcher's Wake fits here when the store cannot signal by
+	// itself). Default nil.
 	OnCommit func()
 	// AdminPasswordCost is the bcrypt cost of admin panel passwords
 	// hashed from now on (stored hashes keep theirs). Default
@@ -254,7 +255,7 @@ func NewID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// update runs fn in a store transaction and reports to OnCommit when fn
+// update runs fn in a store transaction and reports to OnCommit when it
 // enqueued deliveries. The transaction's context names the calling method
 // (see Operation).
 func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) error {
@@ -267,7 +268,7 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) 
 		}
 		return s.flushEvents(ctx, tx, &ev)
 	})
-	if err == nil && (ev.enqueued > 0 || ev.logged > 0) && s.cfg.OnCommit != nil {
+	if err == nil && ev.enqueued > 0 && s.cfg.OnCommit != nil {
 		s.cfg.OnCommit()
 	}
 	return err

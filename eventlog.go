@@ -29,7 +29,11 @@ type EventStore interface {
 	// AppendEvents appends events in order and sets their ID. The ids are
 	// greater than every id committed before, and an event becomes
 	// readable only with every event of smaller id (ids follow commit
-	// order).
+	// order). A store that numbers events after the commit (Postgres)
+	// sets the ids by the time Update returns, unless the transaction's
+	// context says they are not needed (WithoutEventIDs): then Update
+	// returns at the commit, the ids stay 0, and the events become
+	// readable shortly after.
 	AppendEvents(ctx context.Context, es []*Event) error
 	// ReadEvents returns up to limit events with ID > after, ascending.
 	ReadEvents(ctx context.Context, after int64, limit int) ([]*Event, error)
@@ -39,6 +43,26 @@ type EventStore interface {
 	// DeleteEventsBefore deletes up to limit of the oldest events created
 	// before the given time and returns how many it deleted.
 	DeleteEventsBefore(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+type noEventIDsKey struct{}
+
+// WithoutEventIDs returns a context telling the store that the caller
+// will not read the ids that AppendEvents sets: a store that numbers
+// events after the commit may then return from Update without waiting for
+// them. The Service's CreateMessage transactions carry it: a message's
+// event may then reach the log (and the streams) a moment after
+// CreateMessage returned; other changes wait, so that a stream opened
+// after a membership change returns sees the log with it.
+func WithoutEventIDs(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noEventIDsKey{}, true)
+}
+
+// EventIDsWanted reports whether the caller of a transaction may read the
+// ids AppendEvents sets (the context does not carry WithoutEventIDs).
+func EventIDsWanted(ctx context.Context) bool {
+	v, _ := ctx.Value(noEventIDsKey{}).(bool)
+	return !v
 }
 
 // eventScope returns the channel and the users an event is about.

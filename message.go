@@ -328,7 +328,9 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 		return nil, err
 	}
 	var out *MessageList
-	err = s.update(ctx, func(tx Tx, ev *events) error {
+	// Posting is the hot path: the store need not wait for the event's id
+	// (on Postgres the event reaches the log a moment after the commit).
+	err = s.update(WithoutEventIDs(ctx), func(tx Tx, ev *events) error {
 		pc, err := s.runPost(ctx, tx, p, true)
 		if err != nil {
 			return err

@@ -10,7 +10,6 @@ import (
 type events struct {
 	list     []pendingEvent
 	enqueued int
-	logged   int
 	buf      [1]pendingEvent // the list's first element: most transactions emit one event
 }
 
@@ -87,15 +86,14 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 			})
 		}
 	}
-	// The log is appended last: on Postgres it takes the log's counter row
-	// lock, held until commit, so the shorter the rest of the transaction
-	// after it, the less it serializes other writers.
+	// The log is appended last: a store may do its ordering work there
+	// (Postgres numbers events after the commit, SQLite under its one
+	// writer).
 	if len(ds) > 0 {
 		ev.enqueued = len(ds)
 		if err := tx.EnqueueDeliveries(ctx, ds); err != nil {
 			return err
 		}
 	}
-	ev.logged = len(logged)
 	return tx.AppendEvents(ctx, logged)
 }

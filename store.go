@@ -29,6 +29,26 @@ type OutboxWatcher interface {
 	WatchOutbox(ctx context.Context) (<-chan struct{}, error)
 }
 
+// EventWatcher is implemented by stores that can signal, without polling,
+// that events were appended to the log. Each call returns a new channel
+// (buffer 1) that receives a value after events became readable
+// (signals may be coalesced), and nothing for commits that appended none;
+// it is closed when ctx is done. The stream hub reads the log when it is
+// signalled.
+type EventWatcher interface {
+	WatchEvents(ctx context.Context) (<-chan struct{}, error)
+}
+
+// DeliveryWatcher is implemented by stores that can signal, without
+// polling, that webhook deliveries were committed to the outbox. Each call
+// returns a new channel (buffer 1) that receives a value after every
+// commit that inserted, rescheduled or re-queued deliveries (signals may
+// be coalesced), and nothing for other commits; it is closed when ctx is
+// done. The webhook dispatcher claims when it is signalled.
+type DeliveryWatcher interface {
+	WatchDeliveries(ctx context.Context) (<-chan struct{}, error)
+}
+
 // Tx is one transaction: the union of the per-area stores.
 type Tx interface {
 	ChannelStore

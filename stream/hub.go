@@ -216,8 +216,16 @@ func (h *Hub) Start(ctx context.Context) error {
 	}
 	var wake <-chan struct{}
 	runCtx, cancel := context.WithCancel(context.Background())
-	if w, ok := h.svc.Store().(chat.OutboxWatcher); ok {
-		ch, err := w.WatchOutbox(runCtx)
+	// Woken by the commits that appended events only (chat.EventWatcher),
+	// or by every commit the store signals (chat.OutboxWatcher).
+	var watch func(context.Context) (<-chan struct{}, error)
+	if w, ok := h.svc.Store().(chat.EventWatcher); ok {
+		watch = w.WatchEvents
+	} else if w, ok := h.svc.Store().(chat.OutboxWatcher); ok {
+		watch = w.WatchOutbox
+	}
+	if watch != nil {
+		ch, err := watch(runCtx)
 		if err != nil {
 			cancel()
 			return err

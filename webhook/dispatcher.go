@@ -28,6 +28,7 @@ type Dispatcher struct {
 	log    *slog.Logger
 
 	wake    chan struct{}
+	freed   chan struct{} // worker slots freed: claim if deliveries are due
 	results chan *result
 	done    chan struct{}
 
@@ -92,6 +93,7 @@ func New(store chat.Store, cfg Config) *Dispatcher {
 		client:  cfg.HTTPClient,
 		log:     cfg.Logger.With("component", "webhook", "owner", cfg.Owner),
 		wake:    make(chan struct{}, 1),
+		freed:   make(chan struct{}, 1),
 		results: make(chan *result, cfg.Workers),
 		done:    make(chan struct{}),
 		hooks:   map[string]*chat.Webhook{},
@@ -107,9 +109,12 @@ func New(store chat.Store, cfg Config) *Dispatcher {
 func (d *Dispatcher) Owner() string { return d.cfg.Owner }
 
 // Start begins delivering in background goroutines and returns at once. If
-// the store implements chat.OutboxWatcher the dispatcher claims deliveries
-// as soon as a commit is signalled; otherwise it polls every PollInterval
-// (and whenever Wake is called). Cancelling ctx stops claiming, like Stop
+// the store implements chat.DeliveryWatcher (or, failing that,
+// chat.OutboxWatcher) the dispatcher claims deliveries as soon as a commit
+// that enqueued some is signalled; otherwise it polls every PollInterval
+// (and whenever Wake is called). Between those it sleeps until the
+// earliest due time it knows of, so commits that bring no delivery cost it
+// nothing. Cancelling ctx stops claiming, like Stop
 // without the wait. Start fails when called twice, after Stop, or with an
 // invalid Config (Lease not above Timeout).
 func (d *Dispatcher) Start(ctx context.Context) error {
@@ -192,18 +197,34 @@ func (d *Dispatcher) Wake() {
 }
 
 // loop claims due deliveries and hands them to workers until ctx is done.
+// It claims only when deliveries may be due: at start, after a signal of
+// the store (a commit that enqueued or rescheduled deliveries) or a Wake,
+// when the earliest due time it knows of arrives, on the poll, and while
+// the last claim came back full. Freed worker slots alone do not make it
+// claim, so a commit that brought no delivery causes no transaction.
 func (d *Dispatcher) loop(ctx, workCtx context.Context) {
-	watcher, _ := d.store.(chat.OutboxWatcher)
+	subscribe := func(ctx context.Context) (<-chan struct{}, error) { return nil, nil }
+	if w, ok := d.store.(chat.DeliveryWatcher); ok {
+		subscribe = w.WatchDeliveries
+	} else if w, ok := d.store.(chat.OutboxWatcher); ok {
+		subscribe = w.WatchOutbox
+	}
+	_, watches := d.store.(chat.DeliveryWatcher)
+	if !watches {
+		_, watches = d.store.(chat.OutboxWatcher)
+	}
 	var watch <-chan struct{}
 	var lastSubscribe time.Time
 	watchFailed := false
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var holdUntil time.Time // a claim for few free slots waits until then
+	due := true             // deliveries may be due: claim when slots are free
+	var wakeAt time.Time    // when to claim without a signal: the earliest due time known, or the poll
 	for ctx.Err() == nil {
-		if watcher != nil && watch == nil && time.Since(lastSubscribe) >= d.cfg.PollInterval {
+		if watches && watch == nil && time.Since(lastSubscribe) >= d.cfg.PollInterval {
 			lastSubscribe = time.Now()
-			ch, err := watcher.WatchOutbox(ctx)
+			ch, err := subscribe(ctx)
 			switch {
 			case err == nil:
 				watch, watchFailed = ch, false
@@ -213,8 +234,15 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 			}
 		}
 		wait := d.cfg.PollInterval
+		if !wakeAt.IsZero() {
+			wait = max(time.Until(wakeAt), 0)
+		}
+		if t, ok := d.earliestRetry(); ok {
+			// A retry recorded since the last claim.
+			wait = min(wait, max(t.Sub(d.cfg.Now()), 0))
+		}
 		free := d.cfg.Workers - int(d.inflight.Load())
-		if free > 0 && free < d.minClaim() && free < d.cfg.Workers {
+		if due && free > 0 && free < d.minClaim() && free < d.cfg.Workers {
 			// Under load, slots free up a few at a time: wait briefly
 			// (claimHold at most) for more, so that one claim
 			// transaction takes several deliveries instead of one each.
@@ -226,16 +254,18 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 				wait, free = holdUntil.Sub(now), 0
 			}
 		}
-		if free > 0 {
+		if due && free > 0 {
 			holdUntil = time.Time{}
 			n := min(free, d.cfg.BatchSize)
 			claimedAt := d.cfg.Now()
-			items, full, storeNext, err := d.claim(ctx, claimedAt, n)
+			items, full, limited, storeNext, err := d.claim(ctx, claimedAt, n)
 			if err != nil {
 				if ctx.Err() != nil {
 					return
 				}
 				d.log.Warn("webhook: claiming deliveries failed", "err", err)
+				wait = d.cfg.PollInterval
+				wakeAt = time.Now().Add(wait)
 			} else {
 				for _, it := range items {
 					d.dispatch(workCtx, it)
@@ -243,24 +273,33 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 				if full {
 					continue // more may be due
 				}
+				// Deliveries passed over for a webhook at its PerWebhook
+				// limit stay due: claim again when a slot frees.
+				due = limited
 				now := d.cfg.Now()
+				wait = d.cfg.PollInterval
 				if storeNext.After(now) {
 					wait = min(wait, storeNext.Sub(now))
 				}
 				if t, ok := d.nextRetry(claimedAt); ok {
 					wait = min(wait, max(t.Sub(now), 0))
 				}
+				wakeAt = time.Now().Add(wait)
 			}
 		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 		case <-d.wake:
+			due = true
+		case <-d.freed:
 		case _, ok := <-watch:
 			if !ok {
 				watch = nil
 			}
+			due = true
 		case <-timer.C:
+			due, wakeAt = true, time.Time{}
 		}
 		timer.Stop()
 	}
@@ -290,10 +329,12 @@ func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.Bat
 // its extra deliveries put back in the same transaction, due BusyDelay
 // later. full reports that the store had n due deliveries (more may be
 // due). When it had fewer, claim also returns the store's earliest
-// nextAttemptAt (zero when none).
-func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []item, full bool, next time.Time, err error) {
+// nextAttemptAt (zero when none). limited reports that deliveries of a
+// webhook at its limit were passed over or put back.
+func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []item, full, limited bool, next time.Time, err error) {
+	putBack := false // deliveries put back, due BusyDelay later
 	err = d.store.Update(chat.WithOperation(ctx, OpClaim), func(tx chat.Tx) error {
-		items, full, next = items[:0], false, time.Time{}
+		items, full, limited, next, putBack = items[:0], false, false, time.Time{}, false
 		taken := d.inFlight()
 		var atLimit []string
 		for id, c := range taken {
@@ -301,6 +342,7 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 				atLimit = append(atLimit, id)
 			}
 		}
+		limited = len(atLimit) > 0
 		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n, atLimit)
 		if err != nil {
 			return err
@@ -317,6 +359,7 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 		}
 		for _, dl := range ds {
 			if taken[dl.WebhookID] >= d.cfg.PerWebhook {
+				limited, putBack = true, true
 				if err := tx.RescheduleDelivery(ctx, dl.RequestID, now.Add(d.cfg.BusyDelay)); err != nil {
 					return err
 				}
@@ -350,9 +393,16 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 	if err != nil {
 		// Nothing was leased; drop a cache that may hold a rolled-back view.
 		d.hookVersion, d.hooks = 0, map[string]*chat.Webhook{}
-		return nil, false, time.Time{}, err
+		return nil, false, false, time.Time{}, err
 	}
-	return items, full, next, nil
+	if putBack {
+		// Their new due time may hide behind deliveries in flight in
+		// the store's NextDeliveryAt: remember it as a retry time.
+		d.nextMu.Lock()
+		heap.Push(&d.next, now.Add(d.cfg.BusyDelay))
+		d.nextMu.Unlock()
+	}
+	return items, full, limited, next, nil
 }
 
 // inFlight returns a copy of the number of deliveries in flight per
@@ -387,7 +437,8 @@ func (d *Dispatcher) dispatch(ctx context.Context, it item) {
 }
 
 // finisher records finished attempts, as many as are ready in one
-// transaction, then frees their worker slots and wakes the loop.
+// transaction, then frees their worker slots and tells the loop, which
+// claims again only if deliveries may be due.
 func (d *Dispatcher) finisher(ctx context.Context) {
 	batch := make([]*result, 0, maxFinishBatch)
 	for r := range d.results {
@@ -412,7 +463,10 @@ func (d *Dispatcher) finisher(ctx context.Context) {
 		for range batch {
 			d.wg.Done()
 		}
-		d.Wake()
+		select {
+		case d.freed <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -545,6 +599,17 @@ func (d *Dispatcher) nextRetry(claimedAt time.Time) (time.Time, bool) {
 	for len(d.next) > 0 && !d.next[0].After(claimedAt) {
 		heap.Pop(&d.next)
 	}
+	if len(d.next) == 0 {
+		return time.Time{}, false
+	}
+	return d.next[0], true
+}
+
+// earliestRetry returns the earliest retry time this dispatcher
+// scheduled and has not claimed yet.
+func (d *Dispatcher) earliestRetry() (time.Time, bool) {
+	d.nextMu.Lock()
+	defer d.nextMu.Unlock()
 	if len(d.next) == 0 {
 		return time.Time{}, false
 	}

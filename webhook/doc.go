@@ -63,10 +63,14 @@
 // are set and checked with each dispatcher's clock, so the clocks of the
 // machines sharing a store must agree to well within Lease minus Timeout.
 // When
-// the store signals commits (chat.OutboxWatcher, for example Postgres
-// LISTEN/NOTIFY) deliveries are claimed as soon as they are committed;
-// otherwise the dispatcher polls, and Wake (wired to the Service's
-// Config.OnCommit) nudges it.
+// the store signals the commits that enqueue deliveries
+// (chat.DeliveryWatcher; every adapter of this module does) deliveries are
+// claimed as soon as they are committed, and commits that enqueue none
+// wake nothing; between claims the dispatcher sleeps until the earliest
+// due time it knows of or its poll. With a store that cannot signal, the
+// dispatcher polls, and Wake (wired to the Service's Config.OnCommit)
+// nudges it; with one that can, leave OnCommit nil (it would cost a second
+// claim per commit).
 //
 // # Address safety
 //

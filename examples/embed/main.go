@@ -31,11 +31,12 @@ func main() {
 	}
 	defer st.Close()
 
-	// The dispatcher delivers the events the Service writes to the outbox.
+	// The dispatcher delivers the events the Service writes to the outbox;
+	// the store wakes it when deliveries are committed (chat.DeliveryWatcher).
+	// A store that cannot would need OnCommit: hooks.Wake in chat.Config.
 	hooks := webhook.New(st, webhook.Config{})
 	svc, err := chat.New(ctx, st, chat.Config{
 		WebhookURLCheck: func(u string) error { return webhook.CheckURL(u, false) },
-		OnCommit:        hooks.Wake,
 	})
 	if err != nil {
 		log.Fatal(err)

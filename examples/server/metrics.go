@@ -126,6 +126,25 @@ func (s timedWatchStore) WatchOutbox(ctx context.Context) (<-chan struct{}, erro
 	return s.w.WatchOutbox(ctx)
 }
 
+// WatchEvents passes the wrapped store's signals of appended events
+// through (all its commit signals when it cannot tell them apart).
+func (s timedWatchStore) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
+	if w, ok := s.w.(chat.EventWatcher); ok {
+		return w.WatchEvents(ctx)
+	}
+	return s.w.WatchOutbox(ctx)
+}
+
+// WatchDeliveries passes the wrapped store's signals of enqueued webhook
+// deliveries through (all its commit signals when it cannot tell them
+// apart).
+func (s timedWatchStore) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
+	if w, ok := s.w.(chat.DeliveryWatcher); ok {
+		return w.WatchDeliveries(ctx)
+	}
+	return s.w.WatchOutbox(ctx)
+}
+
 // timedBroker is a timedWatchStore over a store that is also a
 // chat.EphemeralBroker (Postgres), which it stays.
 type timedBroker struct {

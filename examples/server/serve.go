@@ -137,6 +137,12 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	if cfg.userTokenSecret != "" {
 		userSecret = []byte(cfg.userTokenSecret)
 	}
+	// The dispatcher hears the store's signals of enqueued deliveries;
+	// OnCommit would wake it a second time for each (a second claim).
+	var onCommit func()
+	if _, signals := timed.(chat.DeliveryWatcher); !signals {
+		onCommit = disp.Wake
+	}
 	svc, err := chat.New(ctx, timed, chat.Config{
 		Logger:          log,
 		UserTokenSecret: userSecret,
@@ -144,7 +150,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		WebhookURLCheck: func(u string) error {
 			return webhook.CheckURL(u, allowPrivate)
 		},
-		OnCommit: disp.Wake,
+		OnCommit: onCommit,
 	})
 	if err != nil {
 		return fmt.Errorf("starting the chat service: %w", err)

@@ -22,7 +22,8 @@
 // order and users in id order (both binary-searched for keyset paging), and
 // the outbox's pending deliveries in nextAttemptAt order.
 //
-// WatchOutbox signals every watcher after a commit whose transaction
-// enqueued, rescheduled or re-queued (FinishDelivery with state pending)
-// deliveries; sends never block and signals coalesce.
+// WatchDeliveries signals its watchers after a commit whose transaction
+// enqueued or rescheduled deliveries, WatchEvents after one that appended
+// events, WatchOutbox after either; sends never block and signals
+// coalesce.
 package memory

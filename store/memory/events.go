@@ -34,7 +34,7 @@ func (t *tx) AppendEvents(_ context.Context, es []*chat.Event) error {
 	}
 	replace(t, &t.d.events, list)
 	replace(t, &t.d.lastEventID, id)
-	t.signal = true
+	t.signal |= sigEvents
 	return nil
 }
 

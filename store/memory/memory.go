@@ -15,19 +15,27 @@ type Store struct {
 	undoBuf []func() // reused by write transactions (guarded by the write lock)
 
 	wmu      sync.Mutex
-	watchers map[chan struct{}]struct{}
+	watchers map[chan struct{}]int // the signal kinds each channel wants
 	wclosed  bool
 }
 
+// Signal kinds: what a commit brought.
+const (
+	sigDeliveries = 1 << iota // deliveries enqueued or rescheduled
+	sigEvents                 // events appended
+)
+
 var (
-	_ chat.Store         = (*Store)(nil)
-	_ chat.OutboxWatcher = (*Store)(nil)
-	_ chat.Tx            = (*tx)(nil)
+	_ chat.Store           = (*Store)(nil)
+	_ chat.OutboxWatcher   = (*Store)(nil)
+	_ chat.EventWatcher    = (*Store)(nil)
+	_ chat.DeliveryWatcher = (*Store)(nil)
+	_ chat.Tx              = (*tx)(nil)
 )
 
 // New returns an empty store. It starts no goroutines.
 func New() *Store {
-	return &Store{d: newData(), watchers: map[chan struct{}]struct{}{}}
+	return &Store{d: newData(), watchers: map[chan struct{}]int{}}
 }
 
 var (
@@ -44,8 +52,8 @@ func (s *Store) Update(ctx context.Context, fn func(tx chat.Tx) error) error {
 		return err
 	}
 	signal, err := s.run(fn, true)
-	if signal {
-		s.notify()
+	if signal != 0 {
+		s.notify(signal)
 	}
 	return err
 }
@@ -59,7 +67,7 @@ func (s *Store) View(ctx context.Context, fn func(tx chat.Tx) error) error {
 	return err
 }
 
-func (s *Store) run(fn func(tx chat.Tx) error, write bool) (signal bool, err error) {
+func (s *Store) run(fn func(tx chat.Tx) error, write bool) (signal int, err error) {
 	if write {
 		s.mu.Lock()
 	} else {
@@ -89,12 +97,12 @@ func (s *Store) run(fn func(tx chat.Tx) error, write bool) (signal bool, err err
 	}()
 	if s.closed {
 		finished = true
-		return false, errClosed
+		return 0, errClosed
 	}
 	if err := fn(t); err != nil {
 		t.rollback()
 		finished = true
-		return false, err
+		return 0, err
 	}
 	finished = true
 	return t.signal, nil
@@ -120,9 +128,26 @@ func (s *Store) Close() error {
 }
 
 // WatchOutbox implements chat.OutboxWatcher: the returned channel (buffer
-// 1) receives a value after every commit that enqueued, rescheduled or
-// re-queued deliveries, and is closed when ctx is done or the store closed.
+// 1) receives a value after every commit that enqueued or rescheduled
+// deliveries or appended events, and is closed when ctx is done or the
+// store closed.
 func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
+	return s.watch(ctx, sigDeliveries|sigEvents)
+}
+
+// WatchEvents implements chat.EventWatcher: as WatchOutbox, for the
+// commits that appended events only.
+func (s *Store) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
+	return s.watch(ctx, sigEvents)
+}
+
+// WatchDeliveries implements chat.DeliveryWatcher: as WatchOutbox, for
+// the commits that enqueued or rescheduled deliveries only.
+func (s *Store) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
+	return s.watch(ctx, sigDeliveries)
+}
+
+func (s *Store) watch(ctx context.Context, kinds int) (<-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -132,7 +157,7 @@ func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
 		s.wmu.Unlock()
 		return nil, errClosed
 	}
-	s.watchers[ch] = struct{}{}
+	s.watchers[ch] = kinds
 	s.wmu.Unlock()
 	context.AfterFunc(ctx, func() {
 		s.wmu.Lock()
@@ -145,10 +170,13 @@ func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
 	return ch, nil
 }
 
-func (s *Store) notify() {
+func (s *Store) notify(kinds int) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	for ch := range s.watchers {
+	for ch, want := range s.watchers {
+		if want&kinds == 0 {
+			continue
+		}
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -161,7 +189,7 @@ type tx struct {
 	d      *data
 	write  bool
 	done   bool
-	signal bool // the outbox gained due work: wake watchers after commit
+	signal int // signal kinds to send after commit
 	undo   []func()
 }
 
@@ -191,7 +219,7 @@ func (t *tx) rollback() {
 	}
 	clear(t.undo)
 	t.undo = t.undo[:0]
-	t.signal = false
+	t.signal = 0
 }
 
 // setKey sets m[k] = v and records the inverse.

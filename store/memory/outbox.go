@@ -125,7 +125,7 @@ func (t *tx) EnqueueDeliveries(_ context.Context, ds []*chat.Delivery) error {
 		setKey(t, innerMap(t, t.d.hookDels, v.WebhookID), v.RequestID, v)
 		if v.State == chat.DeliveryPending {
 			sortedInsert(t, &t.d.pending, v, cmpDelivery)
-			t.signal = true
+			t.signal |= sigDeliveries
 		}
 	}
 	return nil
@@ -196,8 +196,9 @@ func (t *tx) FinishDelivery(_ context.Context, owner string, a *chat.DeliveryAtt
 		v.UpdatedAt = at.At
 	}
 	if state == chat.DeliveryPending {
+		// No signal: the dispatcher that recorded the attempt keeps the
+		// retry time; a signal would only make it claim before then.
 		v.NextAttemptAt = chat.NewTime(nextAttemptAt)
-		t.signal = true
 	}
 	t.setDelivery(p, v)
 	return nil
@@ -276,7 +277,7 @@ func (t *tx) RescheduleDelivery(_ context.Context, requestID string, nextAttempt
 	v.LeaseOwner = ""
 	v.LeaseUntil = nil
 	t.setDelivery(p, v)
-	t.signal = true
+	t.signal |= sigDeliveries
 	return nil
 }
 

@@ -337,3 +337,83 @@ func BenchmarkVsRaw(b *testing.B) {
 		b.ReportMetric(r/rawRate, names[k]+"/raw")
 	}
 }
+
+// BenchmarkVsRaw32 measures what a user's message creation costs when many
+// writers post at once, each to its own channel: 32 goroutines calling
+// Service.CreateMessage (rules, message, channel counters, event log)
+// against the raw ceiling at the same concurrency, a one-row INSERT per
+// transaction into a table with the messages table's indexes, in
+// alternating rounds so that both see the same machine load. It reports
+// both rates and their ratio.
+//
+//	go test -run '^$' -bench VsRaw32 -benchtime 5x ./store/postgres/
+func BenchmarkVsRaw32(b *testing.B) {
+	const writers, perRound = 32, 1024
+	dsn := testDSN(b)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: newSchema(b), MaxOpenConns: writers + 8})
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	svc, err := chat.New(ctx, s, chat.Config{})
+	require.NoError(b, err)
+	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(b, err)
+	for w := 0; w < writers; w++ {
+		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c" + strconv.Itoa(w),
+			Type: chat.ChannelTypeStandard, UserIDs: []string{"u" + strconv.Itoa(w)}})
+		require.NoError(b, err)
+	}
+	q := pq.QuoteIdentifier(s.Schema())
+	_, err = s.DB().Exec(`CREATE TABLE ` + q + `.raw_messages (LIKE ` + q + `.messages INCLUDING DEFAULTS INCLUDING INDEXES)`)
+	require.NoError(b, err)
+	raw, err := s.DB().Prepare(`INSERT INTO ` + q + `.raw_messages
+		(message_id, channel_id, user_id, type, data, tags, created_at, updated_at, channel_segment)
+		VALUES ($1, $2, 'u', 'text', $3, '{}', $4, $4, $5)`)
+	require.NoError(b, err)
+	b.Cleanup(func() { raw.Close() })
+	dataJSON := `{"text":"hello, this is a benchmark message of a typical length"}`
+	var seq atomic.Int64
+	run := func(op func(w int) error) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		var failed atomic.Value
+		start := time.Now()
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= perRound {
+					if err := op(w); err != nil {
+						failed.Store(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var dRaw, dSvc time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dRaw += run(func(w int) error {
+			k := seq.Add(1)
+			_, err := raw.ExecContext(ctx, "r"+strconv.FormatInt(k, 10), "raw"+strconv.Itoa(w), dataJSON, time.Now(), k)
+			return err
+		})
+		dSvc += run(func(w int) error {
+			_, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(w), chat.CreateMessage{ChannelID: "c" + strconv.Itoa(w),
+				Type: chat.MessageTypeText, Data: chat.TextData("hello, this is a benchmark message of a typical length")})
+			return err
+		})
+	}
+	b.StopTimer()
+	rawRate := float64(b.N*perRound) / dRaw.Seconds()
+	svcRate := float64(b.N*perRound) / dSvc.Seconds()
+	b.ReportMetric(rawRate, "raw-msgs/s")
+	b.ReportMetric(svcRate, "create-msgs/s")
+	b.ReportMetric(svcRate/rawRate, "create/raw")
+}

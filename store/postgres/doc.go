@@ -72,13 +72,34 @@
 // running again, since a lost COMMIT may have committed. A BEGIN on a
 // session the server ended while idle is retried on another connection.
 //
+// # Event log
+//
+// AppendEvents inserts a transaction's events into events_pending, keyed by
+// a sequence; writers share no row and send no notification. After the
+// commit, a relay pass moves every committed pending row into events, in
+// key order, with ids from the counter row event_log_head, and sends one
+// NOTIFY for the batch. A pass is one statement that updates the counter
+// row only if it still holds the value the statement's snapshot read, so
+// passes of different processes follow each other and ids follow the
+// order in which readers see the rows. Update waits for the pass that
+// carries its events and sets their ids, unless the context carries
+// chat.WithoutEventIDs (the Service's CreateMessage): then a goroutine of
+// the Store runs the pass right after the commit, until Close. A
+// process's writers share its passes. Rows left by a process that ended
+// between its commit and its pass are moved by any later pass, and by the
+// poll that the first Watch call starts (once a second, until Close).
+//
 // # Webhook outbox
 //
 // ClaimDeliveries takes due deliveries with FOR UPDATE SKIP LOCKED, so
-// dispatchers in different processes pass over each other's rows. Writes
-// that enqueue or reschedule deliveries call pg_notify in their
-// transaction; WatchOutbox LISTENs on a dedicated connection and signals
-// its channels when such a transaction commits, in any process.
+// dispatchers in different processes pass over each other's rows.
+// EnqueueDeliveries sends no notification from its transaction (a NOTIFY
+// takes a lock at commit that every notifying transaction queues for): the
+// process's own watchers are signalled after the commit, and a transaction
+// that enqueued deliveries without appending events notifies the other
+// processes after it committed. Rescheduling calls pg_notify in its
+// transaction. WatchOutbox, WatchEvents and WatchDeliveries LISTEN on a
+// dedicated connection and signal their channels in every process.
 //
 // # Ephemeral events and stream tickets
 //

@@ -4,18 +4,21 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	chat "github.com/chatengine/chat"
 	"github.com/lib/pq"
 )
 
-// AppendEvents implements chat.EventStore with one statement: it adds
-// len(es) to the counter row of event_log_head, inserts the events with
-// the ids below the new value, and calls pg_notify so that every LISTENing
-// process wakes when the transaction commits. The counter row stays locked
-// until commit, so ids follow commit order; the Service appends events as
-// the last step of a transaction, so the lock is held only briefly.
+// AppendEvents implements chat.EventStore with one statement that inserts
+// the events into events_pending, keyed by a sequence: writers share no
+// row and send no notification, so transactions that append events run
+// and commit in parallel. Ids are given after the commit, by the relay
+// (relay.go): Update waits for it before it returns and then sets the
+// events' ID. The statement also reads the log's counter row without a
+// lock, a floor for the ids the relay will give.
 func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 	n := len(es)
 	if n == 0 {
@@ -35,31 +38,47 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 		names[i], chans[i], users[i], createds[i] = e.Name, e.ChannelID, string(b), timeText(e.CreatedAt.Time)
 		data[i] = bytesArg(e.Data)
 	}
-	var last int64
-	var inserted, notified int
-	err := t.queryRow(ctx, `WITH head AS (
-			UPDATE {s}event_log_head SET last_id = last_id + $1 RETURNING last_id
-		), ins AS (
-			INSERT INTO {s}events (id, name, channel_id, user_ids, data, created_at)
-			SELECT (SELECT last_id FROM head) - $1 + x.ord, x.n, x.c, x.u, x.d, x.t::timestamptz
-			FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[])
-				WITH ORDINALITY AS x(n, c, u, d, t, ord)
-			RETURNING 1
-		), notify AS (
-			SELECT pg_notify($7, '')
-		)
-		SELECT (SELECT last_id FROM head), (SELECT count(*) FROM ins), (SELECT count(*) FROM notify)`,
-		[]any{int64(n), textArray(names), textArray(chans), textArray(users), data, textArray(createds), t.s.notify},
-		&last, &inserted, &notified)
+	seqs := make([]int64, 0, n)
+	var floor int64
+	err := t.query(ctx, appendEventsSQL, []any{textArray(names), textArray(chans), textArray(users), data,
+		textArray(createds)}, func(r *sql.Rows) error {
+		var seq int64
+		if err := r.Scan(&seq, &floor); err != nil {
+			return err
+		}
+		seqs = append(seqs, seq)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	for i, e := range es {
-		e.ID = last - int64(n) + int64(i) + 1
+	if len(seqs) != n {
+		return fmt.Errorf("postgres: AppendEvents: %d of %d events inserted", len(seqs), n)
 	}
-	t.notified = true
+	// The sequence gives the rows their keys in insertion order, which is
+	// the order of es; sorting guards the pairing all the same.
+	slices.Sort(seqs)
+	if t.appended == nil || floor < t.floor {
+		t.floor = floor
+	}
+	for i, e := range es {
+		e.ID = 0
+		t.appended = append(t.appended, appended{e: e, seq: seqs[i]})
+	}
 	return nil
 }
+
+// appendEventsSQL inserts events into events_pending in their order and returns
+// each key with the log's last id (read without a lock).
+const appendEventsSQL = `WITH ins AS (
+		INSERT INTO {s}events_pending (name, channel_id, user_ids, data, created_at)
+		SELECT x.n, x.c, x.u, x.d, x.t::timestamptz
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[])
+			WITH ORDINALITY AS x(n, c, u, d, t, ord)
+		ORDER BY x.ord
+		RETURNING seq
+	)
+	SELECT seq, (SELECT last_id FROM {s}event_log_head) FROM ins`
 
 func scanEvent(r *sql.Rows) (*chat.Event, error) {
 	var (
@@ -96,7 +115,8 @@ func (t *tx) ReadEvents(ctx context.Context, after int64, limit int) ([]*chat.Ev
 }
 
 // LastEventID implements chat.EventStore: the counter row, which keeps the
-// greatest id even when retention deleted its event.
+// greatest id even when retention deleted its event. Events committed but
+// not yet relayed have no id yet and are not counted.
 func (t *tx) LastEventID(ctx context.Context) (int64, error) {
 	var last int64
 	err := t.queryRow(ctx, `SELECT last_id FROM {s}event_log_head`, nil, &last)

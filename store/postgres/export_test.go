@@ -17,3 +17,8 @@ func (s *Store) UnreadQuery(cus []*chat.ChannelUser) (string, []any) {
 
 // DBErr exposes the driver error translation.
 var DBErr = dbErr
+
+// StatementCount returns how many statements the store's transactions have
+// run so far (each one round trip once prepared; BEGIN and COMMIT are not
+// counted).
+func (s *Store) StatementCount() int64 { return s.statements.Load() }

@@ -11,18 +11,26 @@ import (
 	"github.com/lib/pq"
 )
 
-// watchers fans outbox signals out to the channels returned by WatchOutbox.
-// Signals come from two sources: commits made through this Store (at once,
-// after COMMIT returns) and, once a WatchOutbox call started it, a
-// pq.Listener that LISTENs on the schema's channel and so hears the commits
-// of every process.
+// Signal kinds: what a commit brought.
+const (
+	sigDeliveries = 1 << iota // deliveries enqueued, rescheduled or re-queued
+	sigEvents                 // events relayed into the log
+)
+
+// watchers fans commit signals out to the channels returned by
+// WatchOutbox, WatchEvents and WatchDeliveries, each of which wants some
+// kinds of signal. Signals come from two sources: commits made through
+// this Store (at once, after COMMIT returns) and, once a Watch call
+// started it, a pq.Listener that LISTENs on the schema's channels and so
+// hears the commits of every process.
 type watchers struct {
 	mu       sync.Mutex
-	subs     map[chan struct{}]struct{}
+	subs     map[chan struct{}]int                 // the kinds each channel wants
 	ephem    map[chan chat.EphemeralEvent]struct{} // WatchEphemeral channels
 	closed   bool
 	done     chan struct{} // closed by close
 	listener *pq.Listener  // running listener, nil until started
+	polling  bool          // the relay's poll runs
 	starting *listenStart  // in-flight start, nil otherwise
 	loop     sync.WaitGroup
 }
@@ -34,22 +42,32 @@ type listenStart struct {
 }
 
 func (w *watchers) init() {
-	w.subs = make(map[chan struct{}]struct{})
+	w.subs = make(map[chan struct{}]int)
 	w.ephem = make(map[chan chat.EphemeralEvent]struct{})
 	w.done = make(chan struct{})
 }
 
-// signal wakes every watcher; a watcher that already has a signal pending
-// keeps just that one.
-func (w *watchers) signal() {
+// signal wakes every watcher that wants one of kinds; a watcher that
+// already has a signal pending keeps just that one.
+func (w *watchers) signal(kinds int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for ch := range w.subs {
+	for ch, want := range w.subs {
+		if want&kinds == 0 {
+			continue
+		}
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// listening reports whether the LISTEN connection runs.
+func (w *watchers) listening() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.listener != nil
 }
 
 func (w *watchers) close() {
@@ -82,17 +100,43 @@ var errClosed = chat.Errorf(chat.CodeUnavailable, "postgres store is closed")
 
 // WatchOutbox implements chat.OutboxWatcher. The returned channel (buffer
 // 1) receives a value after every commit that enqueued, rescheduled or
-// re-queued deliveries, in this process or, through LISTEN/NOTIFY, in any
-// other process using the same schema; after the LISTEN connection is
-// re-established it also receives one, since notifications may have been
-// missed meanwhile. Signals may be coalesced. The channel is closed when
-// ctx is done or the Store is closed.
+// re-queued deliveries and after every relay pass that moved events into
+// the log, in this process or, through LISTEN/NOTIFY, in any other process
+// using the same schema; after the LISTEN connection is re-established it
+// also receives one, since notifications may have been missed meanwhile.
+// Signals may be coalesced. The channel is closed when ctx is done or the
+// Store is closed. WatchEvents and WatchDeliveries each signal one of the
+// two kinds.
 //
-// The first call opens the LISTEN connection (Options.NotifyDSN) and waits
-// until the server acknowledged LISTEN or ctx ends; if that fails the error
-// is returned (CodeUnavailable) and the next call tries again. Without a
-// NotifyDSN (New without the option) only this Store's own commits signal.
+// The first Watch call opens the LISTEN connection (Options.NotifyDSN) and
+// waits until the server acknowledged LISTEN or ctx ends; if that fails
+// the error is returned (CodeUnavailable) and the next call tries again.
+// Without a NotifyDSN (New without the option) only this Store's own
+// commits signal. The first Watch call also starts the relay's poll (see
+// WatchEvents), which runs until Close.
 func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
+	return s.watch(ctx, sigDeliveries|sigEvents)
+}
+
+// WatchEvents implements chat.EventWatcher: the returned channel (buffer
+// 1) receives a value after every relay pass, in any process, that moved
+// events into the log, and nothing for commits that appended none. It
+// also starts, on the first Watch call, the relay's poll: every second it
+// looks for events committed by a process that ended before relaying them
+// and moves them. See WatchOutbox for the rest.
+func (s *Store) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
+	return s.watch(ctx, sigEvents)
+}
+
+// WatchDeliveries implements chat.DeliveryWatcher: the returned channel
+// (buffer 1) receives a value after every commit, in any process, that
+// enqueued, rescheduled or re-queued webhook deliveries, and nothing for
+// other commits. See WatchOutbox for the rest.
+func (s *Store) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
+	return s.watch(ctx, sigDeliveries)
+}
+
+func (s *Store) watch(ctx context.Context, kinds int) (<-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, dbErr(err)
 	}
@@ -106,7 +150,12 @@ func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
 		w.mu.Unlock()
 		return nil, errClosed
 	}
-	w.subs[ch] = struct{}{}
+	w.subs[ch] = kinds
+	if !w.polling {
+		w.polling = true
+		w.loop.Add(1)
+		go s.pollRelay()
+	}
 	w.mu.Unlock()
 	context.AfterFunc(ctx, func() {
 		w.mu.Lock()
@@ -159,6 +208,9 @@ func (s *Store) listen(ctx context.Context) error {
 func (s *Store) startListener(st *listenStart) {
 	err := st.l.Listen(s.notify)
 	if err == nil {
+		err = st.l.Listen(s.events)
+	}
+	if err == nil {
 		err = st.l.Listen(s.ephem)
 	}
 	w := &s.w
@@ -195,11 +247,16 @@ func (s *Store) relay(l *pq.Listener) {
 			if !ok {
 				return
 			}
-			if n != nil && n.Channel == s.ephem {
+			switch {
+			case n == nil: // reconnected: anything may have been missed
+				s.w.signal(sigDeliveries | sigEvents)
+			case n.Channel == s.ephem:
 				s.w.deliver(n.Extra)
-				continue
+			case n.Channel == s.events:
+				s.w.signal(sigEvents)
+			default:
+				s.w.signal(sigDeliveries)
 			}
-			s.w.signal()
 		case <-ping.C:
 			// An error means the connection is gone; the listener
 			// reconnects by itself and then sends nil on Notify.

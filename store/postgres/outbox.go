@@ -154,9 +154,12 @@ func (t *tx) deliveries(ctx context.Context, tmpl string, args ...any) ([]*chat.
 func timeText(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // EnqueueDeliveries inserts every delivery with one statement (unnest of
-// column arrays) that also calls pg_notify when one of them is pending:
-// Postgres delivers the notification to every LISTENing process when the
-// transaction commits, and drops it when it rolls back.
+// column arrays). It sends no notification from the transaction: a NOTIFY
+// takes a lock at commit that every notifying transaction of the database
+// queues for. After the commit this process's watchers are signalled;
+// the other processes' are notified outside the transaction when it
+// appended no events (see Update); with events, this process's dispatcher
+// takes them, and the others find them by their poll.
 func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 	if len(ds) == 0 {
 		return nil
@@ -178,7 +181,7 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 			leases[i] = timeText(d.LeaseUntil.Time)
 		}
 	}
-	var inserted, notified int
+	var inserted, pending int
 	err := t.queryRow(ctx, `WITH ins AS (
 			INSERT INTO {s}deliveries (`+deliveryCols+`)
 			SELECT r, w, e, b, s, a, n::timestamptz, o, NULLIF(l, '')::timestamptz, le, ls, c::timestamptz, u::timestamptz
@@ -186,22 +189,20 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 				$8::text[], $9::text[], $10::text[], $11::int8[], $12::text[], $13::text[])
 				AS x(r, w, e, b, s, a, n, o, l, le, ls, c, u)
 			ON CONFLICT DO NOTHING RETURNING state
-		), notify AS (
-			SELECT pg_notify($14, '') FROM (SELECT 1 FROM ins WHERE state = 'pending' LIMIT 1) p
 		)
-		SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM notify)`,
+		SELECT count(*), count(*) FILTER (WHERE state = 'pending') FROM ins`,
 		[]any{textArray(ids), textArray(hooks), textArray(events), bodies, textArray(states), attempts,
 			textArray(nexts), textArray(owners), textArray(leases), textArray(errs), status,
-			textArray(createds), textArray(updateds), t.s.notify},
-		&inserted, &notified)
+			textArray(createds), textArray(updateds)},
+		&inserted, &pending)
 	if err != nil {
 		return err
 	}
 	if inserted < n {
 		return chat.Errorf(chat.CodeConflict, "a delivery among %d already exists", n)
 	}
-	if notified > 0 {
-		t.notified = true
+	if pending > 0 {
+		t.queued, t.enqueued = true, true
 	}
 	return nil
 }
@@ -253,7 +254,7 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 	if !a.At.IsZero() {
 		at = timeArg(a.At)
 	}
-	var updated, exists, notified int
+	var updated, exists int
 	err := t.queryRow(ctx, `WITH up AS (
 			UPDATE {s}deliveries x SET state = $3, attempts = x.attempts + 1, last_status = $4, last_error = $5,
 				lease_owner = '', lease_until = NULL, updated_at = COALESCE($6, x.updated_at),
@@ -265,14 +266,11 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 			SELECT up.request_id, COALESCE(NULLIF($8, ''), up.webhook_id), COALESCE(NULLIF($9, ''), up.event),
 				CASE WHEN $10 > 0 THEN $10 ELSE up.attempts END, $4, $11, $5, $12
 			FROM up
-		), notify AS (
-			SELECT pg_notify($13, '') FROM up WHERE $3 = 'pending'
 		)
-		SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM {s}deliveries WHERE request_id = $1),
-			(SELECT count(*) FROM notify)`,
+		SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM {s}deliveries WHERE request_id = $1)`,
 		[]any{a.RequestID, owner, state, a.StatusCode, a.Error, at, nextAttemptAt.UTC().Truncate(time.Millisecond),
-			a.WebhookID, a.Event, a.Attempt, a.LatencyMs, timeArg(a.At), t.s.notify},
-		&updated, &exists, &notified)
+			a.WebhookID, a.Event, a.Attempt, a.LatencyMs, timeArg(a.At)},
+		&updated, &exists)
 	if err != nil {
 		return err
 	}
@@ -282,16 +280,14 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 		}
 		return chat.Errorf(chat.CodeConflict, "delivery %q is no longer leased by %q", a.RequestID, owner)
 	}
-	if notified > 0 {
-		t.notified = true
-	}
+	// A delivery back to pending signals nothing: the dispatcher that
+	// recorded the attempt keeps its retry time.
 	return nil
 }
 
 // finishManySQL is FinishDeliveries in one statement: the items as arrays
 // (unnest ... WITH ORDINALITY), the deliveries still leased by the owner
-// updated, one attempt row each (in item order), one pg_notify when any
-// goes back to pending, and per item whether it was updated and whether
+// updated, one attempt row each (in item order), and per item whether it was updated and whether
 // the delivery exists.
 const finishManySQL = `WITH v AS (
 		SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
@@ -309,12 +305,9 @@ const finishManySQL = `WITH v AS (
 		SELECT request_id, COALESCE(NULLIF(vwebhook, ''), webhook_id), COALESCE(NULLIF(vevent, ''), event),
 			CASE WHEN vattempt > 0 THEN vattempt ELSE attempts END, status, latency, err, at::timestamptz
 		FROM up ORDER BY ord
-	), notify AS (
-		SELECT pg_notify($13, '') WHERE EXISTS (SELECT 1 FROM up WHERE vstate = 'pending')
 	)
 	SELECT v.ord, EXISTS (SELECT 1 FROM up WHERE up.ord = v.ord),
-		EXISTS (SELECT 1 FROM {s}deliveries d WHERE d.request_id = v.request_id),
-		(SELECT count(*) FROM notify)
+		EXISTS (SELECT 1 FROM {s}deliveries d WHERE d.request_id = v.request_id)
 	FROM v ORDER BY v.ord`
 
 // FinishDeliveries implements chat.DeliveryFinisher in one statement, so a
@@ -337,15 +330,13 @@ func (t *tx) FinishDeliveries(ctx context.Context, owner string, fs []chat.Deliv
 	}
 	out := make([]error, n)
 	seen := 0
-	notified := false
 	err := t.query(ctx, finishManySQL, []any{owner, ids, states, status, errTexts, updAt, nextAt, hooks, events,
-		attempt, latency, at, t.s.notify}, func(r *sql.Rows) error {
+		attempt, latency, at}, func(r *sql.Rows) error {
 		var (
 			ord             int
 			updated, exists bool
-			notes           int
 		)
-		if err := r.Scan(&ord, &updated, &exists, &notes); err != nil {
+		if err := r.Scan(&ord, &updated, &exists); err != nil {
 			return err
 		}
 		if ord < 1 || ord > n {
@@ -353,7 +344,6 @@ func (t *tx) FinishDeliveries(ctx context.Context, owner string, fs []chat.Deliv
 		}
 		i := ord - 1
 		seen++
-		notified = notified || notes > 0
 		switch {
 		case updated:
 		case !exists:
@@ -368,9 +358,6 @@ func (t *tx) FinishDeliveries(ctx context.Context, owner string, fs []chat.Deliv
 	}
 	if seen != n {
 		return nil, fmt.Errorf("postgres: FinishDeliveries: %d of %d results", seen, n)
-	}
-	if notified {
-		t.notified = true
 	}
 	return out, nil
 }
@@ -437,7 +424,7 @@ func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttem
 	if n == 0 {
 		return chat.Errorf(chat.CodeNotFound, "delivery %q not found", requestID)
 	}
-	t.notified = true
+	t.queued = true
 	return nil
 }
 

@@ -21,9 +21,11 @@ import (
 )
 
 var (
-	_ chat.Store         = (*Store)(nil)
-	_ chat.OutboxWatcher = (*Store)(nil)
-	_ chat.Tx            = (*tx)(nil)
+	_ chat.Store           = (*Store)(nil)
+	_ chat.OutboxWatcher   = (*Store)(nil)
+	_ chat.EventWatcher    = (*Store)(nil)
+	_ chat.DeliveryWatcher = (*Store)(nil)
+	_ chat.Tx              = (*tx)(nil)
 )
 
 // Options configures a Store. The zero value works; every field states its
@@ -76,13 +78,15 @@ type Store struct {
 	schema string
 	prefix string // quoted schema name and a dot, prepended to every table
 	notify string // LISTEN/NOTIFY channel of the outbox
+	events string // LISTEN/NOTIFY channel of relay passes
 	ephem  string // LISTEN/NOTIFY channel of ephemeral events
 	opt    Options
 
 	sqlMu sync.RWMutex
 	sqls  map[string]*statement // by template
 
-	w watchers
+	w  watchers
+	rl relayer
 
 	bg       context.Context // background prepares; cancelled by Close
 	bgCancel context.CancelFunc
@@ -90,6 +94,8 @@ type Store struct {
 	bgWG     sync.WaitGroup
 
 	closed atomic.Bool
+
+	statements atomic.Int64 // statements run in transactions, for tests that count round trips
 }
 
 // statement is one SQL template expanded for this store's schema, with its
@@ -167,12 +173,14 @@ func New(ctx context.Context, db *sql.DB, opt *Options) (*Store, error) {
 		schema: schema,
 		prefix: pq.QuoteIdentifier(schema) + ".",
 		notify: notifyChannel(schema),
+		events: eventsChannel(schema),
 		ephem:  ephemeralChannel(schema),
 		opt:    o,
 		sqls:   make(map[string]*statement),
 	}
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.w.init()
+	s.rl.init()
 	if err := s.backfillSearch(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -229,28 +237,23 @@ func schemaName(name string) (string, error) {
 }
 
 // notifyChannel returns the LISTEN/NOTIFY channel of a schema's outbox.
-// Channel names are identifiers of at most 63 bytes; long schema names are
-// hashed.
-func notifyChannel(schema string) string {
-	c := "chat_outbox." + schema
-	if len(c) <= 63 {
-		return c
-	}
-	h := fnv.New64a()
-	h.Write([]byte(schema))
-	return fmt.Sprintf("chat_outbox.%016x", h.Sum64())
-}
+func notifyChannel(schema string) string { return channelName("chat_outbox.", schema) }
 
 // ephemeralChannel returns the LISTEN/NOTIFY channel of a schema's
-// ephemeral events, named like notifyChannel's.
-func ephemeralChannel(schema string) string {
-	c := "chat_ephemeral." + schema
+// ephemeral events.
+func ephemeralChannel(schema string) string { return channelName("chat_ephemeral.", schema) }
+
+// channelName returns prefix and the schema name as a LISTEN/NOTIFY
+// channel. Channel names are identifiers of at most 63 bytes; long schema
+// names are hashed.
+func channelName(prefix, schema string) string {
+	c := prefix + schema
 	if len(c) <= 63 {
 		return c
 	}
 	h := fnv.New64a()
 	h.Write([]byte(schema))
-	return fmt.Sprintf("chat_ephemeral.%016x", h.Sum64())
+	return fmt.Sprintf("%s%016x", prefix, h.Sum64())
 }
 
 // maxReruns bounds how often one Update runs fn again because fn wrote a
@@ -341,8 +344,21 @@ func (s *Store) run(ctx context.Context, write bool, lockUsers map[string]bool, 
 		t.retry = retryable(err)
 		return t, dbErr(err)
 	}
-	if t.notified {
-		s.w.signal()
+	if t.queued {
+		s.w.signal(sigDeliveries)
+	}
+	if t.enqueued && len(t.appended) == 0 {
+		// Deliveries enqueued by a transaction that is not a change of
+		// the chat (which the local dispatcher takes at once): tell the
+		// other processes' dispatchers too, outside the transaction.
+		_, _ = s.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, s.notify)
+	}
+	if len(t.appended) > 0 {
+		if chat.EventIDsWanted(ctx) {
+			s.afterCommit(ctx, t)
+		} else {
+			s.kickRelay()
+		}
 	}
 	return t, nil
 }
@@ -547,11 +563,14 @@ type tx struct {
 	// run of the same Update wrote after reading them without one.
 	lockUsers map[string]bool
 
-	notified bool  // the transaction sent a NOTIFY for the outbox
-	failed   error // the statement error that aborted the transaction
-	retry    bool  // aborted by a serialization failure or a deadlock
-	rerun    bool  // wrote a user it read without a lock
-	again    error // why retry or rerun, translated
+	queued   bool       // enqueued, rescheduled or re-queued deliveries
+	enqueued bool       // enqueued pending deliveries (EnqueueDeliveries)
+	appended []appended // events appended, in order, with their pending keys
+	floor    int64      // the log's last id when the events were appended
+	failed   error      // the statement error that aborted the transaction
+	retry    bool       // aborted by a serialization failure or a deadlock
+	rerun    bool       // wrote a user it read without a lock
+	again    error      // why retry or rerun, translated
 }
 
 // fail translates a statement error and remembers what it did to the
@@ -584,6 +603,7 @@ func (t *tx) lockRows() string {
 // txStmt returns the statement of a template bound to the transaction, or
 // nil and the SQL text when it is to run unprepared.
 func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
+	t.s.statements.Add(1)
 	st := t.s.stmt(tmpl)
 	if t.s.opt.NoPrepare {
 		return nil, st.sql

@@ -23,7 +23,7 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 		e.ID = id
 	}
 	if len(es) > 0 {
-		t.outbox = true
+		t.signal |= sigEvents
 	}
 	return nil
 }

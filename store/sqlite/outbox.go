@@ -121,7 +121,7 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 		}
 		state := d.State
 		if state == chat.DeliveryPending {
-			t.outbox = true
+			t.signal |= sigDeliveries
 		}
 		if _, err := t.exec(ctx, "INSERT INTO deliveries ("+deliveryCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			d.RequestID, d.WebhookID, d.Event, body, state, d.Attempts, ms(d.NextAttemptAt), d.LeaseOwner,
@@ -201,9 +201,6 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 		a.RequestID, webhookID, event, attempt, a.StatusCode, a.LatencyMs, a.Error, ms(a.At)); err != nil {
 		return err
 	}
-	if state == chat.DeliveryPending {
-		t.outbox = true
-	}
 	return nil
 }
 
@@ -259,7 +256,7 @@ func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttem
 	if n == 0 {
 		return notFound("delivery", requestID)
 	}
-	t.outbox = true
+	t.signal |= sigDeliveries
 	return nil
 }
 

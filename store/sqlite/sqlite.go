@@ -18,8 +18,10 @@ import (
 
 // Compile-time checks that Store implements the chat ports.
 var (
-	_ chat.Store         = (*Store)(nil)
-	_ chat.OutboxWatcher = (*Store)(nil)
+	_ chat.Store           = (*Store)(nil)
+	_ chat.OutboxWatcher   = (*Store)(nil)
+	_ chat.EventWatcher    = (*Store)(nil)
+	_ chat.DeliveryWatcher = (*Store)(nil)
 )
 
 // Options configures Open. The zero value (or a nil *Options) is the safe
@@ -520,8 +522,8 @@ func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err e
 	committed = true
 	s.commits.Add(1)
 	s.committed.Add(1)
-	if t.outbox {
-		s.notifyOutbox()
+	if t.signal != 0 {
+		s.notifyOutbox(t.signal)
 	}
 	return nil
 }
@@ -613,8 +615,8 @@ func (s *Store) runOne(w *writerState, r *request) {
 	}
 	s.commits.Add(1)
 	s.committed.Add(1)
-	if t.outbox {
-		s.notifyOutbox()
+	if t.signal != 0 {
+		s.notifyOutbox(t.signal)
 	}
 	r.finish(nil)
 }
@@ -633,7 +635,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 		}
 		return nil
 	}
-	outbox := false
+	signal := 0
 	abort := func(err error) {
 		if s.inTx() {
 			_ = s.wexec("ROLLBACK")
@@ -659,7 +661,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 				abort(translate(rerr))
 				return rs[i+1:]
 			}
-			outbox = outbox || t.outbox
+			signal |= t.signal
 			continue
 		}
 		// fn failed: undo its writes only. If the database already rolled
@@ -683,8 +685,8 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 	}
 	s.commits.Add(1)
 	s.committed.Add(int64(len(w.ok)))
-	if outbox {
-		s.notifyOutbox()
+	if signal != 0 {
+		s.notifyOutbox(signal)
 	}
 	for _, r := range w.ok {
 		r.finish(nil)
@@ -701,25 +703,48 @@ func (s *Store) resetConn() {
 	}
 }
 
-// watcher is one WatchOutbox subscription.
+// Signal kinds: what a commit brought.
+const (
+	sigDeliveries = 1 << iota // deliveries enqueued or rescheduled
+	sigEvents                 // events appended
+)
+
+// watcher is one Watch subscription.
 type watcher struct {
-	ch   chan struct{}
-	once sync.Once
+	ch    chan struct{}
+	kinds int
+	once  sync.Once
 }
 
 func (w *watcher) close() { w.once.Do(func() { close(w.ch) }) }
 
 // WatchOutbox implements chat.OutboxWatcher. The returned channel (buffer 1)
 // receives a value after every commit of this Store that enqueued or
-// rescheduled deliveries (FinishDelivery back to pending included); signals
-// are coalesced. It is closed when ctx is done or the store is closed.
-// Commits by other processes sharing the file are not signalled; poll
-// NextDeliveryAt for those.
+// rescheduled deliveries or appended events; signals are coalesced. It is
+// closed when ctx is done or the store is closed. Commits by other
+// processes sharing the file are not signalled; poll NextDeliveryAt for
+// those.
 func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
+	return s.watch(ctx, sigDeliveries|sigEvents)
+}
+
+// WatchEvents implements chat.EventWatcher: as WatchOutbox, for the
+// commits that appended events only.
+func (s *Store) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
+	return s.watch(ctx, sigEvents)
+}
+
+// WatchDeliveries implements chat.DeliveryWatcher: as WatchOutbox, for
+// the commits that enqueued or rescheduled deliveries only.
+func (s *Store) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
+	return s.watch(ctx, sigDeliveries)
+}
+
+func (s *Store) watch(ctx context.Context, kinds int) (<-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &watcher{ch: make(chan struct{}, 1)}
+	w := &watcher{ch: make(chan struct{}, 1), kinds: kinds}
 	s.wmu.Lock()
 	if s.closed {
 		s.wmu.Unlock()
@@ -736,10 +761,13 @@ func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
 	return w.ch, nil
 }
 
-func (s *Store) notifyOutbox() {
+func (s *Store) notifyOutbox(kinds int) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	for w := range s.watchers {
+		if w.kinds&kinds == 0 {
+			continue
+		}
 		select {
 		case w.ch <- struct{}{}:
 		default:

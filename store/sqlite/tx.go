@@ -28,7 +28,7 @@ type tx struct {
 	db     dbtx
 	write  bool
 	done   atomic.Bool
-	outbox bool // deliveries were enqueued or made pending again
+	signal int // signal kinds to send after commit (sigDeliveries, sigEvents)
 }
 
 var _ chat.Tx = (*tx)(nil)
