@@ -1,4 +1,4 @@
--- 0014_event_relay: writers no longer share a row.
+-- 0017_event_relay: writers no longer share a row.
 --
 -- A writing transaction inserts its events into events_pending, keyed by a
 -- sequence: no lock is shared with other writers and nothing is notified.
