@@ -49,12 +49,16 @@ type Envelope struct {
 
 // MessageEventData is the data of message.didCreate, message.didDelete,
 // message.didFlag and message.didUpdate. FlaggerID is set on
-// message.didFlag only, EditorID on message.didUpdate only.
+// message.didFlag only, EditorID on message.didUpdate only. PreSendHook is
+// true on a message.didFlag of the pre-send hook's flag (which has no
+// flaggerId), with the hook's Reason when it gave one.
 type MessageEventData struct {
-	Messages  []Message `json:"messages"`
-	Users     []User    `json:"users"`
-	FlaggerID string    `json:"flaggerId,omitempty"`
-	EditorID  string    `json:"editorId,omitempty"`
+	Messages    []Message `json:"messages"`
+	Users       []User    `json:"users"`
+	FlaggerID   string    `json:"flaggerId,omitempty"`
+	EditorID    string    `json:"editorId,omitempty"`
+	PreSendHook bool      `json:"preSendHook,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
 }
 
 // ChannelEventData is the data of the channel events. UserIDs are the

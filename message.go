@@ -321,11 +321,37 @@ func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *post
 // CodeBadRequest (validation; parent not a live message of the channel),
 // CodeNotFound (channel), CodeForbidden (closed), CodePermissionDenied (not
 // a member and not an admin), CodeChannelMuted, CodeUserMuted, CodeRateLimited (slow mode),
-// CodeUserBanned, CodeGlobalBanned, CodeBlacklisted, CodeLinkNotAllowed.
+// CodeUserBanned, CodeGlobalBanned, CodeBlacklisted, CodeLinkNotAllowed,
+// CodePreSendRejected.
+//
+// With a pre-send hook configured (Config.PreSendHook), a message that
+// passed every rule is shown to the hook before it is stored, outside any
+// store transaction; a reject answer is CodePreSendRejected with the
+// hook's reason and stores nothing; a flag answer stores the message with
+// the hook's flag (flagCount 1, PreSendHookFlagger) and emits
+// message.didFlag after message.didCreate. Image and file messages go
+// through the hook the same way.
 func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMessage) (*MessageList, error) {
 	p, err := s.preparePost(actorID, &in)
 	if err != nil {
 		return nil, err
+	}
+	id := s.newID()
+	var hook *hookAnswer
+	if s.cfg.PreSendHook != nil {
+		// The rules first (a message they refuse never reaches the hook),
+		// then the hook outside any transaction; the rules run again
+		// where the message is stored.
+		if err := s.view(ctx, func(tx Tx) error {
+			_, err := s.runPost(ctx, tx, p, false)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: id, ChannelID: in.ChannelID, UserID: actorID,
+			Type: in.Type, Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}); err != nil {
+			return nil, err
+		}
 	}
 	var out *MessageList
 	err = s.update(ctx, func(tx Tx, ev *events) error {
@@ -333,9 +359,9 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 		if err != nil {
 			return err
 		}
-		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
+		r := &newMessage{m: [1]Message{{MessageID: id, ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
 			Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}}}
-		out, err = s.insertMessage(ctx, tx, ev, pc, r, nil)
+		out, err = s.insertHooked(ctx, tx, ev, pc, r, nil, hook)
 		return err
 	})
 	return out, err
@@ -445,15 +471,32 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 	if in.Caption != "" {
 		texts = []string{in.Caption}
 	}
+	id := s.newID()
+	var hook *hookAnswer
+	if s.cfg.PreSendHook != nil {
+		// As in CreateMessage: the rules, then the hook, outside any
+		// transaction.
+		if err := s.view(ctx, func(tx Tx) error {
+			_, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts, false)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		var err error
+		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: id, ChannelID: in.ChannelID, UserID: actorID,
+			Type: MessageTypeImage, Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}); err != nil {
+			return nil, err
+		}
+	}
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
 		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts, true)
 		if err != nil {
 			return err
 		}
-		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
+		r := &newMessage{m: [1]Message{{MessageID: id, ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
 			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
-		out, err = s.insertMessage(ctx, tx, ev, pc, r, blobs)
+		out, err = s.insertHooked(ctx, tx, ev, pc, r, blobs, hook)
 		return err
 	})
 	return out, err
@@ -476,15 +519,32 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 	}
 	name := SafeFileName(in.FileName)
 	data := FileData{FileID: s.newID(), FileName: name, MimeType: mt, Size: int64(len(in.Data))}
+	id := s.newID()
+	var hook *hookAnswer
+	if s.cfg.PreSendHook != nil {
+		// As in CreateMessage: the rules, then the hook, outside any
+		// transaction.
+		if err := s.view(ctx, func(tx Tx) error {
+			_, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil, false)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		var err error
+		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: id, ChannelID: in.ChannelID, UserID: actorID,
+			Type: MessageTypeFile, Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}); err != nil {
+			return nil, err
+		}
+	}
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
 		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil, true)
 		if err != nil {
 			return err
 		}
-		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
+		r := &newMessage{m: [1]Message{{MessageID: id, ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
 			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
-		out, err = s.insertMessage(ctx, tx, ev, pc, r, []*Blob{{Name: "file", ContentType: mt, Data: in.Data}})
+		out, err = s.insertHooked(ctx, tx, ev, pc, r, []*Blob{{Name: "file", ContentType: mt, Data: in.Data}}, hook)
 		return err
 	})
 	return out, err
