@@ -118,7 +118,8 @@ func (s *Service) HasAdmins(ctx context.Context) (bool, error) {
 }
 
 // RotateAdmin gives an existing admin a new access token and returns it;
-// the old token stops working at once. A revoked admin is active again
+// the old token stops working at once, and the event streams opened with
+// it end (the internal event admin.didRevokeToken). A revoked admin is active again
 // under the new token (rotation is how a revoked name is reused). Errors:
 // CodeBadRequest, CodeNotFound.
 func (s *Service) RotateAdmin(ctx context.Context, name string) (string, error) {
@@ -129,10 +130,12 @@ func (s *Service) RotateAdmin(ctx context.Context, name string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	err = s.update(ctx, func(tx Tx, _ *events) error {
+	now := s.Now()
+	err = s.update(ctx, func(tx Tx, ev *events) error {
 		if err := tx.RotateAdmin(ctx, name, HashToken(token)); err != nil {
 			return notFound(err, "admin", name)
 		}
+		ev.add(EventAdminDidRevokeToken, AccessEventData{Admin: name, RevokedAt: now, Rotated: true})
 		return s.audit(ctx, tx, actorFrom(ctx), AuditAdminRotate, AuditTargetAdmin, name, "", nil)
 	})
 	if err != nil {
@@ -150,15 +153,18 @@ func newAdminToken() (string, error) {
 	return tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:]), nil
 }
 
-// RevokeAdmin revokes an admin's token; the next request with it fails.
+// RevokeAdmin revokes an admin's token; the next request with it fails,
+// and the event streams opened with it end (the internal event
+// admin.didRevokeToken).
 // It also ends the admin's panel sessions, and a revoked admin cannot sign
 // in to the panel. Idempotent. Errors: CodeNotFound.
 func (s *Service) RevokeAdmin(ctx context.Context, name string) error {
 	now := s.Now()
-	return s.update(ctx, func(tx Tx, _ *events) error {
+	return s.update(ctx, func(tx Tx, ev *events) error {
 		if err := tx.RevokeAdmin(ctx, name, now.Time); err != nil {
 			return notFound(err, "admin", name)
 		}
+		ev.add(EventAdminDidRevokeToken, AccessEventData{Admin: name, RevokedAt: now})
 		if _, err := tx.DeleteAdminSessions(ctx, name); err != nil {
 			return err
 		}

@@ -60,6 +60,10 @@ func eventScope(data any) (channelID string, userIDs []string) {
 		for _, u := range d.Users {
 			userIDs = append(userIDs, u.UserID)
 		}
+	case AccessEventData:
+		if d.UserID != "" {
+			userIDs = []string{d.UserID}
+		}
 	case ReactionEventData:
 		if len(d.Messages) > 0 {
 			channelID = d.Messages[0].ChannelID
@@ -69,7 +73,8 @@ func eventScope(data any) (channelID string, userIDs []string) {
 }
 
 // RecentEvents returns up to n of the newest events of the log (n is
-// bounded to 1-100), newest first. The admin panel's dashboard shows them
+// bounded to 1-100), newest first, internal events (IsInternalEvent) left
+// out. The admin panel's dashboard shows them
 // as recent activity. Errors: only the store's.
 func (s *Service) RecentEvents(ctx context.Context, n int) ([]Event, error) {
 	n = max(1, min(n, 100))
@@ -84,7 +89,9 @@ func (s *Service) RecentEvents(ctx context.Context, n int) ([]Event, error) {
 			return err
 		}
 		for i := len(es) - 1; i >= 0; i-- {
-			out = append(out, *es[i])
+			if !IsInternalEvent(es[i].Name) {
+				out = append(out, *es[i])
+			}
 		}
 		return nil
 	})

@@ -72,6 +72,9 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 		data := json.RawMessage(mustJSON(v))
 		chID, userIDs := eventScope(pe.data)
 		logged = append(logged, &Event{Name: pe.name, ChannelID: chID, UserIDs: userIDs, Data: data, CreatedAt: now})
+		if IsInternalEvent(pe.name) {
+			continue // for the processes' hubs only, never for webhooks
+		}
 		for _, h := range hooks {
 			if !h.Admits(pe.name) {
 				continue

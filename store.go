@@ -524,6 +524,15 @@ type StreamTicket struct {
 	Admin  bool
 	// ExpiresAt is when the ticket stops opening streams.
 	ExpiresAt Time
+	// The access the ticket was issued under (see Access): a ticket opens
+	// a stream only while that access is valid, and the stream ends with
+	// it. AdminName and TokenHash are the admin account and its token's
+	// hash (Admin tickets); TokenIssuedAt and TokenExpiresAt the user
+	// token's iat and exp (nil when the claim is absent).
+	AdminName      string
+	TokenHash      []byte
+	TokenIssuedAt  *Time
+	TokenExpiresAt *Time
 }
 
 // TicketStore keeps the unused stream tickets.

@@ -129,7 +129,9 @@ func (s *Service) mintUserToken(ctx context.Context, userID string, ttl time.Dur
 }
 
 // RevokeUserTokens makes every token of userID issued before now invalid,
-// including those issued in the current second (iat has whole seconds).
+// including those issued in the current second (iat has whole seconds),
+// and logs the internal event user.didRevokeTokens, which ends the event
+// streams opened with them.
 // The user is created on first reference. actorID must be an admin.
 // Errors: CodeBadRequest, CodePermissionDenied.
 func (s *Service) RevokeUserTokens(ctx context.Context, actorID, userID string) error {
@@ -140,7 +142,7 @@ func (s *Service) RevokeUserTokens(ctx context.Context, actorID, userID string) 
 		return err
 	}
 	now := s.Now()
-	return s.update(ctx, func(tx Tx, _ *events) error {
+	return s.update(ctx, func(tx Tx, ev *events) error {
 		us, err := tx.EnsureUsers(ctx, []string{userID}, now.Time)
 		if err != nil {
 			return err
@@ -151,6 +153,9 @@ func (s *Service) RevokeUserTokens(ctx context.Context, actorID, userID string) 
 		if err := tx.UpdateUser(ctx, u); err != nil {
 			return err
 		}
+		// For the event streams of every process: those opened with a
+		// token this revocation refuses end.
+		ev.add(EventUserDidRevokeTokens, AccessEventData{UserID: userID, RevokedAt: now})
 		return s.audit(ctx, tx, actorID, AuditUserRevokeTokens, AuditTargetUser, userID, "", nil)
 	})
 }
@@ -169,6 +174,41 @@ func IsUserToken(token string) bool {
 // epoch). Errors: CodeUnauthorized (bad, expired or revoked token),
 // CodeGlobalBanned (the user is globally banned).
 func (s *Service) AuthenticateUser(ctx context.Context, token string) (*User, error) {
+	c, err := s.parseUserToken(token)
+	if err != nil {
+		return nil, err
+	}
+	userID := c.subject()
+	var u *User
+	err = s.view(ctx, func(tx Tx) error {
+		var err error
+		u, err = tx.GetUser(ctx, userID)
+		return err
+	})
+	if ErrorCode(err) == CodeNotFound {
+		// Not stored yet: the operations that need the record create it
+		// (a refused call stores nothing).
+		return &User{UserID: userID, DisplayName: userID}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var iat *Time // absent: the epoch
+	if c.IssuedAt != nil {
+		iat = &Time{Time: c.IssuedAt.Time}
+	}
+	if tokenRevoked(iat, u.TokensRevokedAt) {
+		return nil, Errorf(CodeUnauthorized, "user token was revoked")
+	}
+	if u.IsGlobalBan {
+		return nil, &Error{Code: CodeGlobalBanned, Message: "user " + quote(userID) + " is globally banned", Detail: []Detail{UserRef{UserID: userID}}}
+	}
+	return u, nil
+}
+
+// parseUserToken verifies a user token's signature, method and times, and
+// that it names a valid user id. Errors: CodeUnauthorized.
+func (s *Service) parseUserToken(token string) (*UserClaims, error) {
 	if token == "" || len(token) > 4096 {
 		return nil, Errorf(CodeUnauthorized, "missing or malformed user token")
 	}
@@ -195,33 +235,7 @@ func (s *Service) AuthenticateUser(ctx context.Context, token string) (*User, er
 	if s.checkID("user_id", userID) != nil {
 		return nil, Errorf(CodeUnauthorized, "user token names an invalid user id")
 	}
-	var u *User
-	err = s.view(ctx, func(tx Tx) error {
-		var err error
-		u, err = tx.GetUser(ctx, userID)
-		return err
-	})
-	if ErrorCode(err) == CodeNotFound {
-		// Not stored yet: the operations that need the record create it
-		// (a refused call stores nothing).
-		return &User{UserID: userID, DisplayName: userID}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if u.TokensRevokedAt != nil {
-		var iat time.Time // absent: the epoch
-		if c.IssuedAt != nil {
-			iat = c.IssuedAt.Time
-		}
-		if !iat.After(u.TokensRevokedAt.Time.Truncate(time.Second)) {
-			return nil, Errorf(CodeUnauthorized, "user token was revoked")
-		}
-	}
-	if u.IsGlobalBan {
-		return nil, &Error{Code: CodeGlobalBanned, Message: "user " + quote(userID) + " is globally banned", Detail: []Detail{UserRef{UserID: userID}}}
-	}
-	return u, nil
+	return &c, nil
 }
 
 // userKeyFunc hands the parser the secret; the parser has already

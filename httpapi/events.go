@@ -44,17 +44,27 @@ func (h *handler) ticketOrAuth(next http.Handler) http.Handler {
 
 var errNoStream = chat.Errorf(chat.CodeNotFound, "the event stream is not enabled on this server")
 
-// streamCaller returns who opens a stream: the ticket's caller, the
-// authenticated end user, or the authenticated admin (as its user).
-func streamCaller(r *http.Request) stream.Caller {
+// streamCaller returns who opens a stream, with the access it
+// authenticated with: the ticket's caller, the authenticated end user
+// (its token's iat and exp), or the authenticated admin (as its user; its
+// account and token).
+func (h *handler) streamCaller(r *http.Request) (stream.Caller, error) {
 	ri := infoFrom(r.Context())
 	switch {
 	case ri != nil && ri.ticketed != nil:
-		return *ri.ticketed
+		return *ri.ticketed, nil
 	case ri != nil && ri.user != nil:
-		return stream.Caller{UserID: ri.user.UserID}
+		token, _ := bearer(r.Header.Get("Authorization"))
+		a, err := h.svc.UserTokenAccess(token)
+		if err != nil {
+			return stream.Caller{}, err
+		}
+		return stream.Caller{UserID: ri.user.UserID, Access: &a}, nil
+	case ri != nil && ri.admin != nil:
+		a := chat.AdminAccess(ri.admin)
+		return stream.Caller{UserID: ri.admin.UserID, Admin: true, Access: &a}, nil
 	}
-	return stream.Caller{UserID: actor(r), Admin: true}
+	return stream.Caller{UserID: actor(r), Admin: true}, nil
 }
 
 // events serves GET /events: a WebSocket, or Server-Sent Events with
@@ -63,7 +73,11 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.Events == nil {
 		return errNoStream
 	}
-	return h.cfg.Events.ServeEvents(w, r, streamCaller(r))
+	c, err := h.streamCaller(r)
+	if err != nil {
+		return err
+	}
+	return h.cfg.Events.ServeEvents(w, r, c)
 }
 
 type ticketBody struct {
@@ -77,7 +91,11 @@ func (h *handler) eventTicket(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.Events == nil {
 		return errNoStream
 	}
-	t, exp, err := h.cfg.Events.IssueTicket(r.Context(), streamCaller(r))
+	c, err := h.streamCaller(r)
+	if err != nil {
+		return err
+	}
+	t, exp, err := h.cfg.Events.IssueTicket(r.Context(), c)
 	if err != nil {
 		return err
 	}

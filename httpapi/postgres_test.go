@@ -3,13 +3,17 @@ package httpapi_test
 import (
 	"context"
 	"database/sql"
+	"net/http"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/internal/pgtest"
 	"github.com/chatengine/chat/store/postgres"
+	"github.com/chatengine/chat/stream"
 )
 
 // postgresStore opens a store in a fresh schema of the test database
@@ -61,4 +65,75 @@ func TestAuthorizationMatrixPostgres(t *testing.T) {
 		}
 	}
 	require.Greater(t, refused, 300)
+}
+
+// TestEventsAccessPostgres: two processes on one Postgres schema. A
+// revocation made on one closes the streams of that access on both
+// (WebSocket 4001, SSE stream.didClose), woken by NOTIFY (the hubs poll
+// once an hour), and a ticket issued on one before the revocation opens
+// nothing on the other; other streams go on.
+func TestEventsAccessPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.URL(t)
+	schema := pgtest.SchemaName()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t.Cleanup(func() {
+		db, err := sql.Open("postgres", dsn)
+		if err == nil {
+			_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
+			_ = db.Close()
+		}
+	})
+	open := func() chat.Store {
+		st, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: schema, MaxOpenConns: 4})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	clk := &testClock{t: time.Now()}
+	cfg := stream.Config{PollInterval: time.Hour}
+	a := startProcess(t, open(), clk, cfg)
+	b := startProcess(t, open(), clk, cfg)
+	ops, opsToken, err := a.svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	_, tok2, err := a.svc.CreateAdmin(ctx, "ops2", "")
+	require.NoError(t, err)
+	_, tok3, err := a.svc.CreateAdmin(ctx, "ops3", "")
+	require.NoError(t, err)
+	_, err = a.svc.CreateChannel(ctx, ops.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	require.NoError(t, err)
+
+	alice := a.userToken(t, "alice", time.Hour)
+	onB := b.wsDial(t, ctx, alice, "")
+	onA := a.sseOpen(t, ctx, alice, "")
+	spare := a.ticket(t, alice)
+	revokedAdmin := b.wsDial(t, ctx, tok2, "")
+	rotatedAdmin := b.wsDial(t, ctx, "", "?ticket="+a.ticket(t, tok3))
+	bob := b.wsDial(t, ctx, b.userToken(t, "bob", time.Hour), "")
+
+	r, err := http.NewRequest(http.MethodPost, a.srv.URL+"/users/alice/tokens/revoke", nil)
+	require.NoError(t, err)
+	r.Header.Set("Authorization", "Bearer "+opsToken)
+	res, err := http.DefaultClient.Do(r)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	code, reason := wsClosed(t, ctx, onB)
+	require.Equal(t, websocket.StatusCode(4001), code)
+	require.Equal(t, "token revoked", reason)
+	require.Equal(t, "revoked", onA.closed(t))
+	b.wsRefused(t, ctx, "", "?ticket="+spare, http.StatusUnauthorized)
+
+	require.NoError(t, a.svc.RevokeAdmin(ctx, "ops2"))
+	_, err = a.svc.RotateAdmin(ctx, "ops3")
+	require.NoError(t, err)
+	for _, c := range []*websocket.Conn{revokedAdmin, rotatedAdmin} {
+		code, reason := wsClosed(t, ctx, c)
+		require.Equal(t, websocket.StatusCode(4001), code)
+		require.Equal(t, "admin revoked", reason)
+	}
+
+	a.post(t, "bob goes on")
+	require.Equal(t, "bob goes on", wsText(t, ctx, bob))
 }

@@ -33,7 +33,18 @@
 //
 // Tickets (IssueTicket, RedeemTicket) are kept in the store, by hash, so a
 // ticket issued by one process opens a stream on any process sharing the
-// store, once; the retention job deletes expired ones.
+// store, once; the retention job deletes expired ones. A ticket carries
+// the access it was issued under (chat.Access).
+//
+// A subscription made with an Access (Filter.Access; ServeEvents passes
+// the caller's) lives only as long as that access. Revocations reach
+// every process through the log: RevokeUserTokens, RevokeAdmin and
+// RotateAdmin write an internal event (chat.IsInternalEvent) in their
+// transaction, which the hub consumes and offers to no subscriber. The
+// live set is indexed by user and by admin account, so such an event, or
+// a global ban, costs a map lookup, and any other event one comparison of
+// its name. A token's expiry is a timer per subscription. ServeEvents
+// also bounds the streams of each caller (Config.MaxStreamsPerCaller).
 //
 // A resumed end-user subscription replays each event by the user's
 // membership when the event happened (see Subscription.rewindMembership).

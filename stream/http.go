@@ -27,28 +27,84 @@ const (
 	CloseTooSlow websocket.StatusCode = 4008
 	// CloseBanned closes the stream of a user who was globally banned.
 	CloseBanned websocket.StatusCode = 4003
+	// CloseRevoked closes a stream whose access ended, with the reason
+	// "token revoked" (ErrRevoked), "token expired" (ErrExpired) or
+	// "admin revoked" (ErrAdminRevoked).
+	CloseRevoked websocket.StatusCode = 4001
 )
+
+// EventDidClose is the name of the last frame of an SSE stream that the
+// server ends (a WebSocket has close codes instead); its data is
+// CloseData.
+const EventDidClose = "stream.didClose"
+
+// CloseData is the data of stream.didClose: the WebSocket close code
+// that stands for the same end, and the reason: "too slow" (4008),
+// "banned" (4003), "revoked" or "expired" (4001).
+type CloseData struct {
+	Code   int    `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// closeOf returns how a stream that ended with err is closed: the
+// WebSocket code and reason, and the SSE reason (ok false: the stream
+// just ends, as when the client left).
+func closeOf(err error) (code websocket.StatusCode, wsReason, sseReason string, ok bool) {
+	switch {
+	case errors.Is(err, ErrTooSlow):
+		return CloseTooSlow, "too slow", "too slow", true
+	case errors.Is(err, ErrBanned):
+		return CloseBanned, "cannot access the client SDK", "banned", true
+	case errors.Is(err, ErrRevoked):
+		return CloseRevoked, "token revoked", "revoked", true
+	case errors.Is(err, ErrExpired):
+		return CloseRevoked, "token expired", "expired", true
+	case errors.Is(err, ErrAdminRevoked):
+		return CloseRevoked, "admin revoked", "revoked", true
+	case errors.Is(err, ErrStopped):
+		return websocket.StatusGoingAway, "server stopping", "", false
+	}
+	return 0, "", "", false
+}
 
 // Caller is who opens a stream: an admin (every event, or the channels of
 // ?channelId=) or an end user (see Filter). UserID is the admin's acting
-// user or the end user.
+// user or the end user. Access, when not nil, is the credential the
+// caller authenticated with: the stream (and a ticket) lasts only as long
+// as it does (see Filter), and Config.MaxStreamsPerCaller counts an
+// admin's streams by its account. Without it, nothing but a global ban
+// ends the stream.
 type Caller struct {
 	UserID string
 	Admin  bool
+	Access *chat.Access
 }
 
 // IssueTicket returns a new single-use ticket bound to c, for browsers
 // that cannot send an Authorization header with a WebSocket or
 // EventSource request, and its expiry (Config.TicketTTL, 60 s). The
 // ticket is kept in the store (as its SHA-256 only), so that any process
-// sharing the store redeems it, once.
+// sharing the store redeems it, once. It carries c.Access: it opens a
+// stream only while that access is valid, and the stream lasts as long.
+// An end user's ticket issued without an Access counts as issued under a
+// token issued now, without expiry.
 func (h *Hub) IssueTicket(ctx context.Context, c Caller) (string, time.Time, error) {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	t := base64.RawURLEncoding.EncodeToString(b[:])
-	exp := chat.NewTime(h.svc.Now().Add(h.cfg.TicketTTL))
+	now := h.svc.Now()
+	exp := chat.NewTime(now.Add(h.cfg.TicketTTL))
+	tk := &chat.StreamTicket{Hash: ticketHash(t), UserID: c.UserID, Admin: c.Admin, ExpiresAt: exp}
+	switch a := c.Access; {
+	case a != nil && a.IsAdmin() != c.Admin, a != nil && !c.Admin && a.UserID != c.UserID:
+		return "", time.Time{}, chat.Errorf(chat.CodeBadRequest, "stream: the access is not the caller's")
+	case a != nil:
+		tk.AdminName, tk.TokenHash, tk.TokenIssuedAt, tk.TokenExpiresAt = a.AdminName, a.TokenHash, a.IssuedAt, a.ExpiresAt
+	case !c.Admin:
+		tk.TokenIssuedAt = &now
+	}
 	err := h.svc.Store().Update(ctx, func(tx chat.Tx) error {
-		return tx.PutTicket(ctx, &chat.StreamTicket{Hash: ticketHash(t), UserID: c.UserID, Admin: c.Admin, ExpiresAt: exp})
+		return tx.PutTicket(ctx, tk)
 	})
 	if err != nil {
 		return "", time.Time{}, err
@@ -56,27 +112,92 @@ func (h *Hub) IssueTicket(ctx context.Context, c Caller) (string, time.Time, err
 	return t, exp.Time, nil
 }
 
-// RedeemTicket returns the caller a ticket was issued to and deletes the
-// ticket; ok is false for an unknown, used or expired ticket. Of several
-// redeems of one ticket at once, on any processes, one succeeds.
+// RedeemTicket returns the caller a ticket was issued to, with the access
+// it was issued under, and deletes the ticket; ok is false for an
+// unknown, used or expired ticket, and for one whose access is no longer
+// valid (a revoked or expired token, a revoked or rotated admin account);
+// the error is chat.CodeGlobalBanned for a globally banned user's. Of
+// several redeems of one ticket at once, on any processes, one succeeds.
 func (h *Hub) RedeemTicket(ctx context.Context, t string) (c Caller, ok bool, err error) {
 	if t == "" || len(t) > 128 {
 		return Caller{}, false, nil
 	}
 	var tk *chat.StreamTicket
+	var invalid error // the access's: the ticket is spent all the same
+	now := h.svc.Now().Time
 	err = h.svc.Store().Update(ctx, func(tx chat.Tx) (err error) {
-		tk, err = tx.TakeTicket(ctx, ticketHash(t))
-		return err
+		if tk, err = tx.TakeTicket(ctx, ticketHash(t)); err != nil {
+			return err
+		}
+		if a := ticketAccess(tk); a != nil && now.Before(tk.ExpiresAt.Time) {
+			invalid = a.Check(ctx, tx, now)
+		}
+		return nil
 	})
 	switch {
 	case chat.ErrorCode(err) == chat.CodeNotFound:
 		return Caller{}, false, nil
 	case err != nil:
 		return Caller{}, false, err
-	case !h.svc.Now().Before(tk.ExpiresAt.Time):
+	case !now.Before(tk.ExpiresAt.Time), chat.ErrorCode(invalid) == chat.CodeUnauthorized:
 		return Caller{}, false, nil
+	case invalid != nil:
+		return Caller{}, false, invalid
 	}
-	return Caller{UserID: tk.UserID, Admin: tk.Admin}, true, nil
+	return Caller{UserID: tk.UserID, Admin: tk.Admin, Access: ticketAccess(tk)}, true, nil
+}
+
+// ticketAccess returns the access a ticket was issued under: an admin
+// account's, an end user's token, or nil for an admin ticket issued
+// without one.
+func ticketAccess(tk *chat.StreamTicket) *chat.Access {
+	if tk.Admin {
+		if len(tk.TokenHash) == 0 {
+			return nil
+		}
+		return &chat.Access{AdminName: tk.AdminName, TokenHash: tk.TokenHash}
+	}
+	return &chat.Access{UserID: tk.UserID, IssuedAt: tk.TokenIssuedAt, ExpiresAt: tk.TokenExpiresAt}
+}
+
+// slotKey names whom Config.MaxStreamsPerCaller counts a stream against.
+func slotKey(c Caller) string {
+	switch {
+	case !c.Admin:
+		return "user\x00" + c.UserID
+	case c.Access != nil:
+		return "admin\x00" + c.Access.AdminName
+	}
+	return "admin-user\x00" + c.UserID
+}
+
+// streamsRetryAfter is the Retry-After of a stream refused by the cap: a
+// slot frees when one of the caller's streams closes, which the server
+// cannot foresee.
+const streamsRetryAfter = 5 * time.Second
+
+// takeSlot counts one more stream of key, unless the caller has
+// Config.MaxStreamsPerCaller open already (chat.CodeRateLimited).
+func (h *Hub) takeSlot(key string) error {
+	max := h.cfg.MaxStreamsPerCaller
+	h.slotsMu.Lock()
+	defer h.slotsMu.Unlock()
+	if max > 0 && h.slots[key] >= max {
+		return &chat.Error{Code: chat.CodeRateLimited,
+			Message: fmt.Sprintf("too many event streams: at most %d open at once per user or admin account; close one first", max),
+			Detail:  []chat.Detail{chat.RetryAfter{Wait: streamsRetryAfter}}}
+	}
+	h.slots[key]++
+	return nil
+}
+
+// freeSlot counts one stream of key less.
+func (h *Hub) freeSlot(key string) {
+	h.slotsMu.Lock()
+	defer h.slotsMu.Unlock()
+	if h.slots[key]--; h.slots[key] <= 0 {
+		delete(h.slots, key)
+	}
 }
 
 // ticketHash is what the store keeps of a ticket.
@@ -95,8 +216,11 @@ func (h *Hub) Connections() int { return int(h.conns.Load()) }
 // or Server-Sent Events when the request accepts text/event-stream. The
 // query takes after=<id> (SSE also the Last-Event-ID header) and, for
 // admins, repeated channelId. Errors found before the stream starts are
-// returned (chat.CodeBadRequest naming the parameter, or the store's) for
-// the caller to answer; once streaming, ServeEvents returns nil. An SSE
+// returned (chat.CodeBadRequest naming the parameter; chat.CodeRateLimited,
+// with a chat.RetryAfter, when the caller has Config.MaxStreamsPerCaller
+// streams open on this process; chat.CodeUnauthorized when c.Access is no
+// longer valid; or the store's) for the caller to answer; once streaming,
+// ServeEvents returns nil. An SSE
 // stream is served until it ends, in the request's goroutine; a WebSocket
 // is served by goroutines of its own (one while idle), and ServeEvents
 // returns once the connection is upgraded: the connection then lives until
@@ -116,7 +240,7 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 		}
 		after = &v
 	}
-	f := Filter{Admin: c.Admin, UserID: c.UserID}
+	f := Filter{Admin: c.Admin, UserID: c.UserID, Access: c.Access}
 	if c.Admin {
 		for _, id := range q["channelId"] {
 			if id == "" {
@@ -128,7 +252,12 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if !sse && !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return chat.Errorf(chat.CodeBadRequest, "GET /events needs a WebSocket upgrade or Accept: text/event-stream")
 	}
+	slot := slotKey(c)
+	if err := h.takeSlot(slot); err != nil {
+		return err
+	}
 	if sse {
+		defer h.freeSlot(slot)
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		sub, err := h.Subscribe(ctx, f, after)
@@ -151,6 +280,7 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 	sub, err := h.subscribe(ctx, f, after, ws.kick)
 	if err != nil {
 		cancel()
+		h.freeSlot(slot)
 		return err
 	}
 	ws.sub = sub
@@ -167,9 +297,11 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if err != nil {
 		sub.Close()
 		cancel()
+		h.freeSlot(slot)
 		return nil // Accept answered the request
 	}
 	h.conns.Add(1)
+	ws.slot = slot
 	ws.conn = conn
 	ws.ctx = conn.CloseRead(ctx) // reads (and answers) control frames; done when the peer closes
 	context.AfterFunc(ws.ctx, func() { sub.close(ws.ctx.Err()) })
@@ -199,6 +331,7 @@ type wsStream struct {
 	ctx    context.Context // done when the connection's reading ends
 	cancel context.CancelFunc
 	ping   *time.Timer
+	slot   string // the caller's, freed when the connection ends
 
 	mu       sync.Mutex
 	running  bool // a goroutine owns the writing
@@ -326,14 +459,9 @@ func (w *wsStream) end() {
 		}
 	}
 	w.finish(func() {
-		switch err := w.sub.Err(); {
-		case errors.Is(err, ErrTooSlow):
-			_ = w.conn.Close(CloseTooSlow, "too slow")
-		case errors.Is(err, ErrBanned):
-			_ = w.conn.Close(CloseBanned, "cannot access the client SDK")
-		case errors.Is(err, ErrStopped):
-			_ = w.conn.Close(websocket.StatusGoingAway, "server stopping")
-		default:
+		if code, reason, _, _ := closeOf(w.sub.Err()); code != 0 {
+			_ = w.conn.Close(code, reason)
+		} else {
 			w.conn.CloseNow()
 		}
 	})
@@ -355,6 +483,7 @@ func (w *wsStream) finish(close func()) {
 	w.sub.Close()
 	w.cancel()
 	w.h.conns.Add(-1)
+	w.h.freeSlot(w.slot)
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -400,8 +529,9 @@ func (h *Hub) serveSSE(ctx context.Context, w http.ResponseWriter, sub *Subscrip
 	for {
 		f, pinged, err := sub.next(ctx, ping.C)
 		if err != nil {
-			if errors.Is(err, ErrTooSlow) {
-				_, _ = fmt.Fprint(w, "event: stream.didClose\ndata: {\"code\":4008,\"reason\":\"too slow\"}\n\n")
+			if code, _, reason, ok := closeOf(err); ok {
+				_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+				_, _ = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", EventDidClose, mustJSON(CloseData{Code: int(code), Reason: reason}))
 				_ = rc.Flush()
 			}
 			return

@@ -20,6 +20,8 @@ const (
 	DefaultQueueSize      = 1000
 	DefaultPingInterval   = 25 * time.Second
 	DefaultPollInterval   = time.Second
+	// DefaultMaxStreamsPerCaller is Config.MaxStreamsPerCaller's default.
+	DefaultMaxStreamsPerCaller = 10
 )
 
 // Errors that end a subscription.
@@ -30,6 +32,15 @@ var (
 	// ErrBanned ends a user's subscription after the user.didGlobalBan
 	// event about that user.
 	ErrBanned = errors.New("stream: user is globally banned")
+	// ErrRevoked ends a subscription whose user token was revoked
+	// (chat.Service.RevokeUserTokens after the token was issued).
+	ErrRevoked = errors.New("stream: token revoked")
+	// ErrExpired ends a subscription whose user token expired (its exp
+	// plus chat.UserTokenLeeway passed).
+	ErrExpired = errors.New("stream: token expired")
+	// ErrAdminRevoked ends an admin's subscription when the admin account
+	// was revoked or its token rotated.
+	ErrAdminRevoked = errors.New("stream: admin revoked")
 	// ErrStopped ends every subscription when the hub stops.
 	ErrStopped = errors.New("stream: hub stopped")
 	// ErrClosed is the error of a subscription closed by its owner.
@@ -55,6 +66,11 @@ type Config struct {
 	// TicketTTL is the lifetime of a ticket from POST /events/ticket.
 	// Default 60 s.
 	TicketTTL time.Duration
+	// MaxStreamsPerCaller bounds the streams ServeEvents serves at once on
+	// this process to each end user and each admin account; one more is
+	// refused with chat.CodeRateLimited before the upgrade. Default
+	// DefaultMaxStreamsPerCaller (10); negative: no bound.
+	MaxStreamsPerCaller int
 	// Logger receives the errors of the background work. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -75,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TicketTTL <= 0 {
 		c.TicketTTL = 60 * time.Second
+	}
+	if c.MaxStreamsPerCaller == 0 {
+		c.MaxStreamsPerCaller = DefaultMaxStreamsPerCaller
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -131,10 +150,19 @@ type ConnectData struct {
 // happens, and the events about the user itself (being added, removed,
 // banned, muted, updated, globally banned: after that last one the
 // subscription ends with ErrBanned).
+//
+// Access, when not nil, is the credential the subscriber authenticated
+// with (an admin account's, or UserID's user token): the subscription
+// is refused when it is no longer valid, and ends when it ends: with
+// ErrRevoked when the user's tokens are revoked (those issued before),
+// ErrExpired at the token's expiry, ErrAdminRevoked when the admin
+// account is revoked or its token rotated, on every process sharing the
+// store.
 type Filter struct {
 	Admin      bool
 	UserID     string
 	ChannelIDs []string
+	Access     *chat.Access
 }
 
 // Hub follows the event log and fans it out to subscribers.
@@ -142,20 +170,30 @@ type Hub struct {
 	svc *chat.Service
 	cfg Config
 
-	mu      sync.Mutex
-	last    int64 // the last event id offered to the live set
-	live    map[*Subscription]struct{}
+	mu   sync.Mutex
+	last int64 // the last event id offered to the live set
+	live map[*Subscription]struct{}
+	// The live set by whom the events that end subscriptions concern:
+	// the end users' subscriptions by user, the admins' subscriptions
+	// made with an Access by admin account.
+	byUser  map[string]map[*Subscription]struct{}
+	byAdmin map[string]map[*Subscription]struct{}
 	started bool
 	stopped bool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
 	conns atomic.Int64 // streams served by ServeEvents right now
+
+	slotsMu sync.Mutex
+	slots   map[string]int // streams served by ServeEvents, by caller
 }
 
 // New returns a hub over svc's store. It starts nothing: call Start.
 func New(svc *chat.Service, cfg Config) *Hub {
-	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: map[*Subscription]struct{}{}}
+	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: map[*Subscription]struct{}{},
+		byUser: map[string]map[*Subscription]struct{}{}, byAdmin: map[string]map[*Subscription]struct{}{},
+		slots: map[string]int{}}
 }
 
 // Start reads the log's position and starts following it, and the
@@ -212,6 +250,8 @@ func (h *Hub) Stop(ctx context.Context) error {
 		s.end(ErrStopped)
 	}
 	clear(h.live)
+	clear(h.byUser)
+	clear(h.byAdmin)
 	h.mu.Unlock()
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()
@@ -262,17 +302,97 @@ func (h *Hub) pull(ctx context.Context) {
 		}
 		h.mu.Lock()
 		for _, e := range es {
-			f := frameOf(e) // one frame per event, shared by the subscribers
-			for s := range h.live {
-				if e.ID > s.pos {
-					s.offerLive(e, f)
-				}
-			}
-			h.last = e.ID
+			h.offer(e)
 		}
 		h.mu.Unlock()
 		if len(es) < readBatch {
 			return
+		}
+	}
+}
+
+// offer offers a logged event to the live set, with h.mu held. An
+// internal event is offered to no one: it may end the subscriptions of
+// the user or admin account it names, found in byUser or byAdmin. A
+// global ban ends the banned users' subscriptions once the event is
+// queued for them. So the check that ends subscriptions costs an event
+// a comparison of its name and, on those events alone, a map lookup.
+func (h *Hub) offer(e *chat.Event) {
+	h.last = e.ID
+	if chat.IsInternalEvent(e.Name) {
+		d, ok := chat.AccessEvent(e)
+		if !ok {
+			return
+		}
+		set := h.byUser[d.UserID]
+		if e.Name == chat.EventAdminDidRevokeToken {
+			set = h.byAdmin[d.Admin]
+		}
+		for s := range set {
+			if err := s.revokedBy(e, d); err != nil {
+				h.leave(s)
+				s.end(err)
+			}
+		}
+		return
+	}
+	f := frameOf(e) // one frame per event, shared by the subscribers
+	for s := range h.live {
+		if e.ID > s.pos {
+			s.offerLive(e, f)
+		}
+	}
+	if e.Name == chat.EventUserDidGlobalBan {
+		for _, u := range e.UserIDs {
+			for s := range h.byUser[u] {
+				h.leave(s)
+				s.end(ErrBanned)
+			}
+		}
+	}
+}
+
+// join adds s to the live set, with h.mu held.
+func (h *Hub) join(s *Subscription) {
+	h.live[s] = struct{}{}
+	var by map[string]map[*Subscription]struct{}
+	var key string
+	switch {
+	case !s.f.Admin:
+		by, key = h.byUser, s.f.UserID
+	case s.f.Access != nil:
+		by, key = h.byAdmin, s.f.Access.AdminName
+	default:
+		return
+	}
+	set := by[key]
+	if set == nil {
+		set = map[*Subscription]struct{}{}
+		by[key] = set
+	}
+	set[s] = struct{}{}
+}
+
+// leave removes s from the live set, with h.mu held.
+func (h *Hub) leave(s *Subscription) {
+	if _, ok := h.live[s]; !ok {
+		return
+	}
+	delete(h.live, s)
+	var by map[string]map[*Subscription]struct{}
+	var key string
+	switch {
+	case !s.f.Admin:
+		by, key = h.byUser, s.f.UserID
+	case s.f.Access != nil:
+		by, key = h.byAdmin, s.f.Access.AdminName
+	default:
+		return
+	}
+	if set := by[key]; set != nil {
+		delete(set, s)
+		if len(set) == 0 {
+			delete(by, key)
 		}
 	}
 }
@@ -360,7 +480,9 @@ func (h *Hub) ephemeral(ev chat.EphemeralEvent) {
 // once and in id order. Resumed reports whether after was honoured (see
 // ConnectData). An after beyond the log's last id is CodeBadRequest.
 // The subscription ends when ctx ends, on Close, or with ErrTooSlow,
-// ErrBanned or ErrStopped.
+// ErrBanned, ErrStopped, or, with an Access, ErrRevoked, ErrExpired or
+// ErrAdminRevoked. An Access no longer valid is refused
+// (chat.CodeUnauthorized).
 func (h *Hub) Subscribe(ctx context.Context, f Filter, after *int64) (*Subscription, error) {
 	return h.subscribe(ctx, f, after, nil)
 }
@@ -371,6 +493,9 @@ func (h *Hub) Subscribe(ctx context.Context, f Filter, after *int64) (*Subscript
 func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func()) (*Subscription, error) {
 	if !f.Admin && f.UserID == "" {
 		return nil, chat.Errorf(chat.CodeBadRequest, "stream: a user subscription needs a userId")
+	}
+	if a := f.Access; a != nil && (a.IsAdmin() != f.Admin || !f.Admin && a.UserID != f.UserID) {
+		return nil, chat.Errorf(chat.CodeBadRequest, "stream: the access is not the subscriber's")
 	}
 	s := &Subscription{h: h, f: f, ready: make(chan struct{}, 1), done: make(chan struct{}), notify: notify}
 	if f.Admin && len(f.ChannelIDs) > 0 {
@@ -384,6 +509,14 @@ func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func
 		var err error
 		if last, err = tx.LastEventID(ctx); err != nil {
 			return err
+		}
+		// The access is checked after the log's position is read (and
+		// in the same snapshot): a revocation it does not see has a
+		// greater event id, which the subscription receives.
+		if f.Access != nil {
+			if err := f.Access.Check(ctx, tx, h.svc.Now().Time); err != nil {
+				return err
+			}
 		}
 		if after != nil && *after > 0 && *after <= last {
 			es, err := tx.ReadEvents(ctx, *after-1, 1)
@@ -412,7 +545,14 @@ func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func
 	// after: either way catchUp joins the live set at the hub's position.
 	// Without a resume the gap is a few events at most, read before
 	// Subscribe returns: the subscription is live when it returns.
-	s.pos = last
+	s.pos, s.accessPos = last, last
+	if f.Access != nil {
+		if d, ok := f.Access.Deadline(); ok {
+			// Set before it can fire: end reads it.
+			s.expiry = time.AfterFunc(time.Hour, func() { s.close(ErrExpired) })
+			s.expiry.Reset(d.Sub(h.svc.Now().Time))
+		}
+	}
 	if s.Resumed {
 		s.pos = *after
 		go func() {
@@ -442,9 +582,13 @@ type Subscription struct {
 	chans   map[string]bool // admin channel filter
 	members map[string]bool // user: channels where it is a member
 	pos     int64           // the last event id offered
-	done    chan struct{}
-	once    sync.Once
-	err     error
+	// accessPos is the log's position when the Access was checked: an
+	// admin.didRevokeToken after it ends the subscription.
+	accessPos int64
+	expiry    *time.Timer // ends the subscription at the Access's deadline
+	done      chan struct{}
+	once      sync.Once
+	err       error
 
 	// The queue: a slice that grows with the backlog, up to
 	// Config.QueueSize, and is released when drained, so that an idle
@@ -635,8 +779,13 @@ func (s *Subscription) catchUp(ctx context.Context) {
 		}
 		if s.pos >= h.last {
 			// The follower offers only ids above s.pos: those replayed
-			// beyond h.last are not offered again.
-			h.live[s] = struct{}{}
+			// beyond h.last are not offered again. A subscription that
+			// ended meanwhile (close ends it with h.mu held) stays out.
+			select {
+			case <-s.done:
+			default:
+				h.join(s)
+			}
 			h.mu.Unlock()
 			return
 		}
@@ -671,14 +820,11 @@ func frameOf(e *chat.Event) *Frame {
 }
 
 // offerLive offers a logged event; called by the follower with h.mu held.
+// The events that end subscriptions are handled by Hub.offer.
 func (s *Subscription) offerLive(e *chat.Event, f *Frame) {
 	s.pos = e.ID
 	if s.admit(e) {
 		s.push(f)
-	}
-	if end := s.ending(e); end != nil {
-		delete(s.h.live, s)
-		s.end(end)
 	}
 }
 
@@ -686,7 +832,7 @@ func (s *Subscription) offerLive(e *chat.Event, f *Frame) {
 // subscription. Called with h.mu held.
 func (s *Subscription) push(f *Frame) {
 	if !s.enqueue(f) {
-		delete(s.h.live, s)
+		s.h.leave(s)
 		s.end(ErrTooSlow)
 	}
 }
@@ -694,6 +840,9 @@ func (s *Subscription) push(f *Frame) {
 // admit reports whether the filter admits e, and keeps a user's set of
 // member channels in step with the events about that user.
 func (s *Subscription) admit(e *chat.Event) bool {
+	if chat.IsInternalEvent(e.Name) {
+		return false
+	}
 	if s.f.Admin {
 		return s.chans == nil || s.chans[e.ChannelID]
 	}
@@ -716,10 +865,39 @@ func (s *Subscription) admit(e *chat.Event) bool {
 	return ok
 }
 
-// ending returns the error that e brings to this subscription, if any.
+// ending returns the error that e brings to this subscription, if any,
+// when the subscription replays the log (live, Hub.offer decides).
 func (s *Subscription) ending(e *chat.Event) error {
-	if !s.f.Admin && e.Name == chat.EventUserDidGlobalBan && slices.Contains(e.UserIDs, s.f.UserID) {
-		return ErrBanned
+	switch {
+	case e.Name == chat.EventUserDidGlobalBan:
+		if !s.f.Admin && slices.Contains(e.UserIDs, s.f.UserID) {
+			return ErrBanned
+		}
+	case chat.IsInternalEvent(e.Name):
+		if d, ok := chat.AccessEvent(e); ok {
+			return s.revokedBy(e, d)
+		}
+	}
+	return nil
+}
+
+// revokedBy returns the error that the internal event e, with data d,
+// brings to this subscription: ErrRevoked when it revokes the user
+// token of its Access, ErrAdminRevoked when it revokes the admin token of
+// its Access after that was checked (a rotation before the check may
+// have given the token that opened it).
+func (s *Subscription) revokedBy(e *chat.Event, d chat.AccessEventData) error {
+	a := s.f.Access
+	switch {
+	case a == nil:
+	case e.Name == chat.EventUserDidRevokeTokens:
+		if a.RevokedBy(d.UserID, d.RevokedAt) {
+			return ErrRevoked
+		}
+	case e.Name == chat.EventAdminDidRevokeToken:
+		if a.IsAdmin() && d.Admin == a.AdminName && e.ID > s.accessPos {
+			return ErrAdminRevoked
+		}
 	}
 	return nil
 }
@@ -742,6 +920,9 @@ func (s *Subscription) admitsEphemeral(ev chat.EphemeralEvent) bool {
 // end records err and closes done; the first error wins.
 func (s *Subscription) end(err error) {
 	s.once.Do(func() {
+		if s.expiry != nil {
+			s.expiry.Stop()
+		}
 		s.err = err
 		close(s.done)
 		if s.notify != nil {
@@ -753,9 +934,9 @@ func (s *Subscription) end(err error) {
 // close ends the subscription and leaves the live set.
 func (s *Subscription) close(err error) {
 	s.h.mu.Lock()
-	delete(s.h.live, s)
-	s.h.mu.Unlock()
+	s.h.leave(s)
 	s.end(err)
+	s.h.mu.Unlock()
 }
 
 // Close ends the subscription; Next then returns ErrClosed.

@@ -147,7 +147,10 @@ func TestPostgresTicketAcrossProcesses(t *testing.T) {
 	c, ok, err := b.hub.RedeemTicket(ctx, tk)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, stream.Caller{UserID: "alice"}, c)
+	require.Equal(t, "alice", c.UserID)
+	require.False(t, c.Admin)
+	require.NotNil(t, c.Access, "a user's ticket carries the access it was issued under")
+	require.Equal(t, "alice", c.Access.UserID)
 	for _, p := range []*process{a, b} {
 		_, ok, err = p.hub.RedeemTicket(ctx, tk)
 		require.NoError(t, err)

@@ -34,7 +34,7 @@ func wsServer(t *testing.T, e *env) string {
 // runs only while there is something to send. Connections counts the
 // open streams and falls back to zero when they close.
 func TestWebSocketIdleGoroutines(t *testing.T) {
-	e := newEnv(t, memory.New(), stream.Config{})
+	e := newEnv(t, memory.New(), stream.Config{MaxStreamsPerCaller: -1}) // many connections of one caller
 	e.channel("c", "alice")
 	url := wsServer(t, e)
 	const n = 40

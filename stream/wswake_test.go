@@ -82,7 +82,7 @@ func TestWebSocketWriterWakeups(t *testing.T) {
 }
 
 func writerWakeups(t *testing.T) {
-	e := newEnv(t, memory.New(), stream.Config{})
+	e := newEnv(t, memory.New(), stream.Config{MaxStreamsPerCaller: -1}) // many connections of one caller
 	e.channel("c", "alice")
 	url := wsServer(t, e)
 	ctx, cancel := context.WithCancel(e.ctx)

@@ -179,7 +179,11 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		log.Info("static webhook registered", "webhookId", w.WebhookID, "url", w.URL)
 	}
 
-	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, Logger: log})
+	maxStreams := cfg.maxStreams
+	if maxStreams == 0 {
+		maxStreams = -1 // the flag's 0: no cap
+	}
+	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, MaxStreamsPerCaller: maxStreams, Logger: log})
 	// One bucket per client address for every request without a
 	// credential: the API's and the sign-in forms beside it.
 	anon := httpapi.NewAnonLimiter(httpapi.RateLimit{Rate: cfg.anonRate, Burst: cfg.anonBurst}, clientAddr(cfg.clientHeader))

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -19,6 +20,8 @@ func (t *tx) PutTicket(_ context.Context, tk *chat.StreamTicket) error {
 	}
 	v := *tk
 	v.ExpiresAt = nt(tk.ExpiresAt)
+	v.TokenHash = bytes.Clone(tk.TokenHash)
+	v.TokenIssuedAt, v.TokenExpiresAt = ntp(tk.TokenIssuedAt), ntp(tk.TokenExpiresAt)
 	setKey(t, t.d.tickets, tk.Hash, &v)
 	return nil
 }

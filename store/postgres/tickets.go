@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -9,8 +10,9 @@ import (
 
 // PutTicket implements chat.TicketStore.
 func (t *tx) PutTicket(ctx context.Context, tk *chat.StreamTicket) error {
-	_, err := t.exec(ctx, `INSERT INTO {s}stream_tickets (hash, user_id, admin, expires_at) VALUES ($1, $2, $3, $4)`,
-		tk.Hash, tk.UserID, tk.Admin, timeArg(tk.ExpiresAt))
+	_, err := t.exec(ctx, `INSERT INTO {s}stream_tickets (hash, user_id, admin, expires_at, admin_name, token_hash, token_issued_at, token_expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		tk.Hash, tk.UserID, tk.Admin, timeArg(tk.ExpiresAt), tk.AdminName, bytesArg(tk.TokenHash), timePtrArg(tk.TokenIssuedAt), timePtrArg(tk.TokenExpiresAt))
 	return err
 }
 
@@ -20,8 +22,10 @@ func (t *tx) PutTicket(ctx context.Context, tk *chat.StreamTicket) error {
 func (t *tx) TakeTicket(ctx context.Context, hash string) (*chat.StreamTicket, error) {
 	tk := chat.StreamTicket{Hash: hash}
 	var exp time.Time
-	err := t.queryRow(ctx, `DELETE FROM {s}stream_tickets WHERE hash = $1 RETURNING user_id, admin, expires_at`,
-		[]any{hash}, &tk.UserID, &tk.Admin, &exp)
+	var iat, texp sql.NullTime
+	err := t.queryRow(ctx, `DELETE FROM {s}stream_tickets WHERE hash = $1
+		RETURNING user_id, admin, expires_at, admin_name, token_hash, token_issued_at, token_expires_at`,
+		[]any{hash}, &tk.UserID, &tk.Admin, &exp, &tk.AdminName, &tk.TokenHash, &iat, &texp)
 	if chat.ErrorCode(err) == chat.CodeNotFound {
 		return nil, chat.Errorf(chat.CodeNotFound, "ticket not found")
 	}
@@ -29,6 +33,10 @@ func (t *tx) TakeTicket(ctx context.Context, hash string) (*chat.StreamTicket, e
 		return nil, err
 	}
 	tk.ExpiresAt = chat.NewTime(exp)
+	tk.TokenIssuedAt, tk.TokenExpiresAt = ctp(iat), ctp(texp)
+	if len(tk.TokenHash) == 0 {
+		tk.TokenHash = nil
+	}
 	return &tk, nil
 }
 

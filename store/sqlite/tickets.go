@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -9,8 +10,9 @@ import (
 
 // PutTicket implements chat.TicketStore.
 func (t *tx) PutTicket(ctx context.Context, tk *chat.StreamTicket) error {
-	_, err := t.exec(ctx, `INSERT INTO stream_tickets (hash, user_id, admin, expires_at) VALUES (?,?,?,?)`,
-		tk.Hash, tk.UserID, tk.Admin, ms(tk.ExpiresAt))
+	_, err := t.exec(ctx, `INSERT INTO stream_tickets (hash, user_id, admin, expires_at, admin_name, token_hash, token_issued_at, token_expires_at)
+		VALUES (?,?,?,?,?,?,?,?)`,
+		tk.Hash, tk.UserID, tk.Admin, ms(tk.ExpiresAt), tk.AdminName, ticketHashArg(tk.TokenHash), msp(tk.TokenIssuedAt), msp(tk.TokenExpiresAt))
 	return asConflict(err, "ticket", "")
 }
 
@@ -19,12 +21,18 @@ func (t *tx) PutTicket(ctx context.Context, tk *chat.StreamTicket) error {
 func (t *tx) TakeTicket(ctx context.Context, hash string) (*chat.StreamTicket, error) {
 	tk := chat.StreamTicket{Hash: hash}
 	var exp int64
-	err := t.row(ctx, `DELETE FROM stream_tickets WHERE hash = ? RETURNING user_id, admin, expires_at`,
-		[]any{hash}, &tk.UserID, &tk.Admin, &exp)
+	var iat, texp sql.NullInt64
+	err := t.row(ctx, `DELETE FROM stream_tickets WHERE hash = ?
+		RETURNING user_id, admin, expires_at, admin_name, token_hash, token_issued_at, token_expires_at`,
+		[]any{hash}, &tk.UserID, &tk.Admin, &exp, &tk.AdminName, &tk.TokenHash, &iat, &texp)
 	if err != nil {
 		return nil, asNotFound(err, "ticket", "")
 	}
 	tk.ExpiresAt = fromMs(exp)
+	tk.TokenIssuedAt, tk.TokenExpiresAt = fromMsp(iat), fromMsp(texp)
+	if len(tk.TokenHash) == 0 {
+		tk.TokenHash = nil
+	}
 	return &tk, nil
 }
 
@@ -34,4 +42,13 @@ func (t *tx) DeleteTicketsBefore(ctx context.Context, before time.Time, limit in
 		(SELECT hash FROM stream_tickets WHERE expires_at < ? ORDER BY expires_at LIMIT `+limitParam+`)`,
 		ms(chat.NewTime(before)), limitArg(limit))
 	return int(n), err
+}
+
+// ticketHashArg stores a ticket's token hash, empty when it has none (the
+// column is NOT NULL).
+func ticketHashArg(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }

@@ -16,6 +16,7 @@ var ticketCases = []tcase{
 	{"TakeOnce", testTicketTakeOnce},
 	{"Rollback", testTicketRollback},
 	{"Expiry", testTicketExpiry},
+	{"Access", testTicketAccess},
 }
 
 var errRollback = errors.New("roll back")
@@ -114,4 +115,32 @@ func testTicketExpiry(t *testing.T, e *env) {
 	tk, err := e.takeTicket("h3")
 	require.NoError(t, err)
 	require.Equal(t, at(4000).UnixMilli(), tk.ExpiresAt.UnixMilli())
+}
+
+// testTicketAccess: a ticket keeps the access it was issued under: an
+// admin's account and token hash, a user token's iat and exp (absent
+// claims stay nil).
+func testTicketAccess(t *testing.T, e *env) {
+	iat, exp := at(1000), at(90000)
+	admin := &chat.StreamTicket{Hash: "a", UserID: "ops-user", Admin: true, ExpiresAt: at(5000),
+		AdminName: "ops", TokenHash: []byte{0, 1, 2, 0xff}}
+	user := &chat.StreamTicket{Hash: "u", UserID: "alice", ExpiresAt: at(5000), TokenIssuedAt: &iat, TokenExpiresAt: &exp}
+	bare := &chat.StreamTicket{Hash: "b", UserID: "bob", ExpiresAt: at(5000)}
+	for _, tk := range []*chat.StreamTicket{admin, user, bare} {
+		e.putTicket(tk)
+	}
+	for _, want := range []*chat.StreamTicket{admin, user, bare} {
+		got, err := e.takeTicket(want.Hash)
+		require.NoError(t, err)
+		require.Equal(t, want.AdminName, got.AdminName)
+		require.Equal(t, want.TokenHash, got.TokenHash)
+		for _, p := range [][2]*chat.Time{{want.TokenIssuedAt, got.TokenIssuedAt}, {want.TokenExpiresAt, got.TokenExpiresAt}} {
+			if p[0] == nil {
+				require.Nil(t, p[1], want.Hash)
+				continue
+			}
+			require.NotNil(t, p[1], want.Hash)
+			require.Equal(t, p[0].UnixMilli(), p[1].UnixMilli(), want.Hash)
+		}
+	}
 }
