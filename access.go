@@ -24,7 +24,8 @@ const (
 // EventUserDidRevokeTokens): kept in the log for the processes, never
 // delivered to webhooks or streams.
 func IsInternalEvent(name string) bool {
-	return name == EventUserDidRevokeTokens || name == EventAdminDidRevokeToken
+	return name == EventUserDidRevokeTokens || name == EventAdminDidRevokeToken ||
+		name == EventUserDidBlock || name == EventUserDidUnblock
 }
 
 // AccessEventData is the data of the internal events: UserID and

@@ -69,6 +69,8 @@ const (
 	actAudit            action = "audit.query"
 	actCheckMessage     action = "moderation.check"
 	actPurgeMessages    action = "user.purgeMessages"
+	actBlockSelf        action = "user.blockSelf"
+	actBlockOthers      action = "user.blockOthers"
 )
 
 // right is what an action needs from a caller who is not an admin.
@@ -128,6 +130,8 @@ var rights = map[action]right{
 	actAudit:            {adminOnly: true},
 	actCheckMessage:     {adminOnly: true},
 	actPurgeMessages:    {adminOnly: true},
+	actBlockSelf:        {},
+	actBlockOthers:      {adminOnly: true},
 }
 
 // caller is an authorized actor: its user record (nil when the user does
@@ -284,6 +288,8 @@ func describe(act action) string {
 		return "check messages against the moderation rules"
 	case actPurgeMessages:
 		return "purge the messages of users"
+	case actBlockOthers:
+		return "block or unblock for others, or list their blocks"
 	}
 	return string(act)
 }

@@ -28,6 +28,8 @@ const (
 	EventChannelDidUpdate      = "channel.didUpdate"
 	EventChannelDidUnmute      = "channel.didUnmute"
 	EventChannelDidUnmuteUsers = "channel.didUnmuteUsers"
+	EventReportDidCreate       = "report.didCreate"
+	EventReportDidResolve      = "report.didResolve"
 )
 
 // EventNames lists every event the engine emits.
@@ -37,6 +39,7 @@ var EventNames = []string{
 	EventChannelDidBanUsers, EventChannelDidUnbanUsers, EventUserDidUpdate, EventUserDidGlobalBan,
 	EventUserDidGlobalUnban, EventReactionDidAdd, EventReactionDidRemove, EventMessageDidFlag,
 	EventMessageDidUpdate, EventChannelDidUpdate, EventChannelDidUnmute, EventChannelDidUnmuteUsers,
+	EventReportDidCreate, EventReportDidResolve,
 }
 
 // Envelope is the body of every webhook delivery.
@@ -49,16 +52,13 @@ type Envelope struct {
 
 // MessageEventData is the data of message.didCreate, message.didDelete,
 // message.didFlag and message.didUpdate. FlaggerID is set on
-// message.didFlag only, EditorID on message.didUpdate only. PreSendHook is
-// true on a message.didFlag of the pre-send hook's flag (which has no
-// flaggerId), with the hook's Reason when it gave one.
+// message.didFlag only, EditorID on message.didUpdate only. The
+// message.didFlag of the pre-send hook's flag is PreSendFlagEventData.
 type MessageEventData struct {
-	Messages    []Message `json:"messages"`
-	Users       []User    `json:"users"`
-	FlaggerID   string    `json:"flaggerId,omitempty"`
-	EditorID    string    `json:"editorId,omitempty"`
-	PreSendHook bool      `json:"preSendHook,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
+	Messages  []Message `json:"messages"`
+	Users     []User    `json:"users"`
+	FlaggerID string    `json:"flaggerId,omitempty"`
+	EditorID  string    `json:"editorId,omitempty"`
 }
 
 // ChannelEventData is the data of the channel events. UserIDs are the

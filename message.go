@@ -336,7 +336,8 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 	if err != nil {
 		return nil, err
 	}
-	id := s.newID()
+	// hook is nil without a pre-send hook: the path is then what it
+	// was without one (one pointer more in the closure).
 	var hook *hookAnswer
 	if s.cfg.PreSendHook != nil {
 		// The rules first (a message they refuse never reaches the hook),
@@ -348,7 +349,7 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 		}); err != nil {
 			return nil, err
 		}
-		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: id, ChannelID: in.ChannelID, UserID: actorID,
+		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID,
 			Type: in.Type, Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}); err != nil {
 			return nil, err
 		}
@@ -359,7 +360,7 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 		if err != nil {
 			return err
 		}
-		r := &newMessage{m: [1]Message{{MessageID: id, ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
+		r := &newMessage{m: [1]Message{{MessageID: hook.id(s), ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
 			Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}}}
 		out, err = s.insertHooked(ctx, tx, ev, pc, r, nil, hook)
 		return err
@@ -471,7 +472,6 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 	if in.Caption != "" {
 		texts = []string{in.Caption}
 	}
-	id := s.newID()
 	var hook *hookAnswer
 	if s.cfg.PreSendHook != nil {
 		// As in CreateMessage: the rules, then the hook, outside any
@@ -483,7 +483,7 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 			return nil, err
 		}
 		var err error
-		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: id, ChannelID: in.ChannelID, UserID: actorID,
+		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID,
 			Type: MessageTypeImage, Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}); err != nil {
 			return nil, err
 		}
@@ -494,7 +494,7 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 		if err != nil {
 			return err
 		}
-		r := &newMessage{m: [1]Message{{MessageID: id, ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
+		r := &newMessage{m: [1]Message{{MessageID: hook.id(s), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
 			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
 		out, err = s.insertHooked(ctx, tx, ev, pc, r, blobs, hook)
 		return err
@@ -519,7 +519,6 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 	}
 	name := SafeFileName(in.FileName)
 	data := FileData{FileID: s.newID(), FileName: name, MimeType: mt, Size: int64(len(in.Data))}
-	id := s.newID()
 	var hook *hookAnswer
 	if s.cfg.PreSendHook != nil {
 		// As in CreateMessage: the rules, then the hook, outside any
@@ -531,7 +530,7 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 			return nil, err
 		}
 		var err error
-		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: id, ChannelID: in.ChannelID, UserID: actorID,
+		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID,
 			Type: MessageTypeFile, Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}); err != nil {
 			return nil, err
 		}
@@ -542,7 +541,7 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 		if err != nil {
 			return err
 		}
-		r := &newMessage{m: [1]Message{{MessageID: id, ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
+		r := &newMessage{m: [1]Message{{MessageID: hook.id(s), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
 			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
 		out, err = s.insertHooked(ctx, tx, ev, pc, r, []*Blob{{Name: "file", ContentType: mt, Data: in.Data}}, hook)
 		return err
@@ -753,7 +752,13 @@ func (s *Service) QueryMessages(ctx context.Context, actorID string, q MessageQu
 		if f.Descending {
 			reverse(ms)
 		}
-		if out, err = s.messageList(ctx, tx, ms); err != nil {
+		// The messages of users the caller blocks are left out; the
+		// page's bounds (and so its tokens) stay those of what was read.
+		blocked, err := blockedSet(ctx, tx, actorID)
+		if err != nil {
+			return err
+		}
+		if out, err = s.messageList(ctx, tx, withoutAuthors(ms, blocked)); err != nil {
 			return err
 		}
 		out.Paging = &Paging{}

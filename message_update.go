@@ -78,7 +78,7 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 			return err
 		}
 		flagged := false
-		if hook != nil {
+		if hook != nil && hook.flag {
 			if flagged, err = s.hookFlag(ctx, tx, m); err != nil {
 				return err
 			}
@@ -93,7 +93,8 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 		}
 		ev.add(EventMessageDidUpdate, MessageEventData{Messages: out.Messages, Users: out.Users, EditorID: actorID})
 		if flagged {
-			ev.add(EventMessageDidFlag, MessageEventData{Messages: out.Messages, Users: out.Users, PreSendHook: true, Reason: hook.reason})
+			ev.add(EventMessageDidFlag, PreSendFlagEventData{MessageEventData: MessageEventData{Messages: out.Messages, Users: out.Users},
+				PreSendHook: true, Reason: hook.reason})
 		}
 		return nil
 	})

@@ -53,17 +53,38 @@ type PreSendHook interface {
 	PreSend(ctx context.Context, m *PreSendMessage) PreSendVerdict
 }
 
+// PreSendFlagEventData is the data of the message.didFlag that follows a
+// message the pre-send hook flagged: the message and its author, without
+// a flaggerId, PreSendHook true and the hook's Reason when it gave one.
+type PreSendFlagEventData struct {
+	MessageEventData
+	PreSendHook bool   `json:"preSendHook"`
+	Reason      string `json:"reason,omitempty"`
+}
+
 // maxPreSendReason bounds the hook's reason quoted in an error message.
 const maxPreSendReason = 500
 
-// hookAnswer is a pre-send hook's flag on a message about to be stored.
+// hookAnswer is a pre-send hook's answer about a message about to be
+// stored: the message's id (the one the hook saw) and whether it flagged
+// it, with its reason.
 type hookAnswer struct {
-	reason string
+	messageID string
+	flag      bool
+	reason    string
 }
 
-// preSend asks the configured hook about m. It returns the hook's flag
-// (nil when the message is allowed as it is) or a CodePreSendRejected
-// error.
+// id returns the id of the message the hook saw, or a new one when no
+// hook was asked (h nil).
+func (h *hookAnswer) id(s *Service) string {
+	if h == nil {
+		return s.newID()
+	}
+	return h.messageID
+}
+
+// preSend asks the configured hook about m. It returns its answer or a
+// CodePreSendRejected error.
 func (s *Service) preSend(ctx context.Context, m *PreSendMessage) (*hookAnswer, error) {
 	v := s.cfg.PreSendHook.PreSend(ctx, m)
 	switch v.Action {
@@ -77,9 +98,9 @@ func (s *Service) preSend(ctx context.Context, m *PreSendMessage) (*hookAnswer, 
 		}
 		return nil, Errorf(CodePreSendRejected, "message refused by the pre-send hook: %s", reason)
 	case PreSendFlag:
-		return &hookAnswer{reason: v.Reason}, nil
+		return &hookAnswer{messageID: m.MessageID, flag: true, reason: v.Reason}, nil
 	}
-	return nil, nil
+	return &hookAnswer{messageID: m.MessageID}, nil
 }
 
 // hookFlag records the pre-send hook's flag on m (about to be stored or
@@ -96,11 +117,11 @@ func (s *Service) hookFlag(ctx context.Context, tx Tx, m *Message) (bool, error)
 	return true, nil
 }
 
-// insertHooked is insertMessage with the pre-send hook's answer: a flag
-// (hook not nil) is stored with the message and emits message.didFlag
-// after message.didCreate.
+// insertHooked is insertMessage with the pre-send hook's answer (nil when
+// no hook was asked): a flag is stored with the message and emits
+// message.didFlag after message.didCreate.
 func (s *Service) insertHooked(ctx context.Context, tx Tx, ev *events, pc *postContext, r *newMessage, blobs []*Blob, hook *hookAnswer) (*MessageList, error) {
-	if hook == nil {
+	if hook == nil || !hook.flag {
 		return s.insertMessage(ctx, tx, ev, pc, r, blobs)
 	}
 	if _, err := s.hookFlag(ctx, tx, &r.m[0]); err != nil {
@@ -110,6 +131,7 @@ func (s *Service) insertHooked(ctx context.Context, tx Tx, ev *events, pc *postC
 	if err != nil {
 		return nil, err
 	}
-	ev.add(EventMessageDidFlag, MessageEventData{Messages: out.Messages, Users: out.Users, PreSendHook: true, Reason: hook.reason})
+	ev.add(EventMessageDidFlag, PreSendFlagEventData{MessageEventData: MessageEventData{Messages: out.Messages, Users: out.Users},
+		PreSendHook: true, Reason: hook.reason})
 	return out, nil
 }

@@ -50,6 +50,7 @@ type Tx interface {
 	PurgeStore
 	MuteExpiryStore
 	TicketStore
+	BlockStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order

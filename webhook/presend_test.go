@@ -199,7 +199,7 @@ func TestPreSendHookFlag(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, chat.EventMessageDidFlag, ev[0].Name)
 	require.Equal(t, chat.EventMessageDidCreate, ev[1].Name)
-	var d chat.MessageEventData
+	var d chat.PreSendFlagEventData
 	require.NoError(t, json.Unmarshal(ev[0].Data, &d))
 	require.True(t, d.PreSendHook)
 	require.Equal(t, "looks rude", d.Reason)
@@ -292,7 +292,14 @@ func TestPreSendHookFailures(t *testing.T) {
 				})
 				n, last := e.state()
 				out, err := e.post("hello")
-				require.Len(t, h.calls(t), 1)
+				if c.status == 0 {
+					// The hook may time out before the request even
+					// reached the endpoint (a slow TLS handshake): the
+					// outcome is the same.
+					require.LessOrEqual(t, len(h.calls(t)), 1)
+				} else {
+					require.Len(t, h.calls(t), 1)
+				}
 				if reject {
 					require.Equal(t, chat.CodePreSendRejected, chat.ErrorCode(err))
 					n2, last2 := e.state()

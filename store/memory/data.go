@@ -92,6 +92,8 @@ type data struct {
 	audit    []*chat.AuditEntry
 	auditIDs map[string]*chat.AuditEntry
 	tickets  map[string]*chat.StreamTicket // stream tickets by hash
+	// Blocks: blocker -> blocked -> when.
+	blocks map[string]map[string]chat.Time
 }
 
 type reactKey struct{ user, msg, name string }
@@ -142,6 +144,7 @@ func newData() *data {
 		meta:          map[string]string{},
 		auditIDs:      map[string]*chat.AuditEntry{},
 		tickets:       map[string]*chat.StreamTicket{},
+		blocks:        map[string]map[string]chat.Time{},
 	}
 }
 
