@@ -81,7 +81,7 @@ func (s *Service) BlockUser(ctx context.Context, actorID, userID, blockedID stri
 	if err := s.checkID("userId", userID); err != nil {
 		return nil, err
 	}
-	if err := s.checkID("blockedId", blockedID); err != nil {
+	if err := s.checkID("userId", blockedID); err != nil {
 		return nil, err
 	}
 	if userID == blockedID {
@@ -128,7 +128,7 @@ func (s *Service) UnblockUser(ctx context.Context, actorID, userID, blockedID st
 	if err := s.checkID("userId", userID); err != nil {
 		return nil, err
 	}
-	if err := s.checkID("blockedId", blockedID); err != nil {
+	if err := s.checkID("userId", blockedID); err != nil {
 		return nil, err
 	}
 	var out *BlockList

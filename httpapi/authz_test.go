@@ -149,6 +149,13 @@ var matrixRows = []matrixRow{
 	{"POST", "/users/{userId}/tokens/revoke", "/users/mem/tokens/revoke", ``, false, adminOnly},
 	{"POST", "/users/{userId}/messages/delete", "/users/mem/messages/delete", `{}`, false, adminOnly},
 	{"POST", "/users/{userId}/messages/delete", "/users/{self}/messages/delete", `{"channelId":"c"}`, false, adminOnly},
+	{"POST", "/users/{userId}/blocks", "/users/{self}/blocks", `{"userId":"zed"}`, false, anyUser},
+	{"POST", "/users/{userId}/blocks", "/users/zed/blocks", `{"userId":"out"}`, false, adminOnly},
+	{"DELETE", "/users/{userId}/blocks", "/users/{self}/blocks?userId=zed", ``, false, anyUser},
+	{"DELETE", "/users/{userId}/blocks", "/users/{self}/blocks", `{"userId":"zed"}`, false, anyUser},
+	{"DELETE", "/users/{userId}/blocks", "/users/zed/blocks", `{"userId":"out"}`, false, adminOnly},
+	{"GET", "/users/{userId}/blocks", "/users/{self}/blocks", ``, false, anyUser},
+	{"GET", "/users/{userId}/blocks", "/users/zed/blocks", ``, false, adminOnly},
 	// Roles.
 	{"GET", "/roles", "/roles", ``, false, adminOnly},
 	{"PUT", "/roles", "/roles", `{"publicIds":["helper"],"permissions":["Channel/ManageChannel"]}`, false, adminOnly},

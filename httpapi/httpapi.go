@@ -209,6 +209,9 @@ func (h *handler) routes() []route {
 		rt(post, "/users/{userId}/token", h.mintUserToken),
 		rt(post, "/users/{userId}/tokens/revoke", h.revokeUserTokens),
 		rt(post, "/users/{userId}/messages/delete", h.purgeMessages),
+		rt(post, "/users/{userId}/blocks", h.blockUser),
+		rt(del, "/users/{userId}/blocks", h.unblockUser),
+		rt(get, "/users/{userId}/blocks", h.listBlocks),
 		// Roles.
 		rt(get, "/roles", h.queryRoles),
 		rt(put, "/roles", h.putRoles),
