@@ -320,6 +320,13 @@ func (h *Hub) pull(ctx context.Context) {
 func (h *Hub) offer(e *chat.Event) {
 	h.last = e.ID
 	if chat.IsInternalEvent(e.Name) {
+		if b, ok := chat.BlockEvent(e); ok {
+			// The blocker's subscriptions learn whom they block.
+			for s := range h.byUser[b.UserID] {
+				s.block(e.Name, b.BlockedID)
+			}
+			return
+		}
 		d, ok := chat.AccessEvent(e)
 		if !ok {
 			return
@@ -336,10 +343,11 @@ func (h *Hub) offer(e *chat.Event) {
 		}
 		return
 	}
-	f := frameOf(e) // one frame per event, shared by the subscribers
+	f := frameOf(e)    // one frame per event, shared by the subscribers
+	var by eventActors // who did it, read once for the subscribers that block someone
 	for s := range h.live {
 		if e.ID > s.pos {
-			s.offerLive(e, f)
+			s.offerLive(e, f, &by)
 		}
 	}
 	if e.Name == chat.EventUserDidGlobalBan {
@@ -581,7 +589,10 @@ type Subscription struct {
 
 	chans   map[string]bool // admin channel filter
 	members map[string]bool // user: channels where it is a member
-	pos     int64           // the last event id offered
+	// blocked holds the users the subscriber blocks (user subscriptions;
+	// nil when none): their messages, reactions and typing are not sent.
+	blocked map[string]bool
+	pos     int64 // the last event id offered
 	// accessPos is the log's position when the Access was checked: an
 	// admin.didRevokeToken after it ends the subscription.
 	accessPos int64
@@ -681,6 +692,13 @@ func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
 	case u.IsGlobalBan:
 		return chat.Errorf(chat.CodeGlobalBanned, "user %q is globally banned", s.f.UserID)
 	}
+	bs, err := tx.ListBlocks(ctx, s.f.UserID)
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		s.block(chat.EventUserDidBlock, b.BlockedID)
+	}
 	s.members = map[string]bool{}
 	var cur *chat.ChannelCursor
 	for {
@@ -716,6 +734,7 @@ func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
 //   - no such event: the membership at last.
 func (s *Subscription) rewindMembership(ctx context.Context, last int64) error {
 	decided := map[string]bool{}
+	unblocked := map[string]bool{} // blocks decided, by blocked user
 	for after := s.pos; after < last; {
 		es, err := s.h.read(ctx, after, readBatch)
 		if err != nil {
@@ -729,6 +748,17 @@ func (s *Subscription) rewindMembership(ctx context.Context, last int64) error {
 				return nil
 			}
 			after = e.ID
+			if b, ok := chat.BlockEvent(e); ok && b.UserID == s.f.UserID && !unblocked[b.BlockedID] {
+				// The first block event about a user tells whether it
+				// was blocked at s.pos: not if it was blocked since.
+				unblocked[b.BlockedID] = true
+				if e.Name == chat.EventUserDidBlock {
+					delete(s.blocked, b.BlockedID)
+				} else {
+					s.block(chat.EventUserDidBlock, b.BlockedID)
+				}
+				continue
+			}
 			if e.ChannelID == "" || decided[e.ChannelID] {
 				continue
 			}
@@ -796,7 +826,7 @@ func (s *Subscription) catchUp(ctx context.Context) {
 			return
 		}
 		for _, e := range es {
-			if s.admit(e) {
+			if s.admit(e, nil) {
 				if !s.Resumed {
 					if !s.enqueue(frameOf(e)) {
 						s.close(ErrTooSlow)
@@ -821,9 +851,9 @@ func frameOf(e *chat.Event) *Frame {
 
 // offerLive offers a logged event; called by the follower with h.mu held.
 // The events that end subscriptions are handled by Hub.offer.
-func (s *Subscription) offerLive(e *chat.Event, f *Frame) {
+func (s *Subscription) offerLive(e *chat.Event, f *Frame, by *eventActors) {
 	s.pos = e.ID
-	if s.admit(e) {
+	if s.admit(e, by) {
 		s.push(f)
 	}
 }
@@ -838,8 +868,11 @@ func (s *Subscription) push(f *Frame) {
 }
 
 // admit reports whether the filter admits e, and keeps a user's set of
-// member channels in step with the events about that user.
-func (s *Subscription) admit(e *chat.Event) bool {
+// member channels in step with the events about that user. An end user
+// who blocks someone is not sent the message and reaction events of the
+// users it blocks (see eventActors; by, when not nil, keeps them for the
+// other subscribers of the event).
+func (s *Subscription) admit(e *chat.Event, by *eventActors) bool {
 	if chat.IsInternalEvent(e.Name) {
 		return false
 	}
@@ -862,7 +895,70 @@ func (s *Subscription) admit(e *chat.Event) bool {
 	case chat.EventChannelDidClose:
 		delete(s.members, e.ChannelID)
 	}
+	if ok && len(s.blocked) > 0 {
+		if by == nil {
+			by = &eventActors{}
+		}
+		for _, u := range by.of(e) {
+			if s.blocked[u] {
+				return false
+			}
+		}
+	}
 	return ok
+}
+
+// block records that the subscriber blocks (user.didBlock) or no longer
+// blocks (user.didUnblock) the user blocked.
+func (s *Subscription) block(event, blocked string) {
+	if event == chat.EventUserDidUnblock {
+		delete(s.blocked, blocked)
+		return
+	}
+	if s.blocked == nil {
+		s.blocked = map[string]bool{}
+	}
+	s.blocked[blocked] = true
+}
+
+// eventActors reads, once per event, the users a blocker must not hear
+// through it: the author of a message event's message, the reactor and
+// the message's author of a reaction event. Only subscribers that block
+// someone ask, so the events of a hub without blocks are never decoded.
+type eventActors struct {
+	done  bool
+	users []string
+}
+
+func (a *eventActors) of(e *chat.Event) []string {
+	if a.done {
+		return a.users
+	}
+	a.done = true
+	switch e.Name {
+	case chat.EventMessageDidCreate, chat.EventMessageDidUpdate, chat.EventMessageDidDelete, chat.EventMessageDidFlag,
+		chat.EventReactionDidAdd, chat.EventReactionDidRemove:
+	default:
+		return nil
+	}
+	var d struct {
+		Messages []struct {
+			UserID string `json:"userId"`
+		} `json:"messages"`
+		Reactions []struct {
+			UserID string `json:"userId"`
+		} `json:"reactions"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return nil
+	}
+	for _, m := range d.Messages {
+		a.users = append(a.users, m.UserID)
+	}
+	for _, r := range d.Reactions {
+		a.users = append(a.users, r.UserID)
+	}
+	return a.users
 }
 
 // ending returns the error that e brings to this subscription, if any,
@@ -874,6 +970,12 @@ func (s *Subscription) ending(e *chat.Event) error {
 			return ErrBanned
 		}
 	case chat.IsInternalEvent(e.Name):
+		if b, ok := chat.BlockEvent(e); ok {
+			if !s.f.Admin && b.UserID == s.f.UserID {
+				s.block(e.Name, b.BlockedID)
+			}
+			return nil
+		}
 		if d, ok := chat.AccessEvent(e); ok {
 			return s.revokedBy(e, d)
 		}
@@ -914,7 +1016,7 @@ func (s *Subscription) admitsEphemeral(ev chat.EphemeralEvent) bool {
 	if ev.Event == chat.EventChannelDidMarkRead {
 		return ev.UserID == s.f.UserID
 	}
-	return ev.UserID != s.f.UserID && s.members[ev.ChannelID]
+	return ev.UserID != s.f.UserID && s.members[ev.ChannelID] && !s.blocked[ev.UserID]
 }
 
 // end records err and closes done; the first error wins.
