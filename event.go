@@ -28,8 +28,6 @@ const (
 	EventChannelDidUpdate      = "channel.didUpdate"
 	EventChannelDidUnmute      = "channel.didUnmute"
 	EventChannelDidUnmuteUsers = "channel.didUnmuteUsers"
-	EventReportDidCreate       = "report.didCreate"
-	EventReportDidResolve      = "report.didResolve"
 )
 
 // EventNames lists every event the engine emits.
@@ -39,7 +37,6 @@ var EventNames = []string{
 	EventChannelDidBanUsers, EventChannelDidUnbanUsers, EventUserDidUpdate, EventUserDidGlobalBan,
 	EventUserDidGlobalUnban, EventReactionDidAdd, EventReactionDidRemove, EventMessageDidFlag,
 	EventMessageDidUpdate, EventChannelDidUpdate, EventChannelDidUnmute, EventChannelDidUnmuteUsers,
-	EventReportDidCreate, EventReportDidResolve,
 }
 
 // Envelope is the body of every webhook delivery.
