@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -117,6 +118,7 @@ func (s *Service) BlockUser(ctx context.Context, actorID, userID, blockedID stri
 		out, err = s.blockList(ctx, tx, bs)
 		return err
 	})
+	s.blocks.forget(userID)
 	return out, err
 }
 
@@ -150,6 +152,7 @@ func (s *Service) UnblockUser(ctx context.Context, actorID, userID, blockedID st
 		out, err = s.blockList(ctx, tx, bs)
 		return err
 	})
+	s.blocks.forget(userID)
 	return out, err
 }
 
@@ -194,16 +197,74 @@ func (s *Service) blockList(ctx context.Context, tx Tx, bs []*Block) (*BlockList
 	return out, nil
 }
 
-// blockedSet returns the users userID blocks (nil when none).
-func blockedSet(ctx context.Context, tx Tx, userID string) (map[string]bool, error) {
+// blockCacheTTL is how long a user's blocks read from the store serve
+// its queries in this process. Blocks made or lifted through this Service
+// take effect at once; those made through another process sharing the
+// store, within blockCacheTTL.
+const blockCacheTTL = time.Second
+
+// blockCacheMax bounds the users whose blocks are cached; beyond it the
+// cache starts over.
+const blockCacheMax = 100_000
+
+// blockCache keeps, per user, the users it blocks (nil: none) and when
+// that was read, so that the message and reactor queries of a user who
+// blocks nobody (nearly every query) cost no extra statement.
+type blockCache struct {
+	mu sync.Mutex
+	m  map[string]blockEntry
+}
+
+type blockEntry struct {
+	set  map[string]bool
+	read time.Time
+}
+
+func (c *blockCache) get(userID string, now time.Time) (map[string]bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[userID]
+	if !ok || now.Sub(e.read) >= blockCacheTTL || now.Before(e.read) {
+		return nil, false
+	}
+	return e.set, true
+}
+
+func (c *blockCache) put(userID string, set map[string]bool, read time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= blockCacheMax {
+		c.m = map[string]blockEntry{}
+	}
+	c.m[userID] = blockEntry{set: set, read: read}
+}
+
+func (c *blockCache) forget(userID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, userID)
+}
+
+// blockedSet returns the users userID blocks (nil when none), from the
+// cache when it was read less than blockCacheTTL ago. The set is shared:
+// read only.
+func (s *Service) blockedSet(ctx context.Context, tx Tx, userID string) (map[string]bool, error) {
+	now := time.Now() // the cache's own clock, not the Service's
+	if set, ok := s.blocks.get(userID, now); ok {
+		return set, nil
+	}
 	bs, err := tx.ListBlocks(ctx, userID)
-	if err != nil || len(bs) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	set := make(map[string]bool, len(bs))
-	for _, b := range bs {
-		set[b.BlockedID] = true
+	var set map[string]bool
+	if len(bs) > 0 {
+		set = make(map[string]bool, len(bs))
+		for _, b := range bs {
+			set[b.BlockedID] = true
+		}
 	}
+	s.blocks.put(userID, set, now)
 	return set, nil
 }
 

@@ -142,6 +142,8 @@ type Service struct {
 	jwtParser *jwt.Parser
 	// muteSet wakes the mute expirer when a mute with an end is written.
 	muteSet chan struct{}
+	// blocks caches the users each user blocks (see blockedSet).
+	blocks blockCache
 }
 
 // New returns a Service over store. It reads or creates the paging key

@@ -754,7 +754,7 @@ func (s *Service) QueryMessages(ctx context.Context, actorID string, q MessageQu
 		}
 		// The messages of users the caller blocks are left out; the
 		// page's bounds (and so its tokens) stay those of what was read.
-		blocked, err := blockedSet(ctx, tx, actorID)
+		blocked, err := s.blockedSet(ctx, tx, actorID)
 		if err != nil {
 			return err
 		}

@@ -106,7 +106,7 @@ func (s *Service) QueryReactors(ctx context.Context, actorID string, q ReactorQu
 		if err != nil {
 			return err
 		}
-		blocked, err := blockedSet(ctx, tx, actorID)
+		blocked, err := s.blockedSet(ctx, tx, actorID)
 		if err != nil {
 			return err
 		}
