@@ -24,7 +24,8 @@ const (
 // EventUserDidRevokeTokens): kept in the log for the processes, never
 // delivered to webhooks or streams.
 func IsInternalEvent(name string) bool {
-	return name == EventUserDidRevokeTokens || name == EventAdminDidRevokeToken
+	return name == EventUserDidRevokeTokens || name == EventAdminDidRevokeToken ||
+		name == EventUserDidBlock || name == EventUserDidUnblock
 }
 
 // AccessEventData is the data of the internal events: UserID and
@@ -37,10 +38,11 @@ type AccessEventData struct {
 	Rotated   bool   `json:"rotated,omitempty"`
 }
 
-// AccessEvent decodes the data of an internal event; ok is false for any
-// other event or undecodable data.
+// AccessEvent decodes the data of user.didRevokeTokens or
+// admin.didRevokeToken; ok is false for any other event (the block events
+// included, see BlockEvent) or undecodable data.
 func AccessEvent(e *Event) (d AccessEventData, ok bool) {
-	if !IsInternalEvent(e.Name) {
+	if e.Name != EventUserDidRevokeTokens && e.Name != EventAdminDidRevokeToken {
 		return d, false
 	}
 	return d, json.Unmarshal(e.Data, &d) == nil

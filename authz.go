@@ -74,6 +74,8 @@ const (
 	actReviewReports    action = "report.review"
 	actExportUser       action = "user.export"
 	actEraseUser        action = "user.erase"
+	actBlockSelf        action = "user.blockSelf"
+	actBlockOthers      action = "user.blockOthers"
 )
 
 // right is what an action needs from a caller who is not an admin.
@@ -138,6 +140,8 @@ var rights = map[action]right{
 	actReviewReports:    {adminOnly: true},
 	actExportUser:       {adminOnly: true},
 	actEraseUser:        {adminOnly: true},
+	actBlockSelf:        {},
+	actBlockOthers:      {adminOnly: true},
 }
 
 // caller is an authorized actor: its user record (nil when the user does
@@ -302,6 +306,8 @@ func describe(act action) string {
 		return "export the data of users"
 	case actEraseUser:
 		return "erase the data of users"
+	case actBlockOthers:
+		return "block or unblock for others, or list their blocks"
 	}
 	return string(act)
 }

@@ -213,6 +213,9 @@ func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateCh
 			if _, err := s.authorizeUser(ctx, tx, actorID, cl.user, actAddUsers, ""); err != nil {
 				return err
 			}
+			if err := checkNotBlocked(ctx, tx, cl, actorID, members); err != nil {
+				return err
+			}
 		}
 		if !cl.admin && !slices.Contains(members, actorID) {
 			// A user who creates a channel becomes a member; an admin
@@ -498,10 +501,14 @@ func (s *Service) AddUsers(ctx context.Context, actorID, channelID string, userI
 	now := s.Now()
 	var out *ChannelList
 	err = s.update(ctx, func(tx Tx, ev *events) error {
-		if _, err := s.authorize(ctx, tx, actorID, othersOrSelf(actorID, ids, actAddUsers), channelID); err != nil {
+		cl, err := s.authorize(ctx, tx, actorID, othersOrSelf(actorID, ids, actAddUsers), channelID)
+		if err != nil {
 			return err
 		}
 		if _, err := openChannel(ctx, tx, channelID); err != nil {
+			return err
+		}
+		if err := checkNotBlocked(ctx, tx, cl, actorID, ids); err != nil {
 			return err
 		}
 		users, err := tx.EnsureUsers(ctx, ids, now.Time)

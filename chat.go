@@ -114,6 +114,11 @@ type Config struct {
 	// hashed from now on (stored hashes keep theirs). Default
 	// AdminPasswordCost (12); tests may lower it to bcrypt.MinCost (4).
 	AdminPasswordCost int
+	// PreSendHook, when not nil, decides about every new message (and
+	// every edit) after the message rules passed and before it is stored
+	// (webhook.NewPreSendHook calls an HTTPS endpoint). Default nil: no
+	// hook, nothing asked.
+	PreSendHook PreSendHook
 }
 
 // Service implements the chat rules on top of a Store. It is safe for
@@ -139,6 +144,8 @@ type Service struct {
 	jwtParser *jwt.Parser
 	// muteSet wakes the mute expirer when a mute with an end is written.
 	muteSet chan struct{}
+	// blocks caches the users each user blocks (see blockedSet).
+	blocks blockCache
 }
 
 // New returns a Service over store. It reads or creates the paging key

@@ -23,6 +23,7 @@ const (
 	CodeLinkNotAllowed   Code = 400309 // link not allowed by the whitelist
 	CodeRateLimited      Code = 400311 // rate limited
 	CodeGlobalBanned     Code = 400312 // user is globally banned
+	CodePreSendRejected  Code = 400313 // refused by the pre-send hook
 	CodeNotFound         Code = 400400 // not found
 	CodeConflict         Code = 400900 // conflict, e.g. channelId already used
 	CodeTooLarge         Code = 400413 // body or upload too large
@@ -58,6 +59,8 @@ func (c Code) String() string {
 		return "rate limited"
 	case CodeGlobalBanned:
 		return "user is globally banned"
+	case CodePreSendRejected:
+		return "refused by the pre-send hook"
 	case CodeNotFound:
 		return "not found"
 	case CodeConflict:

@@ -52,7 +52,8 @@ type Envelope struct {
 
 // MessageEventData is the data of message.didCreate, message.didDelete,
 // message.didFlag and message.didUpdate. FlaggerID is set on
-// message.didFlag only, EditorID on message.didUpdate only.
+// message.didFlag only, EditorID on message.didUpdate only. The
+// message.didFlag of the pre-send hook's flag is PreSendFlagEventData.
 type MessageEventData struct {
 	Messages  []Message `json:"messages"`
 	Users     []User    `json:"users"`

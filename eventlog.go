@@ -76,6 +76,10 @@ func eventScope(data any) (channelID string, userIDs []string) {
 		if len(d.Messages) > 0 {
 			channelID = d.Messages[0].ChannelID
 		}
+	case PreSendFlagEventData:
+		if len(d.Messages) > 0 {
+			channelID = d.Messages[0].ChannelID
+		}
 	case ChannelEventData:
 		channelID, userIDs = d.Channel.ChannelID, d.UserIDs
 	case closedChannelData:
@@ -88,6 +92,8 @@ func eventScope(data any) (channelID string, userIDs []string) {
 		if d.UserID != "" {
 			userIDs = []string{d.UserID}
 		}
+	case BlockEventData:
+		userIDs = []string{d.UserID}
 	case ReactionEventData:
 		if len(d.Messages) > 0 {
 			channelID = d.Messages[0].ChannelID

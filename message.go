@@ -321,11 +321,38 @@ func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *post
 // CodeBadRequest (validation; parent not a live message of the channel),
 // CodeNotFound (channel), CodeForbidden (closed), CodePermissionDenied (not
 // a member and not an admin), CodeChannelMuted, CodeUserMuted, CodeRateLimited (slow mode),
-// CodeUserBanned, CodeGlobalBanned, CodeBlacklisted, CodeLinkNotAllowed.
+// CodeUserBanned, CodeGlobalBanned, CodeBlacklisted, CodeLinkNotAllowed,
+// CodePreSendRejected.
+//
+// With a pre-send hook configured (Config.PreSendHook), a message that
+// passed every rule is shown to the hook before it is stored, outside any
+// store transaction; a reject answer is CodePreSendRejected with the
+// hook's reason and stores nothing; a flag answer stores the message with
+// the hook's flag (flagCount 1, PreSendHookFlagger) and emits
+// message.didFlag after message.didCreate. Image and file messages go
+// through the hook the same way.
 func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMessage) (*MessageList, error) {
 	p, err := s.preparePost(actorID, &in)
 	if err != nil {
 		return nil, err
+	}
+	// hook is nil without a pre-send hook: the path is then what it
+	// was without one (one pointer more in the closure).
+	var hook *hookAnswer
+	if s.cfg.PreSendHook != nil {
+		// The rules first (a message they refuse never reaches the hook),
+		// then the hook outside any transaction; the rules run again
+		// where the message is stored.
+		if err := s.view(ctx, func(tx Tx) error {
+			_, err := s.runPost(ctx, tx, p, false)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID,
+			Type: in.Type, Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}); err != nil {
+			return nil, err
+		}
 	}
 	var out *MessageList
 	// Posting is the hot path: the store need not wait for the event's id
@@ -335,9 +362,9 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 		if err != nil {
 			return err
 		}
-		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
+		r := &newMessage{m: [1]Message{{MessageID: hook.id(s), ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
 			Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}}}
-		out, err = s.insertMessage(ctx, tx, ev, pc, r, nil)
+		out, err = s.insertHooked(ctx, tx, ev, pc, r, nil, hook)
 		return err
 	})
 	return out, err
@@ -447,15 +474,31 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 	if in.Caption != "" {
 		texts = []string{in.Caption}
 	}
+	var hook *hookAnswer
+	if s.cfg.PreSendHook != nil {
+		// As in CreateMessage: the rules, then the hook, outside any
+		// transaction.
+		if err := s.view(ctx, func(tx Tx) error {
+			_, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts, false)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		var err error
+		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID,
+			Type: MessageTypeImage, Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}); err != nil {
+			return nil, err
+		}
+	}
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
 		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, texts, true)
 		if err != nil {
 			return err
 		}
-		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
+		r := &newMessage{m: [1]Message{{MessageID: hook.id(s), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
 			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
-		out, err = s.insertMessage(ctx, tx, ev, pc, r, blobs)
+		out, err = s.insertHooked(ctx, tx, ev, pc, r, blobs, hook)
 		return err
 	})
 	return out, err
@@ -478,15 +521,31 @@ func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in Crea
 	}
 	name := SafeFileName(in.FileName)
 	data := FileData{FileID: s.newID(), FileName: name, MimeType: mt, Size: int64(len(in.Data))}
+	var hook *hookAnswer
+	if s.cfg.PreSendHook != nil {
+		// As in CreateMessage: the rules, then the hook, outside any
+		// transaction.
+		if err := s.view(ctx, func(tx Tx) error {
+			_, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil, false)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		var err error
+		if hook, err = s.preSend(ctx, &PreSendMessage{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID,
+			Type: MessageTypeFile, Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}); err != nil {
+			return nil, err
+		}
+	}
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
 		pc, err := s.checkPost(ctx, tx, actorID, in.ChannelID, in.ParentID, nil, true)
 		if err != nil {
 			return err
 		}
-		r := &newMessage{m: [1]Message{{MessageID: s.newID(), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
+		r := &newMessage{m: [1]Message{{MessageID: hook.id(s), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeFile,
 			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
-		out, err = s.insertMessage(ctx, tx, ev, pc, r, []*Blob{{Name: "file", ContentType: mt, Data: in.Data}})
+		out, err = s.insertHooked(ctx, tx, ev, pc, r, []*Blob{{Name: "file", ContentType: mt, Data: in.Data}}, hook)
 		return err
 	})
 	return out, err
@@ -695,7 +754,13 @@ func (s *Service) QueryMessages(ctx context.Context, actorID string, q MessageQu
 		if f.Descending {
 			reverse(ms)
 		}
-		if out, err = s.messageList(ctx, tx, ms); err != nil {
+		// The messages of users the caller blocks are left out; the
+		// page's bounds (and so its tokens) stay those of what was read.
+		blocked, err := s.blockedSet(ctx, tx, actorID)
+		if err != nil {
+			return err
+		}
+		if out, err = s.messageList(ctx, tx, withoutAuthors(ms, blocked)); err != nil {
 			return err
 		}
 		out.Paging = &Paging{}

@@ -106,6 +106,10 @@ func (s *Service) QueryReactors(ctx context.Context, actorID string, q ReactorQu
 		if err != nil {
 			return err
 		}
+		blocked, err := s.blockedSet(ctx, tx, actorID)
+		if err != nil {
+			return err
+		}
 		more := len(rs) > limit
 		if more {
 			rs = rs[:limit]
@@ -116,6 +120,9 @@ func (s *Service) QueryReactors(ctx context.Context, actorID string, q ReactorQu
 		g := ReactionGroup{ReferenceID: q.ReferenceID, ReferenceType: ReferenceTypeMessage, Reactors: make([]Reactor, 0, len(rs))}
 		ids := make([]string, 0, len(rs))
 		for _, r := range rs {
+			if blocked[r.UserID] {
+				continue // the caller blocks this reactor; the paging bounds stay
+			}
 			g.Reactors = append(g.Reactors, Reactor{ReactionID: r.ReactionID, ReactionName: r.ReactionName, UserID: r.UserID, CreatedAt: r.CreatedAt})
 			ids = append(ids, r.UserID)
 		}

@@ -72,6 +72,7 @@ type Tx interface {
 	TicketStore
 	ReportStore
 	UserDataStore
+	BlockStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order

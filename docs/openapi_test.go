@@ -630,6 +630,13 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "carol"}, form: "channelId=random"})
 	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "nobody"}, json: map[string]any{}, want: 404})
 	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "alice"}, json: map[string]any{"since": "soon"}, want: 400})
+	alice := map[string]string{"userId": "alice"}
+	f.do(call{method: "POST", pattern: "/users/{userId}/blocks", params: alice, json: map[string]any{"userId": "mallory"}})
+	f.do(call{method: "POST", pattern: "/users/{userId}/blocks", params: alice, form: "userId=bob"})
+	f.do(call{method: "POST", pattern: "/users/{userId}/blocks", params: alice, json: map[string]any{"userId": "alice"}, want: 400})
+	f.do(call{method: "GET", pattern: "/users/{userId}/blocks", params: alice})
+	f.do(call{method: "DELETE", pattern: "/users/{userId}/blocks", params: alice, query: "userId=bob"})
+	f.do(call{method: "DELETE", pattern: "/users/{userId}/blocks", params: alice, json: map[string]any{"userId": "mallory"}})
 	audit := f.do(call{method: "GET", pattern: "/audit", query: "options[limit]=2"})
 	f.do(call{method: "GET", pattern: "/audit", query: "options[token]=" + url.QueryEscape(audit["paging"].(map[string]any)["next"].(string))})
 	f.do(call{method: "GET", pattern: "/audit", query: "action=channel.close&channelId=general&actorId=admin"})

@@ -152,6 +152,13 @@ var matrixRows = []matrixRow{
 	{"GET", "/users/{userId}/export", "/users/mem/export", ``, false, adminOnly},
 	{"GET", "/users/{userId}/export", "/users/{self}/export", ``, false, adminOnly},
 	{"POST", "/users/{userId}/erase", "/users/zed/erase", ``, false, adminOnly},
+	{"POST", "/users/{userId}/blocks", "/users/{self}/blocks", `{"userId":"zed"}`, false, anyUser},
+	{"POST", "/users/{userId}/blocks", "/users/zed/blocks", `{"userId":"out"}`, false, adminOnly},
+	{"DELETE", "/users/{userId}/blocks", "/users/{self}/blocks?userId=zed", ``, false, anyUser},
+	{"DELETE", "/users/{userId}/blocks", "/users/{self}/blocks", `{"userId":"zed"}`, false, anyUser},
+	{"DELETE", "/users/{userId}/blocks", "/users/zed/blocks", `{"userId":"out"}`, false, adminOnly},
+	{"GET", "/users/{userId}/blocks", "/users/{self}/blocks", ``, false, anyUser},
+	{"GET", "/users/{userId}/blocks", "/users/zed/blocks", ``, false, adminOnly},
 	// Roles.
 	{"GET", "/roles", "/roles", ``, false, adminOnly},
 	{"PUT", "/roles", "/roles", `{"publicIds":["helper"],"permissions":["Channel/ManageChannel"]}`, false, adminOnly},

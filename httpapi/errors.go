@@ -25,6 +25,7 @@ var statusOf = map[chat.Code]int{
 	chat.CodeLinkNotAllowed:   http.StatusForbidden,
 	chat.CodeRateLimited:      http.StatusTooManyRequests,
 	chat.CodeGlobalBanned:     http.StatusForbidden,
+	chat.CodePreSendRejected:  http.StatusForbidden,
 	chat.CodeNotFound:         http.StatusNotFound,
 	chat.CodeConflict:         http.StatusConflict,
 	chat.CodeTooLarge:         http.StatusRequestEntityTooLarge,

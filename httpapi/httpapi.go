@@ -247,6 +247,9 @@ func (h *handler) routes() []route {
 		rt(post, "/users/{userId}/messages/delete", h.purgeMessages),
 		rt(get, "/users/{userId}/export", h.exportUser),
 		rt(post, "/users/{userId}/erase", h.eraseUser),
+		rt(post, "/users/{userId}/blocks", h.blockUser),
+		rt(del, "/users/{userId}/blocks", h.unblockUser),
+		rt(get, "/users/{userId}/blocks", h.listBlocks),
 		// Roles.
 		rt(get, "/roles", h.queryRoles),
 		rt(put, "/roles", h.putRoles),

@@ -343,6 +343,13 @@ func (h *Hub) pull(ctx context.Context) {
 func (h *Hub) offer(e *chat.Event) {
 	h.last = e.ID
 	if chat.IsInternalEvent(e.Name) {
+		if b, ok := chat.BlockEvent(e); ok {
+			// The blocker's subscriptions learn whom they block.
+			for s := range h.byUser[b.UserID] {
+				s.block(e.Name, b.BlockedID)
+			}
+			return
+		}
 		d, ok := chat.AccessEvent(e)
 		if !ok {
 			return
@@ -359,16 +366,17 @@ func (h *Hub) offer(e *chat.Event) {
 		}
 		return
 	}
-	f := frameOf(e) // one frame per event, shared by the subscribers
+	f := frameOf(e)    // one frame per event, shared by the subscribers
+	var by eventActors // who did it, read once for the subscribers that block someone
 	for s := range h.all {
-		h.offerTo(s, e, f)
+		h.offerTo(s, e, f, &by)
 	}
 	for s := range h.byChannel[e.ChannelID] {
-		h.offerTo(s, e, f)
+		h.offerTo(s, e, f, &by)
 	}
 	for _, u := range e.UserIDs {
 		for s := range h.byUser[u] {
-			h.offerTo(s, e, f)
+			h.offerTo(s, e, f, &by)
 		}
 	}
 	if e.Name == chat.EventUserDidGlobalBan {
@@ -389,7 +397,7 @@ func (h *Hub) offer(e *chat.Event) {
 // queued: the event that adds the user reaches it through byUser, the
 // next ones of the channel through byChannel; the event that removes it
 // (or closes the channel) is the last one offered to it there.
-func (h *Hub) offerTo(s *Subscription, e *chat.Event, f *Frame) {
+func (h *Hub) offerTo(s *Subscription, e *chat.Event, f *Frame, by *eventActors) {
 	if e.ID <= s.pos {
 		return
 	}
@@ -400,7 +408,7 @@ func (h *Hub) offerTo(s *Subscription, e *chat.Event, f *Frame) {
 	c := e.ChannelID
 	moves := !s.f.Admin && c != "" && movesMembership(e.Name)
 	was := moves && s.members[c]
-	ok := s.admit(e)
+	ok := s.admit(e, by)
 	if now := moves && s.members[c]; now != was {
 		if now {
 			h.byChannel.add(c, s)
@@ -687,7 +695,10 @@ type Subscription struct {
 
 	chans   map[string]bool // admin channel filter
 	members map[string]bool // user: channels where it is a member
-	pos     int64           // the last event id offered
+	// blocked holds the users the subscriber blocks (user subscriptions;
+	// nil when none): their messages, reactions and typing are not sent.
+	blocked map[string]bool
+	pos     int64 // the last event id offered
 	// accessPos is the log's position when the Access was checked: an
 	// admin.didRevokeToken after it ends the subscription.
 	accessPos int64
@@ -787,6 +798,13 @@ func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
 	case u.IsGlobalBan:
 		return chat.Errorf(chat.CodeGlobalBanned, "user %q is globally banned", s.f.UserID)
 	}
+	bs, err := tx.ListBlocks(ctx, s.f.UserID)
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		s.block(chat.EventUserDidBlock, b.BlockedID)
+	}
 	s.members = map[string]bool{}
 	var cur *chat.ChannelCursor
 	for {
@@ -822,6 +840,7 @@ func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
 //   - no such event: the membership at last.
 func (s *Subscription) rewindMembership(ctx context.Context, last int64) error {
 	decided := map[string]bool{}
+	unblocked := map[string]bool{} // blocks decided, by blocked user
 	for after := s.pos; after < last; {
 		es, err := s.h.read(ctx, after, readBatch)
 		if err != nil {
@@ -835,6 +854,17 @@ func (s *Subscription) rewindMembership(ctx context.Context, last int64) error {
 				return nil
 			}
 			after = e.ID
+			if b, ok := chat.BlockEvent(e); ok && b.UserID == s.f.UserID && !unblocked[b.BlockedID] {
+				// The first block event about a user tells whether it
+				// was blocked at s.pos: not if it was blocked since.
+				unblocked[b.BlockedID] = true
+				if e.Name == chat.EventUserDidBlock {
+					delete(s.blocked, b.BlockedID)
+				} else {
+					s.block(chat.EventUserDidBlock, b.BlockedID)
+				}
+				continue
+			}
 			if e.ChannelID == "" || decided[e.ChannelID] {
 				continue
 			}
@@ -902,7 +932,7 @@ func (s *Subscription) catchUp(ctx context.Context) {
 			return
 		}
 		for _, e := range es {
-			if s.admit(e) {
+			if s.admit(e, nil) {
 				if !s.Resumed {
 					if !s.enqueue(frameOf(e)) {
 						s.close(ErrTooSlow)
@@ -936,8 +966,10 @@ func (s *Subscription) push(f *Frame) {
 
 // admit reports whether the filter admits e, and keeps a user's set of
 // member channels in step with the events about that user (the events
-// movesMembership names).
-func (s *Subscription) admit(e *chat.Event) bool {
+// movesMembership names). An end user who blocks someone is not sent the
+// message and reaction events of the users it blocks (see eventActors;
+// by, when not nil, keeps them for the other subscribers of the event).
+func (s *Subscription) admit(e *chat.Event, by *eventActors) bool {
 	if chat.IsInternalEvent(e.Name) {
 		return false
 	}
@@ -960,6 +992,16 @@ func (s *Subscription) admit(e *chat.Event) bool {
 	case chat.EventChannelDidClose:
 		delete(s.members, e.ChannelID)
 	}
+	if ok && len(s.blocked) > 0 {
+		if by == nil {
+			by = &eventActors{}
+		}
+		for _, u := range by.of(e) {
+			if s.blocked[u] {
+				return false
+			}
+		}
+	}
 	return ok
 }
 
@@ -974,6 +1016,59 @@ func movesMembership(name string) bool {
 	return false
 }
 
+// block records that the subscriber blocks (user.didBlock) or no longer
+// blocks (user.didUnblock) the user blocked.
+func (s *Subscription) block(event, blocked string) {
+	if event == chat.EventUserDidUnblock {
+		delete(s.blocked, blocked)
+		return
+	}
+	if s.blocked == nil {
+		s.blocked = map[string]bool{}
+	}
+	s.blocked[blocked] = true
+}
+
+// eventActors reads, once per event, the users a blocker must not hear
+// through it: the author of a message event's message, the reactor and
+// the message's author of a reaction event. Only subscribers that block
+// someone ask, so the events of a hub without blocks are never decoded.
+type eventActors struct {
+	done  bool
+	users []string
+}
+
+func (a *eventActors) of(e *chat.Event) []string {
+	if a.done {
+		return a.users
+	}
+	a.done = true
+	switch e.Name {
+	case chat.EventMessageDidCreate, chat.EventMessageDidUpdate, chat.EventMessageDidDelete, chat.EventMessageDidFlag,
+		chat.EventReactionDidAdd, chat.EventReactionDidRemove:
+	default:
+		return nil
+	}
+	var d struct {
+		Messages []struct {
+			UserID string `json:"userId"`
+		} `json:"messages"`
+		Reactions []struct {
+			UserID string `json:"userId"`
+		} `json:"reactions"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return nil
+	}
+	for _, m := range d.Messages {
+		a.users = append(a.users, m.UserID)
+	}
+	for _, r := range d.Reactions {
+		a.users = append(a.users, r.UserID)
+	}
+	return a.users
+}
+
 // ending returns the error that e brings to this subscription, if any,
 // when the subscription replays the log (live, Hub.offer decides).
 func (s *Subscription) ending(e *chat.Event) error {
@@ -983,6 +1078,12 @@ func (s *Subscription) ending(e *chat.Event) error {
 			return ErrBanned
 		}
 	case chat.IsInternalEvent(e.Name):
+		if b, ok := chat.BlockEvent(e); ok {
+			if !s.f.Admin && b.UserID == s.f.UserID {
+				s.block(e.Name, b.BlockedID)
+			}
+			return nil
+		}
 		if d, ok := chat.AccessEvent(e); ok {
 			return s.revokedBy(e, d)
 		}
@@ -1023,7 +1124,7 @@ func (s *Subscription) admitsEphemeral(ev chat.EphemeralEvent) bool {
 	if ev.Event == chat.EventChannelDidMarkRead {
 		return ev.UserID == s.f.UserID
 	}
-	return ev.UserID != s.f.UserID && s.members[ev.ChannelID]
+	return ev.UserID != s.f.UserID && s.members[ev.ChannelID] && !s.blocked[ev.UserID]
 }
 
 // end records err and closes done; the first error wins.

@@ -132,7 +132,7 @@ func ExampleNew() {
 	}
 	defer d.Stop(ctx)
 
-	if _, err := svc.CreateChannel(ctx, "ada", chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"ada", "bob"}}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"ada", "bob"}}); err != nil {
 		fmt.Println(err)
 		return
 	}

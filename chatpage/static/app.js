@@ -131,6 +131,7 @@
     reads: new Map(), // open channel: other member's userId -> readToSegment
     typing: new Map(), // open channel: userId -> timer hiding "is typing"
     unseen: false, // the open channel shows news the person has not seen
+    blocked: [], // the users the person blocks (blocks), oldest first
   };
 
   function rememberUsers(users) {
@@ -258,6 +259,14 @@
     const time = el('time', '', new Date(m.createdAt).toLocaleTimeString());
     time.dateTime = m.createdAt;
     meta.append(time);
+    if (m.userId !== session.userId) {
+      // Blocking the author hides its messages, reactions and typing.
+      const block = el('button', 'link block', 'Block');
+      block.type = 'button';
+      block.title = 'Stop seeing ' + displayNameOf(m.userId) + "'s messages";
+      block.addEventListener('click', act(() => blockUser(m.userId)));
+      meta.append(block);
+    }
     li.append(meta);
 
     const data = m.data || {};
@@ -609,6 +618,7 @@
     // The lists show at once; stream.didConnect reads them again, so that
     // nothing between this read and the stream's start is missed.
     loadChannels().catch(handleError);
+    loadBlocks().catch(handleError);
   }
 
   function stopLive() {
@@ -889,6 +899,8 @@
     store.unread.clear();
     store.myReads.clear();
     ownReadsDue.clear();
+    store.blocked = [];
+    renderBlocked();
     closeChannel();
     renderChannels();
     renderSignedIn();
@@ -1029,6 +1041,55 @@
     showStatus('Left ' + channelId + '.');
     await loadChannels();
   }));
+
+  // ---- blocks -------------------------------------------------------------
+
+  function renderBlocked() {
+    const list = $('blocked-users');
+    list.replaceChildren();
+    for (const b of store.blocked) {
+      const li = el('li');
+      li.dataset.userId = b.blockedId;
+      li.append(el('span', 'name', displayNameOf(b.blockedId)));
+      const unblock = el('button', 'link unblock', 'Unblock');
+      unblock.type = 'button';
+      unblock.addEventListener('click', act(() => unblockUser(b.blockedId)));
+      li.append(unblock);
+      list.append(li);
+    }
+    $('no-blocked').hidden = store.blocked.length > 0;
+  }
+
+  function setBlocks(res) {
+    rememberUsers(res.users);
+    store.blocked = res.blocks || [];
+    renderBlocked();
+  }
+
+  const loadBlocks = serial(async () => {
+    const token = session.token;
+    if (!token) {
+      return;
+    }
+    const res = await api('GET', '/users/' + seg(session.userId) + '/blocks');
+    if (session.token === token) {
+      setBlocks(res);
+    }
+  });
+
+  // blockUser blocks userId; the open channel is read again without its
+  // messages (the server leaves them out, here and on the stream).
+  async function blockUser(userId) {
+    setBlocks(await api('POST', '/users/' + seg(session.userId) + '/blocks', { userId: userId }));
+    showStatus('Blocked ' + displayNameOf(userId) + '. Unblock under "Blocked users".');
+    await loadMessages();
+  }
+
+  async function unblockUser(userId) {
+    setBlocks(await api('DELETE', '/users/' + seg(session.userId) + '/blocks?userId=' + encodeURIComponent(userId)));
+    showStatus('Unblocked ' + displayNameOf(userId) + '.');
+    await loadMessages();
+  }
 
   // ---- start --------------------------------------------------------------
 

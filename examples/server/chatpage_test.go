@@ -344,6 +344,33 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 	require.Contains(t, src, "sig=", "through a signed link")
 	require.Equal(t, 64, natural, "the medium rendition of a 64x48 image keeps its size")
 
+	// Alice blocks bob from his message: his messages go, here and on the
+	// stream (a message posted after his shows, his does not); unblocking
+	// brings them back.
+	alice.run(t, "block bob",
+		clickLive(`#messages li.message:not(.mine) button.block`),
+		present(`#blocked-users li[data-user-id="bob"]`),
+		poll(`!(`+messageShown("bob", bobText)+`)`),
+	)
+	bob.run(t, "send while blocked",
+		chromedp.SendKeys(css(`#send-text`), "are you there?"),
+		chromedp.Click(css(`#send-form button`)),
+		poll(messageShown("bob", "are you there?")),
+	)
+	code, body := s.call(t, s.token(t), "POST", "/api/v2/message", map[string]any{"channelId": channelID, "type": "text", "data": map[string]any{"text": "after bob"}})
+	require.Equal(t, 200, code, "%v", body)
+	shownText := func(text string) string {
+		return `Array.from(document.querySelectorAll('#messages li.message .text')).some(function (x) { return x.textContent === ` + jsString(text) + `; })`
+	}
+	alice.run(t, "the stream leaves bob out", poll(shownText("after bob")))
+	require.False(t, evaluate[bool](t, alice, shownText("are you there?")), "bob's message reached his blocker")
+	alice.run(t, "unblock bob",
+		clickLive(`#blocked-users li[data-user-id="bob"] button.unblock`),
+		poll(messageShown("bob", "are you there?")),
+		poll(messageShown("bob", bobText)),
+		poll(`document.querySelector('#blocked-users li') === null`),
+	)
+
 	// CHAT_SCREENSHOT_DIR keeps what each of them sees, for the docs.
 	if dir := os.Getenv("CHAT_SCREENSHOT_DIR"); dir != "" {
 		for _, tb := range []*tab{alice, bob} {

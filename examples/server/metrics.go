@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/webhook"
 )
 
 // metrics holds the server's Prometheus collectors, registered in their own
@@ -24,6 +25,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	storeOps *prometheus.HistogramVec
 	webhooks *prometheus.CounterVec
+	preSend  *prometheus.CounterVec
 	inFlight prometheus.GaugeFunc
 	streams  prometheus.GaugeFunc
 }
@@ -55,6 +57,13 @@ func newMetrics(inFlight, streams func() int) *metrics {
 	for _, r := range []string{chat.DeliveryDelivered, chat.DeliveryPending, chat.DeliveryFailed} {
 		m.webhooks.WithLabelValues(r) // export zeros from the start
 	}
+	m.preSend = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chat_presend_hook_total",
+		Help: "Calls of the pre-send hook by result: allow, reject, flag (its answers), error_allowed or error_rejected (no usable answer: timeout, transport error, non-2xx status, unreadable body; the policy let the message through or refused it).",
+	}, []string{"result"})
+	for _, r := range webhook.PreSendResults {
+		m.preSend.WithLabelValues(r)
+	}
 	m.inFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chat_webhook_in_flight",
 		Help: "Webhook deliveries this process has claimed and not yet recorded (sending or waiting to be recorded).",
@@ -63,7 +72,7 @@ func newMetrics(inFlight, streams func() int) *metrics {
 		Name: "chat_stream_connections",
 		Help: "Event stream connections (GET /events, WebSocket and SSE) open on this process.",
 	}, func() float64 { return float64(streams()) })
-	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.inFlight, m.streams,
+	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.preSend, m.inFlight, m.streams,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

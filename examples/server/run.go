@@ -19,6 +19,7 @@ import (
 	"github.com/chatengine/chat/httpapi"
 	"github.com/chatengine/chat/media"
 	"github.com/chatengine/chat/stream"
+	"github.com/chatengine/chat/webhook"
 )
 
 // version is the server's version; release builds set it with
@@ -64,6 +65,10 @@ type config struct {
 	anonRate        float64
 	anonBurst       int
 	clientHeader    string
+	preSendURL      string
+	preSendSecret   string
+	preSendTimeout  time.Duration
+	preSendPolicy   string
 }
 
 // defaults are the values used when neither a flag nor its variable is set.
@@ -92,6 +97,8 @@ var defaults = config{
 	userBurst:       httpapi.DefaultUserRateLimit.Burst,
 	anonRate:        httpapi.DefaultAnonRateLimit.Rate,
 	anonBurst:       httpapi.DefaultAnonRateLimit.Burst,
+	preSendTimeout:  webhook.DefaultPreSendTimeout,
+	preSendPolicy:   "allow",
 }
 
 // usageError is a mistake on the command line (exit status 2).
@@ -147,6 +154,10 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.Float64Var(&c.anonRate, "anon-rate", c.anonRate, "requests per second each client address may make without a credential (no or a refused token, stream tickets, the panel's sign-in), on average, per process; 0 turns the limit off")
 	fs.IntVar(&c.anonBurst, "anon-burst", c.anonBurst, "requests without a credential a client address may make at once (the bucket size); 0 means twice -anon-rate")
 	fs.StringVar(&c.clientHeader, "client-addr-header", "", "take the client address (for -anon-rate and the panel's sign-in throttle) from this request header, set by a trusted proxy in front (its last comma-separated entry), instead of the connection's peer; only when every request comes through that proxy")
+	fs.StringVar(&c.preSendURL, "pre-send-hook-url", "", "pre-send hook: https endpoint asked about every new or edited message before it is stored (see docs/operations.md)")
+	fs.StringVar(&c.preSendSecret, "pre-send-hook-secret", "", "pre-send hook: secret signing its requests as webhook deliveries are signed (required with -pre-send-hook-url)")
+	fs.DurationVar(&c.preSendTimeout, "pre-send-hook-timeout", c.preSendTimeout, "pre-send hook: how long to wait for its answer before the policy applies")
+	fs.StringVar(&c.preSendPolicy, "pre-send-hook-policy", c.preSendPolicy, "pre-send hook: what happens to a message when the hook gives no usable answer (timeout, error, non-2xx, unreadable): allow | reject")
 	fs.StringVar(&c.userTokenSecret, "user-token-secret", "", "secret signing end users' tokens (HS256 JWTs); default: a random secret made on first start and kept in the store")
 }
 
@@ -373,6 +384,14 @@ func (cfg *config) validate() error {
 		return usagef("-webhook-url needs -webhook-secret (or CHAT_WEBHOOK_SECRET)")
 	case cfg.webhookURL == "" && cfg.webhookSecret != "":
 		return usagef("-webhook-secret needs -webhook-url")
+	case cfg.preSendURL != "" && cfg.preSendSecret == "":
+		return usagef("-pre-send-hook-url needs -pre-send-hook-secret (or CHAT_PRE_SEND_HOOK_SECRET)")
+	case cfg.preSendURL == "" && cfg.preSendSecret != "":
+		return usagef("-pre-send-hook-secret needs -pre-send-hook-url")
+	case cfg.preSendTimeout <= 0:
+		return usagef("-pre-send-hook-timeout must be positive")
+	case cfg.preSendPolicy != "allow" && cfg.preSendPolicy != "reject":
+		return usagef("-pre-send-hook-policy must be allow or reject")
 	case cfg.panelIdle <= 0:
 		return usagef("-admin-panel-idle must be positive")
 	case cfg.unsafeDevSignIn && !cfg.chatPage:

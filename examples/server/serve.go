@@ -143,7 +143,25 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	if _, signals := timed.(chat.DeliveryWatcher); !signals {
 		onCommit = disp.Wake
 	}
+	var preSend chat.PreSendHook
+	if cfg.preSendURL != "" {
+		h, err := webhook.NewPreSendHook(webhook.PreSendConfig{
+			URL:             cfg.preSendURL,
+			Secret:          cfg.preSendSecret,
+			SignatureHeader: cfg.webhookHeader,
+			Timeout:         cfg.preSendTimeout,
+			RejectOnError:   cfg.preSendPolicy == "reject",
+			AllowPrivate:    allowPrivate,
+			Logger:          log,
+			OnResult:        func(r string) { m.preSend.WithLabelValues(r).Inc() },
+		})
+		if err != nil {
+			return usagef("-pre-send-hook-url: %v", err)
+		}
+		preSend = h
+	}
 	svc, err := chat.New(ctx, timed, chat.Config{
+		PreSendHook:     preSend,
 		Logger:          log,
 		UserTokenSecret: userSecret,
 		Limits:          chat.Limits{MaxFileBytes: cfg.maxUploadBytes, MaxImagePixels: cfg.maxImagePixels},

@@ -98,6 +98,8 @@ type data struct {
 	reports     map[string]*chat.Report
 	reportOrder []*chat.Report
 	openReports map[openReportKey]string
+	// Blocks: blocker -> blocked -> when.
+	blocks map[string]map[string]chat.Time
 }
 
 type openReportKey struct{ reporter, targetType, target string }
@@ -152,6 +154,7 @@ func newData() *data {
 		tickets:       map[string]*chat.StreamTicket{},
 		reports:       map[string]*chat.Report{},
 		openReports:   map[openReportKey]string{},
+		blocks:        map[string]map[string]chat.Time{},
 	}
 }
 

@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"Blobs", blobCases},
 		{"Meta", metaCases},
 		{"Tickets", ticketCases},
+		{"Blocks", blockCases},
 		{"Concurrency", concurrencyCases},
 		{"Audit", auditCases},
 		{"Purge", purgeCases},
