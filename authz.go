@@ -74,6 +74,9 @@ const (
 	actReviewReports    action = "report.review"
 	actExportUser       action = "user.export"
 	actEraseUser        action = "user.erase"
+	actOwnPush          action = "user.ownPush"
+	actUserPush         action = "user.push"
+	actChannelNotify    action = "channel.notifications"
 )
 
 // right is what an action needs from a caller who is not an admin.
@@ -138,6 +141,9 @@ var rights = map[action]right{
 	actReviewReports:    {adminOnly: true},
 	actExportUser:       {adminOnly: true},
 	actEraseUser:        {adminOnly: true},
+	actOwnPush:          {},
+	actUserPush:         {adminOnly: true},
+	actChannelNotify:    {ownRelation: true},
 }
 
 // caller is an authorized actor: its user record (nil when the user does
@@ -302,6 +308,8 @@ func describe(act action) string {
 		return "export the data of users"
 	case actEraseUser:
 		return "erase the data of users"
+	case actUserPush:
+		return "manage the devices or notification settings of others"
 	}
 	return string(act)
 }

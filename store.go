@@ -52,6 +52,8 @@ type Tx interface {
 	TicketStore
 	ReportStore
 	UserDataStore
+	DeviceStore
+	NotificationStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order

@@ -98,7 +98,16 @@ type data struct {
 	reports     map[string]*chat.Report
 	reportOrder []*chat.Report
 	openReports map[openReportKey]string
+
+	// Devices by id, by (provider, token), and by user; notification
+	// levels by user then channel ("" for the user's own).
+	devices     map[string]*chat.Device
+	deviceToks  map[deviceTokKey]string
+	userDevices map[string]map[string]*chat.Device
+	notify      map[string]map[string]*chat.NotificationSetting
 }
+
+type deviceTokKey struct{ provider, token string }
 
 type openReportKey struct{ reporter, targetType, target string }
 
@@ -152,6 +161,10 @@ func newData() *data {
 		tickets:       map[string]*chat.StreamTicket{},
 		reports:       map[string]*chat.Report{},
 		openReports:   map[openReportKey]string{},
+		devices:       map[string]*chat.Device{},
+		deviceToks:    map[deviceTokKey]string{},
+		userDevices:   map[string]map[string]*chat.Device{},
+		notify:        map[string]map[string]*chat.NotificationSetting{},
 	}
 }
 
