@@ -67,7 +67,9 @@ func testDeviceCreateList(t *testing.T, e *env) {
 	})
 	require.Equal(t, "d3", d.DeviceID)
 	require.Equal(t, "alice", d.UserID)
-	_, err := readErr(e, func(tx chat.Tx) (*chat.Device, error) { return tx.GetDeviceByToken(e.ctx, chat.ProviderFirebase, "ab12") })
+	_, err := readErr(e, func(tx chat.Tx) (*chat.Device, error) {
+		return tx.GetDeviceByToken(e.ctx, chat.ProviderFirebase, "ab12")
+	})
 	requireNotFound(t, err, "the token is another provider's")
 }
 
@@ -180,7 +182,9 @@ func testDeviceConcurrentCap(t *testing.T, e *env) {
 
 func testNotificationLevels(t *testing.T, e *env) {
 	get := func(user string, ids ...string) map[string]chat.NotificationLevel {
-		ns := read(e, func(tx chat.Tx) ([]*chat.NotificationSetting, error) { return tx.GetNotificationLevels(e.ctx, user, ids) })
+		ns := read(e, func(tx chat.Tx) ([]*chat.NotificationSetting, error) {
+			return tx.GetNotificationLevels(e.ctx, user, ids)
+		})
 		out := map[string]chat.NotificationLevel{}
 		for _, n := range ns {
 			require.Equal(t, user, n.UserID)
@@ -200,8 +204,12 @@ func testNotificationLevels(t *testing.T, e *env) {
 	require.Equal(t, map[string]chat.NotificationLevel{"": chat.NotifyMentions, "c1": chat.NotifyNone}, get("alice", "", "c1", "c2"))
 	require.Equal(t, map[string]chat.NotificationLevel{"c1": chat.NotifyNone}, get("alice", "c1"))
 	require.Empty(t, get("bob", "", "c1"))
-	e.update(func(tx chat.Tx) error { return tx.PutNotificationLevel(e.ctx, "alice", "c1", chat.NotifyAll, at(2000).Time) })
-	ns := read(e, func(tx chat.Tx) ([]*chat.NotificationSetting, error) { return tx.GetNotificationLevels(e.ctx, "alice", []string{"c1"}) })
+	e.update(func(tx chat.Tx) error {
+		return tx.PutNotificationLevel(e.ctx, "alice", "c1", chat.NotifyAll, at(2000).Time)
+	})
+	ns := read(e, func(tx chat.Tx) ([]*chat.NotificationSetting, error) {
+		return tx.GetNotificationLevels(e.ctx, "alice", []string{"c1"})
+	})
 	require.Len(t, ns, 1)
 	require.Equal(t, chat.NotifyAll, ns[0].Level, "replaced")
 	require.True(t, ns[0].UpdatedAt.Equal(at(2000).Time))
@@ -234,7 +242,9 @@ func testNotificationList(t *testing.T, e *env) {
 	require.Equal(t, []string{"c3"}, list("c2", true, 10))
 	e.update(func(tx chat.Tx) error { return tx.DeleteNotificationLevels(e.ctx, "alice") })
 	require.Empty(t, list("", false, 0))
-	ns := read(e, func(tx chat.Tx) ([]*chat.NotificationSetting, error) { return tx.GetNotificationLevels(e.ctx, "bob", []string{"c1"}) })
+	ns := read(e, func(tx chat.Tx) ([]*chat.NotificationSetting, error) {
+		return tx.GetNotificationLevels(e.ctx, "bob", []string{"c1"})
+	})
 	require.Len(t, ns, 1, "other users keep theirs")
 }
 
