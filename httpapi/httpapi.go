@@ -247,6 +247,14 @@ func (h *handler) routes() []route {
 		rt(post, "/users/{userId}/messages/delete", h.purgeMessages),
 		rt(get, "/users/{userId}/export", h.exportUser),
 		rt(post, "/users/{userId}/erase", h.eraseUser),
+		// Push devices and notification settings.
+		rt(post, "/users/{userId}/devices", h.registerDevice),
+		rt(get, "/users/{userId}/devices", h.listDevices),
+		rt(del, "/users/{userId}/devices/{deviceId}", h.deleteDevice),
+		rt(put, "/users/{userId}/notifications", h.setUserNotifications),
+		rt(get, "/users/{userId}/notifications", h.getUserNotifications),
+		rt(put, "/channel/{channelId}/notifications", h.setChannelNotifications),
+		rt(get, "/channel/{channelId}/notifications", h.getChannelNotifications),
 		// Roles.
 		rt(get, "/roles", h.queryRoles),
 		rt(put, "/roles", h.putRoles),
