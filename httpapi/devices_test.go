@@ -17,8 +17,8 @@ import (
 // A valid Web Push subscription's keys (a P-256 public key and a 16-byte
 // secret, base64url).
 const (
-	testP256dh = "BNo6ARYkQFH0Z2YNPjVUjqNKzPQ3roYHefpz_HVoo9Cb2sTNBCmmbVe72FdSf1i3l73kW_tsS381GHfJ7ZPsSv8"
-	testAuthKey   = "8SE5ZM2pOPU4ux2c-FIbLw"
+	testP256dh  = "BNo6ARYkQFH0Z2YNPjVUjqNKzPQ3roYHefpz_HVoo9Cb2sTNBCmmbVe72FdSf1i3l73kW_tsS381GHfJ7ZPsSv8"
+	testAuthKey = "8SE5ZM2pOPU4ux2c-FIbLw"
 )
 
 func subscription(endpoint string) string {
@@ -207,7 +207,6 @@ func deviceIDs(ds []chat.Device) []string {
 	}
 	return out
 }
-
 
 // Web Push endpoints: https only, and no private address, unless the
 // server allows private addresses (then http too), as for webhooks.
