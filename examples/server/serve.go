@@ -144,7 +144,8 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		WebhookURLCheck: func(u string) error {
 			return webhook.CheckURL(u, allowPrivate)
 		},
-		OnCommit: disp.Wake,
+		AllowPrivatePush: allowPrivate,
+		OnCommit:         disp.Wake,
 	})
 	if err != nil {
 		return fmt.Errorf("starting the chat service: %w", err)
