@@ -260,7 +260,26 @@ func (s *Service) RegisterDevice(ctx context.Context, actorID string, in Registe
 		return nil, err
 	}
 	var out *Device
-	err = s.update(ctx, func(tx Tx, _ *events) error {
+	// Two registrations of one new token by different users may both
+	// insert it where write transactions run at once (Postgres); the
+	// loser's unique index refuses it (CodeConflict) and it runs again,
+	// finding the token.
+	for attempt := 0; ; attempt++ {
+		out, err = s.registerDevice(ctx, actorID, in, token)
+		if ErrorCode(err) != CodeConflict || attempt == 4 {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &DeviceList{Devices: []Device{*out}}, nil
+}
+
+// registerDevice is one run of RegisterDevice's transaction.
+func (s *Service) registerDevice(ctx context.Context, actorID string, in RegisterDevice, token string) (*Device, error) {
+	var out *Device
+	err := s.update(ctx, func(tx Tx, _ *events) error {
 		if _, err := s.authorize(ctx, tx, actorID, pushAction(actorID, in.UserID), ""); err != nil {
 			return err
 		}
@@ -299,10 +318,7 @@ func (s *Service) RegisterDevice(ctx context.Context, actorID string, in Registe
 		out = &Device{DeviceID: s.newID(), UserID: in.UserID, Provider: in.Provider, Token: token, CreatedAt: now, UpdatedAt: now}
 		return tx.CreateDevice(ctx, out)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &DeviceList{Devices: []Device{*out}}, nil
+	return out, err
 }
 
 // ListDevices returns the devices of userID (the caller itself, or anyone

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -232,4 +233,57 @@ func TestDeviceEndpoints(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.status, "%s: %s", u, r.body)
 	}
 	requireError(t, register(open, "ftp://push.example.com/1"), chat.CodeBadRequest, "token.endpoint: ")
+}
+
+// Registrations racing on Postgres, where write transactions run at once:
+// several users register one token and one user registers more devices
+// than the cap, concurrently. Every call succeeds (a registration that
+// loses the race for a token runs again and finds it), the token ends
+// with exactly one device, and the cap holds.
+func TestDevicesConcurrentPostgres(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the Postgres run is skipped in -short mode")
+	}
+	e := newEnv(t, postgresStore)
+	bg := ctx(t)
+	const n = 8
+	errs := make([]error, 2*n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			user := fmt.Sprintf("u%d", i)
+			_, errs[i] = e.svc.RegisterDevice(bg, user, chat.RegisterDevice{UserID: user, Provider: chat.ProviderFirebase, Token: "shared-token"})
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			for j := range 4 {
+				_, err := e.svc.RegisterDevice(bg, "many", chat.RegisterDevice{UserID: "many", Provider: chat.ProviderFirebase, Token: fmt.Sprintf("t-%d-%d", i, j)})
+				if err != nil {
+					errs[n+i] = err
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	owners := 0
+	for i := range n {
+		dl, err := e.svc.ListDevices(bg, e.admin, fmt.Sprintf("u%d", i))
+		require.NoError(t, err)
+		owners += len(dl.Devices)
+	}
+	require.Equal(t, 1, owners, "one device has the shared token")
+	dl, err := e.svc.ListDevices(bg, e.admin, "many")
+	require.NoError(t, err)
+	require.Len(t, dl.Devices, chat.MaxDevicesPerUser)
 }
