@@ -76,6 +76,9 @@ const (
 	actEraseUser        action = "user.erase"
 	actBlockSelf        action = "user.blockSelf"
 	actBlockOthers      action = "user.blockOthers"
+	actOwnPush          action = "user.ownPush"
+	actUserPush         action = "user.push"
+	actChannelNotify    action = "channel.notifications"
 )
 
 // right is what an action needs from a caller who is not an admin.
@@ -142,6 +145,9 @@ var rights = map[action]right{
 	actEraseUser:        {adminOnly: true},
 	actBlockSelf:        {},
 	actBlockOthers:      {adminOnly: true},
+	actOwnPush:          {},
+	actUserPush:         {adminOnly: true},
+	actChannelNotify:    {ownRelation: true},
 }
 
 // caller is an authorized actor: its user record (nil when the user does
@@ -308,6 +314,8 @@ func describe(act action) string {
 		return "erase the data of users"
 	case actBlockOthers:
 		return "block or unblock for others, or list their blocks"
+	case actUserPush:
+		return "manage the devices or notification settings of others"
 	}
 	return string(act)
 }

@@ -93,6 +93,11 @@ type Config struct {
 	// WebhookURLCheck, when not nil, vets webhook URLs at registration
 	// (for example webhook.CheckURL, which refuses private addresses).
 	WebhookURLCheck func(rawURL string) error
+	// AllowPrivatePush is set where private addresses are allowed
+	// (development and tests, as for webhooks): Web Push endpoints may
+	// then use http. Default false: https only. Endpoints also pass
+	// WebhookURLCheck, the address rules of webhook URLs, when it is set.
+	AllowPrivatePush bool
 	// UserTokenSecret signs and verifies user tokens (HS256 JWTs, docs/api.md
 	// section 1). Default: a random secret created once and kept in the
 	// store's meta table, so every process sharing the store accepts the

@@ -73,6 +73,8 @@ type Tx interface {
 	ReportStore
 	UserDataStore
 	BlockStore
+	DeviceStore
+	NotificationStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order

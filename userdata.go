@@ -66,12 +66,15 @@ func (s *Service) exportPage() int {
 // only):
 //
 //	{"userId", "exportedAt", "user", "memberships":[{channel, channelUser}],
-//	 "messages":[...], "reactions":[...], "reports":[...], "files":[...]}
+//	 "messages":[...], "reactions":[...], "reports":[...], "files":[...],
+//	 "devices":[...], "notificationSettings":[...]}
 //
 // messages are every message the user posted (deleted ones too, their
 // data empty), oldest first; reactions the user's reactions; reports the
 // reports the user filed; files the files and images among the messages,
-// with signed links (see ExportFile). The document is streamed: each page
+// with signed links (see ExportFile); devices the user's push devices
+// (without their tokens); notificationSettings the levels the user set
+// (its own, channelId null, and per channel). The document is streamed: each page
 // of Config.PurgeBatch items is read in a transaction of its own and
 // encoded before the next is read, so memory does not grow with the
 // user's data; what the user changes while the export runs may or may not
@@ -116,6 +119,8 @@ func (s *Service) ExportUser(ctx context.Context, actorID, userID string, w io.W
 		{"reactions", x.reactions},
 		{"reports", x.reports},
 		{"files", x.files},
+		{"devices", x.devices},
+		{"notificationSettings", x.notificationSettings},
 	}
 	for _, st := range steps {
 		x.raw(`,"` + st.key + `":[`)
@@ -290,6 +295,48 @@ func (x *exporter) reactions(ctx context.Context, userID string) error {
 	}
 }
 
+func (x *exporter) devices(ctx context.Context, userID string) error {
+	var ds []*Device
+	err := x.s.view(ctx, func(tx Tx) error {
+		var err error
+		ds, err = tx.ListDevices(ctx, userID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		x.item(d)
+	}
+	return x.err
+}
+
+func (x *exporter) notificationSettings(ctx context.Context, userID string) error {
+	after, isAfter := "", false
+	for {
+		var ns []*NotificationSetting
+		err := x.s.view(ctx, func(tx Tx) error {
+			var err error
+			ns, err = tx.ListNotificationLevels(ctx, userID, after, isAfter, x.page)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, n := range ns {
+			n.EffectiveLevel = n.Level
+			x.item(n)
+		}
+		if x.err != nil {
+			return x.err
+		}
+		if len(ns) < x.page {
+			return nil
+		}
+		after, isAfter = ns[len(ns)-1].ChannelID, true
+	}
+}
+
 func (x *exporter) reports(ctx context.Context, userID string) error {
 	var after *ReportCursor
 	for {
@@ -321,6 +368,7 @@ type EraseResult struct {
 	Success          bool `json:"success"`
 	DeletedMessages  int  `json:"deletedMessages"`
 	RemovedReactions int  `json:"removedReactions"`
+	RemovedDevices   int  `json:"removedDevices"`
 }
 
 // EraseUser erases the data of a user (admins only) and keeps its id,
@@ -334,7 +382,9 @@ type EraseResult struct {
 //     emptied (message.didDelete for each message that was live);
 //   - every reaction of the user is removed, the message counters kept in
 //     step (reaction.didRemove for each);
-//   - the notes of the reports the user filed are emptied.
+//   - the notes of the reports the user filed are emptied;
+//   - the user's push devices and notification levels are deleted (with
+//     the profile, so no push reaches the user's devices afterwards).
 //
 // Memberships, read markers and the global ban flag stay: the erased user
 // remains a member, shown under ErasedDisplayName. Channel counters stay
@@ -359,7 +409,8 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 	auditID := s.newID()
 	res := &EraseResult{Success: true}
 	details := func(complete bool) map[string]any {
-		return map[string]any{"deletedMessages": res.DeletedMessages, "removedReactions": res.RemovedReactions, "complete": complete}
+		return map[string]any{"deletedMessages": res.DeletedMessages, "removedReactions": res.RemovedReactions,
+			"removedDevices": res.RemovedDevices, "complete": complete}
 	}
 	var author *User
 	// The profile first: tokens revoked, nothing new comes from the
@@ -381,6 +432,19 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 			return err
 		}
 		author = u
+		n, err := tx.DeleteDevices(ctx, userID)
+		if err != nil {
+			return err
+		}
+		res.RemovedDevices = n
+		if err := tx.DeleteNotificationLevels(ctx, userID); err != nil {
+			return err
+		}
+		if n > 0 {
+			if err := tx.SetAuditDetails(ctx, auditID, details(false)); err != nil {
+				return err
+			}
+		}
 		if erased(u) {
 			return nil
 		}

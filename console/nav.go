@@ -18,6 +18,7 @@ var pages = []page{
 	{Key: "users", Title: "Users", Path: "/users", routes: (*handler).usersRoutes},
 	{Key: "users", routes: (*handler).purgeRoutes},
 	{Key: "users", routes: (*handler).userDataRoutes},
+	{Key: "users", routes: (*handler).devicesRoutes},
 	{Key: "reports", Title: "Reports", Path: "/reports", routes: (*handler).reportsRoutes},
 	{Key: "roles", Title: "Roles", Path: "/roles", routes: (*handler).rolesRoutes},
 	{Key: "rules", Title: "Blacklist & whitelist", Path: "/rules", routes: (*handler).rulesRoutes},

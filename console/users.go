@@ -118,6 +118,7 @@ type userView struct {
 	User     chat.User
 	Roles    []roleChoice
 	Metadata string
+	Push     pushView
 }
 
 type roleChoice struct {
@@ -145,5 +146,6 @@ func (h *handler) user(q *req) {
 			v.Roles = append(v.Roles, roleChoice{ID: r.RoleID, Has: slices.Contains(u.Roles, r.RoleID)})
 		}
 	}
+	v.Push = h.pushOf(q, id)
 	q.render(http.StatusOK, "user", "users", u.DisplayName, v)
 }

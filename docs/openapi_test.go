@@ -613,6 +613,28 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/users/{userId}/erase", params: map[string]string{"userId": "dave"}})
 	f.do(call{method: "POST", pattern: "/users/{userId}/erase", params: map[string]string{"userId": "nobody"}, want: 404})
 
+	// Push devices and notification levels (the admin is a member of
+	// bells, not of random).
+	f.do(call{method: "POST", pattern: "/channel", json: map[string]any{"channelId": "bells", "type": "standard", "userIds": []string{"root"}}})
+	bells := map[string]string{"channelId": "bells"}
+	alice := map[string]string{"userId": "alice"}
+	sub := map[string]any{"endpoint": "https://push.example.com/send/1", "expirationTime": nil, "keys": map[string]any{
+		"p256dh": "BNo6ARYkQFH0Z2YNPjVUjqNKzPQ3roYHefpz_HVoo9Cb2sTNBCmmbVe72FdSf1i3l73kW_tsS381GHfJ7ZPsSv8", "auth": "8SE5ZM2pOPU4ux2c-FIbLw"}}
+	dev := first(f.do(call{method: "POST", pattern: "/users/{userId}/devices", params: alice, json: map[string]any{"provider": "webpush", "token": sub}}), "devices")
+	f.do(call{method: "POST", pattern: "/users/{userId}/devices", params: alice, form: "provider=firebase&token=fcm-token-1"})
+	f.do(call{method: "POST", pattern: "/users/{userId}/devices", params: alice, json: map[string]any{"provider": "apn", "token": "xyz"}, want: 400})
+	f.do(call{method: "GET", pattern: "/users/{userId}/devices", params: alice})
+	f.do(call{method: "DELETE", pattern: "/users/{userId}/devices/{deviceId}", params: map[string]string{"userId": "alice", "deviceId": dev["deviceId"].(string)}})
+	f.do(call{method: "DELETE", pattern: "/users/{userId}/devices/{deviceId}", params: map[string]string{"userId": "alice", "deviceId": dev["deviceId"].(string)}, want: 404})
+	f.do(call{method: "GET", pattern: "/users/{userId}/notifications", params: alice})
+	f.do(call{method: "PUT", pattern: "/users/{userId}/notifications", params: alice, json: map[string]any{"level": "mentions"}})
+	f.do(call{method: "PUT", pattern: "/users/{userId}/notifications", params: alice, form: "level=loud", want: 400})
+	f.do(call{method: "GET", pattern: "/channel/{channelId}/notifications", params: bells})
+	f.do(call{method: "PUT", pattern: "/channel/{channelId}/notifications", params: bells, json: map[string]any{"level": "none"}})
+	f.do(call{method: "PUT", pattern: "/channel/{channelId}/notifications", params: bells, form: "level=default"})
+	f.do(call{method: "PUT", pattern: "/channel/{channelId}/notifications", params: map[string]string{"channelId": "random"}, json: map[string]any{"level": "none"}, want: 403})
+	f.do(call{method: "GET", pattern: "/channel/{channelId}/notifications", params: map[string]string{"channelId": "random"}, want: 403})
+
 	// Close, both paths; writes to a closed channel are 403.
 	f.do(call{method: "POST", pattern: "/channel/{channelId}/close", params: ch})
 	f.do(call{method: "POST", pattern: "/channels/{channelId}/close", params: ch})
@@ -630,7 +652,7 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "carol"}, form: "channelId=random"})
 	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "nobody"}, json: map[string]any{}, want: 404})
 	f.do(call{method: "POST", pattern: "/users/{userId}/messages/delete", params: map[string]string{"userId": "alice"}, json: map[string]any{"since": "soon"}, want: 400})
-	alice := map[string]string{"userId": "alice"}
+	alice = map[string]string{"userId": "alice"}
 	f.do(call{method: "POST", pattern: "/users/{userId}/blocks", params: alice, json: map[string]any{"userId": "mallory"}})
 	f.do(call{method: "POST", pattern: "/users/{userId}/blocks", params: alice, form: "userId=bob"})
 	f.do(call{method: "POST", pattern: "/users/{userId}/blocks", params: alice, json: map[string]any{"userId": "alice"}, want: 400})

@@ -55,6 +55,7 @@ const (
 	own                       // the author of the message (it is the member's)
 	ownOrManage               // the author, and Channel/ManageMessages
 	ownRelation               // the channel's members only, admins included (mark read)
+	ownDevice                 // the caller's own device (a newcomer has none: 404)
 )
 
 // allowed reports whether caller passes access.
@@ -63,11 +64,13 @@ func (a access) allowed(caller string) bool {
 	case asAdmin:
 		return a != ownRelation // the admin is not a member of channel c
 	case asMember:
-		return a == anyUser || a == members || a == own || a == ownOrManage || a == ownRelation
-	case asNonMember, asNewcomer:
+		return a == anyUser || a == members || a == own || a == ownOrManage || a == ownRelation || a == ownDevice
+	case asNonMember:
+		return a == anyUser || a == ownDevice
+	case asNewcomer:
 		return a == anyUser
 	case asGranted:
-		return a == anyUser || a == members || a == granted || a == ownOrManage
+		return a == anyUser || a == members || a == granted || a == ownOrManage || a == ownDevice
 	}
 	return false
 }
@@ -82,6 +85,9 @@ func (a access) want(caller string) chat.Code {
 	}
 	if a.allowed(caller) {
 		return 0
+	}
+	if a == ownDevice && caller == asNewcomer {
+		return chat.CodeNotFound
 	}
 	return chat.CodePermissionDenied
 }
@@ -159,6 +165,22 @@ var matrixRows = []matrixRow{
 	{"DELETE", "/users/{userId}/blocks", "/users/zed/blocks", `{"userId":"out"}`, false, adminOnly},
 	{"GET", "/users/{userId}/blocks", "/users/{self}/blocks", ``, false, anyUser},
 	{"GET", "/users/{userId}/blocks", "/users/zed/blocks", ``, false, adminOnly},
+	// Push devices and notification settings: a user its own, admins
+	// anyone's; a channel's level is the member's own.
+	{"POST", "/users/{userId}/devices", "/users/{self}/devices", `{"provider":"firebase","token":"fcm-new"}`, false, anyUser},
+	{"POST", "/users/{userId}/devices", "/users/{self}/devices", `{"provider":"webpush","token":{"endpoint":"https://push.example.com/s/1",` +
+		`"keys":{"p256dh":"BNo6ARYkQFH0Z2YNPjVUjqNKzPQ3roYHefpz_HVoo9Cb2sTNBCmmbVe72FdSf1i3l73kW_tsS381GHfJ7ZPsSv8","auth":"8SE5ZM2pOPU4ux2c-FIbLw"}}}`, false, anyUser},
+	{"POST", "/users/{userId}/devices", "/users/zed/devices", `{"provider":"apn","token":"00112233445566778899aabbccddeeff"}`, false, adminOnly},
+	{"GET", "/users/{userId}/devices", "/users/{self}/devices", ``, false, anyUser},
+	{"GET", "/users/{userId}/devices", "/users/zed/devices", ``, false, adminOnly},
+	{"DELETE", "/users/{userId}/devices/{deviceId}", "/users/{self}/devices/{selfDevice}", ``, false, ownDevice},
+	{"DELETE", "/users/{userId}/devices/{deviceId}", "/users/zed/devices/{zedDevice}", ``, false, adminOnly},
+	{"PUT", "/users/{userId}/notifications", "/users/{self}/notifications", `{"level":"mentions"}`, false, anyUser},
+	{"PUT", "/users/{userId}/notifications", "/users/zed/notifications", `{"level":"none"}`, false, adminOnly},
+	{"GET", "/users/{userId}/notifications", "/users/{self}/notifications", ``, false, anyUser},
+	{"GET", "/users/{userId}/notifications", "/users/zed/notifications", ``, false, adminOnly},
+	{"PUT", "/channel/{channelId}/notifications", "/channel/c/notifications", `{"level":"mentions"}`, false, ownRelation},
+	{"GET", "/channel/{channelId}/notifications", "/channel/c/notifications", ``, false, ownRelation},
 	// Roles.
 	{"GET", "/roles", "/roles", ``, false, adminOnly},
 	{"PUT", "/roles", "/roles", `{"publicIds":["helper"],"permissions":["Channel/ManageChannel"]}`, false, adminOnly},
@@ -281,6 +303,12 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	rl, err := e.svc.CreateReport(bg, revokedID, chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "zed", Reason: "abuse"})
 	require.NoError(t, err)
 	m.ids["{report}"] = rl.Reports[0].ReportID
+	for _, id := range []string{e.admin, memberID, outsideID, modID, "zed"} {
+		dl, err := e.svc.RegisterDevice(bg, e.admin, chat.RegisterDevice{UserID: id, Provider: chat.ProviderFirebase, Token: "fcm-" + id})
+		require.NoError(t, err)
+		m.ids["{device:"+id+"}"] = dl.Devices[0].DeviceID
+	}
+	m.ids["{zedDevice}"] = m.ids["{device:zed}"]
 	require.NoError(t, e.svc.GlobalBan(bg, e.admin, bannedID, false))
 
 	mint := func(user string) string {
@@ -309,6 +337,11 @@ func (m *matrixEnv) request(row matrixRow, caller string) *rawResponse {
 		for k, v := range m.ids {
 			s = strings.ReplaceAll(s, k, v)
 		}
+		dev, ok := m.ids["{device:"+m.selfID[caller]+"}"]
+		if !ok {
+			dev = "none"
+		}
+		s = strings.ReplaceAll(s, "{selfDevice}", dev)
 		return strings.ReplaceAll(s, "{self}", m.selfID[caller])
 	}
 	auth := "Bearer " + m.tokens[caller]
@@ -374,6 +407,18 @@ func (m *matrixEnv) snapshot() string {
 		}
 		for _, u := range us {
 			parts = append(parts, u, u.TokensRevokedAt)
+			ds, err := tx.ListDevices(ctx, u.UserID)
+			if err != nil {
+				return err
+			}
+			ns, err := tx.ListNotificationLevels(ctx, u.UserID, "", false, 0)
+			if err != nil {
+				return err
+			}
+			for _, d := range ds {
+				parts = append(parts, d, d.Token)
+			}
+			parts = append(parts, ns)
 		}
 		roles, err := tx.ListRoles(ctx, "")
 		if err != nil {

@@ -250,6 +250,14 @@ func (h *handler) routes() []route {
 		rt(post, "/users/{userId}/blocks", h.blockUser),
 		rt(del, "/users/{userId}/blocks", h.unblockUser),
 		rt(get, "/users/{userId}/blocks", h.listBlocks),
+		// Push devices and notification settings.
+		rt(post, "/users/{userId}/devices", h.registerDevice),
+		rt(get, "/users/{userId}/devices", h.listDevices),
+		rt(del, "/users/{userId}/devices/{deviceId}", h.deleteDevice),
+		rt(put, "/users/{userId}/notifications", h.setUserNotifications),
+		rt(get, "/users/{userId}/notifications", h.getUserNotifications),
+		rt(put, "/channel/{channelId}/notifications", h.setChannelNotifications),
+		rt(get, "/channel/{channelId}/notifications", h.getChannelNotifications),
 		// Roles.
 		rt(get, "/roles", h.queryRoles),
 		rt(put, "/roles", h.putRoles),

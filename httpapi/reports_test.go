@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -212,6 +213,8 @@ type exportDoc struct {
 	Reactions   []chat.Reaction         `json:"reactions"`
 	Reports     []chat.Report           `json:"reports"`
 	Files       []chat.ExportFile       `json:"files"`
+	Devices     []map[string]any        `json:"devices"`
+	Settings    []map[string]any        `json:"notificationSettings"`
 }
 
 // The export of a user with more than one page of everything is one
@@ -275,6 +278,18 @@ func testUserData(t *testing.T, newStore storeFactory) {
 		return 0
 	}
 	require.EqualValues(t, 8, unread("v", "a"), "the 7 texts and the file of u")
+	for i := range 4 {
+		_, err = svc.RegisterDevice(bg, "u", chat.RegisterDevice{UserID: "u", Provider: chat.ProviderFirebase, Token: fmt.Sprintf("fcm-secret-%d", i)})
+		require.NoError(t, err)
+	}
+	_, err = svc.RegisterDevice(bg, "v", chat.RegisterDevice{UserID: "v", Provider: chat.ProviderFirebase, Token: "fcm-of-v"})
+	require.NoError(t, err)
+	_, err = svc.SetUserNotifications(bg, "u", "u", chat.NotifyMentions)
+	require.NoError(t, err)
+	for _, ch := range []string{"a", "b", "x"} {
+		_, err = svc.SetChannelNotifications(bg, "u", ch, chat.NotifyNone)
+		require.NoError(t, err)
+	}
 
 	// The export: every item of every page, valid JSON.
 	var buf bytes.Buffer
@@ -294,6 +309,20 @@ func testUserData(t *testing.T, newStore storeFactory) {
 	require.Len(t, doc.Reactions, 5)
 	require.Len(t, doc.Reports, 1)
 	require.Equal(t, "v said my address", doc.Reports[0].Note)
+	require.Len(t, doc.Devices, 4, "every device")
+	require.NotContains(t, buf.String(), "fcm-secret", "device tokens are not exported")
+	for _, d := range doc.Devices {
+		require.Equal(t, "u", d["userId"])
+		require.Equal(t, "firebase", d["provider"])
+	}
+	require.Len(t, doc.Settings, 4, "every setting, over several pages")
+	require.Equal(t, map[string]any{"userId": "u", "channelId": nil, "level": "mentions", "effectiveLevel": "mentions",
+		"updatedAt": doc.Settings[0]["updatedAt"]}, doc.Settings[0])
+	require.NotNil(t, doc.Settings[0]["updatedAt"])
+	for i, ch := range []string{"a", "b", "x"} {
+		require.Equal(t, ch, doc.Settings[i+1]["channelId"])
+		require.Equal(t, "none", doc.Settings[i+1]["level"])
+	}
 	require.Len(t, doc.Files, 2)
 	for _, f := range doc.Files {
 		link := f.URL
@@ -319,7 +348,7 @@ func testUserData(t *testing.T, newStore storeFactory) {
 	require.NoError(t, err)
 	res, err := c.EraseUser(bg, "u")
 	require.NoError(t, err)
-	require.Equal(t, &chat.EraseResult{Success: true, DeletedMessages: len(mine) - 1, RemovedReactions: 5}, res)
+	require.Equal(t, &chat.EraseResult{Success: true, DeletedMessages: len(mine) - 1, RemovedReactions: 5, RemovedDevices: 4}, res)
 	snapshot := func() string {
 		var parts []any
 		require.NoError(t, e.store.View(bg, func(tx chat.Tx) error {
@@ -355,6 +384,21 @@ func testUserData(t *testing.T, newStore storeFactory) {
 			}
 			require.Len(t, reps, 1)
 			require.Empty(t, reps[0].Note)
+			ds, err := tx.ListDevices(bg, "u")
+			if err != nil {
+				return err
+			}
+			require.Empty(t, ds, "the devices of u are deleted")
+			ns, err := tx.ListNotificationLevels(bg, "u", "", false, 0)
+			if err != nil {
+				return err
+			}
+			require.Empty(t, ns, "the notification levels of u are deleted")
+			vds, err := tx.ListDevices(bg, "v")
+			if err != nil {
+				return err
+			}
+			require.Len(t, vds, 1, "the devices of others stay")
 			others, err := tx.GetMessages(bg, []string{theirs, comment, mine[0], mine[1]})
 			if err != nil {
 				return err
@@ -405,6 +449,7 @@ func testUserData(t *testing.T, newStore storeFactory) {
 	require.Equal(t, true, log.Audit[0].Details["complete"])
 	require.EqualValues(t, len(mine)-1, log.Audit[0].Details["deletedMessages"])
 	require.EqualValues(t, 5, log.Audit[0].Details["removedReactions"])
+	require.EqualValues(t, 4, log.Audit[0].Details["removedDevices"])
 
 	// Again: a success that finds nothing to change.
 	res, err = c.EraseUser(bg, "u")
@@ -425,6 +470,8 @@ func testUserData(t *testing.T, newStore storeFactory) {
 	require.Len(t, doc.Messages, len(mine))
 	require.Empty(t, doc.Reactions)
 	require.Empty(t, doc.Files)
+	require.Empty(t, doc.Devices)
+	require.Empty(t, doc.Settings)
 }
 
 // TestReportsAndUserDataPostgres runs the reports and the user's data

@@ -51,6 +51,7 @@ func runSuite(t *testing.T, newStore storeFactory) {
 		{"Audit", testAudit},
 		{"ModerationCheck", testModerationCheck},
 		{"Reports", testReports},
+		{"Devices", testDevices},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

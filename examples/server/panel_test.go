@@ -410,6 +410,19 @@ func TestPanelInBrowser(t *testing.T) {
 		present(`#audit-list tr[data-action="user.purgeMessages"][data-actor-id="ops"]`),
 		settle(`document.querySelector('#audit-list tr[data-action="user.purgeMessages"] dl.details').textContent.indexOf('deleted2') >= 0`),
 	)
+	// Alice's phone registers for pushes; her page lists it (never its
+	// token) and deletes it.
+	dev := apiAs(t, s, aliceToken, "POST", "/api/v2/users/alice/devices",
+		map[string]any{"provider": "firebase", "token": "fcm-alice-phone"})["devices"].([]any)[0].(map[string]any)["deviceId"].(string)
+	ops.run(t, "a user's devices",
+		chromedp.Navigate(panelURL+"users/alice"),
+		present(`#devices-table tr[data-device="`+dev+`"]`),
+		settle(allLabelled),
+		settle(`document.body.textContent.indexOf('fcm-alice-phone') < 0`),
+		press(`#devices-table tr[data-device="`+dev+`"] button`),
+		settle(flashShows("Device "+dev+" deleted.")),
+		present(`#no-devices`),
+	)
 	ops.run(t, "the whole audit log", chromedp.Navigate(panelURL+"audit"), present(`#audit-list tr[data-action="user.purgeMessages"]`))
 	screenshot(t, ops, "panel-audit", 1200, 900)
 	purged := apiAs(t, s, opsToken, "GET", "/api/v2/audit?action=user.purgeMessages", nil)["audit"].([]any)

@@ -130,7 +130,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.webhookURL, "webhook-url", "", "static webhook: URL that receives every event (registered at start)")
 	fs.StringVar(&c.webhookSecret, "webhook-secret", "", "static webhook: secret signing its deliveries (required with -webhook-url)")
 	fs.StringVar(&c.webhookHeader, "webhook-signature-header", "", "header carrying the sha1= signature (default X-Service-Signature)")
-	fs.BoolVar(&c.allowPrivate, "allow-private-webhooks", false, "let webhooks reach loopback and private addresses (local development only)")
+	fs.BoolVar(&c.allowPrivate, "allow-private-webhooks", false, "let webhooks and Web Push endpoints reach loopback and private addresses, and Web Push endpoints use http (local development only)")
 	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log level: debug | info | warn | error")
 	fs.StringVar(&c.logFormat, "log-format", c.logFormat, "log format: text | json")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", c.shutdownTimeout, "how long SIGINT/SIGTERM waits for requests and webhook deliveries in flight")

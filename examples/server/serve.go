@@ -168,7 +168,8 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		WebhookURLCheck: func(u string) error {
 			return webhook.CheckURL(u, allowPrivate)
 		},
-		OnCommit: onCommit,
+		AllowPrivatePush: allowPrivate,
+		OnCommit:         onCommit,
 	})
 	if err != nil {
 		return fmt.Errorf("starting the chat service: %w", err)

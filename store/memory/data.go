@@ -100,7 +100,16 @@ type data struct {
 	openReports map[openReportKey]string
 	// Blocks: blocker -> blocked -> when.
 	blocks map[string]map[string]chat.Time
+
+	// Devices by id, by (provider, token), and by user; notification
+	// levels by user then channel ("" for the user's own).
+	devices     map[string]*chat.Device
+	deviceToks  map[deviceTokKey]string
+	userDevices map[string]map[string]*chat.Device
+	notify      map[string]map[string]*chat.NotificationSetting
 }
+
+type deviceTokKey struct{ provider, token string }
 
 type openReportKey struct{ reporter, targetType, target string }
 
@@ -155,6 +164,10 @@ func newData() *data {
 		reports:       map[string]*chat.Report{},
 		openReports:   map[openReportKey]string{},
 		blocks:        map[string]map[string]chat.Time{},
+		devices:       map[string]*chat.Device{},
+		deviceToks:    map[deviceTokKey]string{},
+		userDevices:   map[string]map[string]*chat.Device{},
+		notify:        map[string]map[string]*chat.NotificationSetting{},
 	}
 }
 

@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	chat "github.com/chatengine/chat"
+)
+
+// registerDevice serves POST /users/{userId}/devices {provider, token}:
+// {"devices":[device]}. A Web Push token may be the PushSubscription as
+// an object or as a JSON string.
+func (h *handler) registerDevice(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathParam(r, "userId")
+	if err != nil {
+		return err
+	}
+	p, err := h.decode(w, r)
+	if err != nil {
+		return err
+	}
+	in := chat.RegisterDevice{UserID: id, Provider: p.str("provider")}
+	if in.Provider == chat.ProviderWebPush && p.has("token") {
+		if _, ok := p.get("token").(map[string]any); ok {
+			b, err := json.Marshal(p.object("token"))
+			if err != nil {
+				return badRequest("token", "must be a PushSubscription")
+			}
+			in.Token = string(b)
+		}
+	}
+	if in.Token == "" {
+		in.Token = p.str("token")
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	out, err := h.svc.RegisterDevice(r.Context(), actor(r), in)
+	return h.reply(w, out, err)
+}
+
+// listDevices serves GET /users/{userId}/devices: {"devices":[...]}.
+func (h *handler) listDevices(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathParam(r, "userId")
+	if err != nil {
+		return err
+	}
+	out, err := h.svc.ListDevices(r.Context(), actor(r), id)
+	return h.reply(w, out, err)
+}
+
+// deleteDevice serves DELETE /users/{userId}/devices/{deviceId}.
+func (h *handler) deleteDevice(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathParam(r, "userId")
+	if err != nil {
+		return err
+	}
+	dev, err := pathParam(r, "deviceId")
+	if err != nil {
+		return err
+	}
+	return h.done(w, h.svc.DeleteDevice(r.Context(), actor(r), id, dev))
+}
+
+// setUserNotifications serves PUT /users/{userId}/notifications {level}.
+func (h *handler) setUserNotifications(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathParam(r, "userId")
+	if err != nil {
+		return err
+	}
+	p, err := h.decode(w, r)
+	if err != nil {
+		return err
+	}
+	level := p.str("level")
+	if err := p.Err(); err != nil {
+		return err
+	}
+	out, err := h.svc.SetUserNotifications(r.Context(), actor(r), id, chat.NotificationLevel(level))
+	return h.reply(w, out, err)
+}
+
+// getUserNotifications serves GET /users/{userId}/notifications.
+func (h *handler) getUserNotifications(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathParam(r, "userId")
+	if err != nil {
+		return err
+	}
+	out, err := h.svc.GetUserNotifications(r.Context(), actor(r), id)
+	return h.reply(w, out, err)
+}
+
+// setChannelNotifications serves PUT /channel/{channelId}/notifications
+// {level}: the caller's own level for the channel.
+func (h *handler) setChannelNotifications(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathParam(r, "channelId")
+	if err != nil {
+		return err
+	}
+	p, err := h.decode(w, r)
+	if err != nil {
+		return err
+	}
+	level := p.str("level")
+	if err := p.Err(); err != nil {
+		return err
+	}
+	out, err := h.svc.SetChannelNotifications(r.Context(), actor(r), id, chat.NotificationLevel(level))
+	return h.reply(w, out, err)
+}
+
+// getChannelNotifications serves GET /channel/{channelId}/notifications.
+func (h *handler) getChannelNotifications(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathParam(r, "channelId")
+	if err != nil {
+		return err
+	}
+	out, err := h.svc.GetChannelNotifications(r.Context(), actor(r), id)
+	return h.reply(w, out, err)
+}
