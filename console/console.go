@@ -80,6 +80,25 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives unexpected failures. Default slog.Default().
 	Logger *slog.Logger
+	// PreSendHook describes the pre-send hook the Service was given
+	// (chat.Config.PreSendHook), for the help of the blacklist and
+	// whitelist page; the panel only shows it. Default nil: the page
+	// says that no pre-send hook is configured.
+	PreSendHook *PreSendHookInfo
+}
+
+// PreSendHookInfo describes a server's pre-send hook for the panel's help
+// text (see docs/api.md, "The pre-send hook").
+type PreSendHookInfo struct {
+	// URL is the hook's endpoint; the page shows its host only. Default
+	// empty: the page says a hook is configured without naming it.
+	URL string
+	// Timeout bounds one call. Default 0, shown as
+	// webhook.DefaultPreSendTimeout (the hook's own default).
+	Timeout time.Duration
+	// RejectOnError is the policy when the hook gives no usable answer:
+	// true refuses the message. Default false: the message is stored.
+	RejectOnError bool
 }
 
 // handler is the panel.

@@ -50,16 +50,24 @@ type panel struct {
 // in the X-Test-Addr header, so tests can speak from several addresses.
 func newPanel(t *testing.T, tls bool) *panel {
 	t.Helper()
+	return newPanelConfig(t, tls, chat.Config{}, console.Config{})
+}
+
+// newPanelConfig is newPanel with the Service's and the panel's
+// configuration (their password cost, clock and client address are the
+// tests').
+func newPanelConfig(t *testing.T, tls bool, sc chat.Config, cc console.Config) *panel {
+	t.Helper()
 	ctx := context.Background()
-	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost})
+	sc.AdminPasswordCost = bcrypt.MinCost
+	svc, err := chat.New(ctx, memory.New(), sc)
 	require.NoError(t, err)
 	root, _, err := svc.CreateAdminWithPassword(ctx, "root", "", rootPassword)
 	require.NoError(t, err)
 	clk := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
-	h := console.New(svc, console.Config{
-		Now:        clk.now,
-		ClientAddr: func(r *http.Request) string { return r.Header.Get("X-Test-Addr") },
-	})
+	cc.Now = clk.now
+	cc.ClientAddr = func(r *http.Request) string { return r.Header.Get("X-Test-Addr") }
+	h := console.New(svc, cc)
 	mux := http.NewServeMux()
 	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 	var srv *httptest.Server

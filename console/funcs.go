@@ -25,6 +25,12 @@ var funcs = map[string]any{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
+	// hookFlagged reports whether the pre-send hook flagged m: its flagger,
+	// the empty id, is in the message's hashflag (a bloom filter, so
+	// rarely a false positive; never a miss).
+	"hookFlagged": func(m chat.Message) bool {
+		return m.FlagCount > 0 && chat.BloomContains(m.Hashflag, chat.PreSendHookFlagger)
+	},
 	"esc":  url.PathEscape,
 	"qesc": url.QueryEscape,
 	"join": strings.Join,

@@ -2,8 +2,10 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/webhook"
 )
 
 // rulesRoutes serves the blacklist and the whitelist, and the "Test a
@@ -51,10 +53,38 @@ type rulesView struct {
 	Black, White ruleGroup
 	Error        string
 	Check        checkView
+	Hook         hookView
+}
+
+// hookView is the pre-send hook's help on the rules page: whether one is
+// configured and, if so, its endpoint's host (never the whole URL, which
+// may carry a token, nor the secret), timeout and policy.
+type hookView struct {
+	Configured    bool
+	Host          string
+	Timeout       string
+	RejectOnError bool
+}
+
+func (h *handler) hookData() hookView {
+	c := h.cfg.PreSendHook
+	if c == nil {
+		return hookView{}
+	}
+	v := hookView{Configured: true, RejectOnError: c.RejectOnError}
+	if u, err := url.Parse(c.URL); err == nil {
+		v.Host = u.Host
+	}
+	t := c.Timeout
+	if t <= 0 {
+		t = webhook.DefaultPreSendTimeout
+	}
+	v.Timeout = t.String()
+	return v
 }
 
 func (h *handler) rulesData(q *req) rulesView {
-	v := rulesView{Black: ruleGroup{List: chat.Blacklist}, White: ruleGroup{List: chat.Whitelist}}
+	v := rulesView{Black: ruleGroup{List: chat.Blacklist}, White: ruleGroup{List: chat.Whitelist}, Hook: h.hookData()}
 	for _, g := range []*ruleGroup{&v.Black, &v.White} {
 		if rr, err := h.svc.QueryRules(q.r.Context(), q.actor(), g.List, nil); err == nil {
 			g.Rules = rr.Records

@@ -60,6 +60,14 @@ func (h *handler) usersRoutes(rt *router) {
 	rt.post("/users/{id}/unflag", h.userAction(func(q *req, id string) (string, error) {
 		return id + "'s flags are cleared.", h.svc.ClearUserFlags(q.r.Context(), q.actor(), id)
 	}))
+	rt.post("/users/{id}/unblock", h.userAction(func(q *req, id string) (string, error) {
+		blocked := q.form("blockedId")
+		if blocked == "" {
+			return "", chat.InvalidField("blockedId", "name the user to unblock")
+		}
+		_, err := h.svc.UnblockUser(q.r.Context(), q.actor(), id, blocked)
+		return id + " no longer blocks " + blocked + ".", err
+	}))
 	rt.post("/users/{id}/revoke-tokens", h.userAction(func(q *req, id string) (string, error) {
 		return "Every token issued to " + id + " until now is revoked.", h.svc.RevokeUserTokens(q.r.Context(), q.actor(), id)
 	}))
@@ -119,6 +127,38 @@ type userView struct {
 	Roles    []roleChoice
 	Metadata string
 	Push     pushView
+	Blocks   blocksView
+}
+
+// blocksView is the user's blocks card: whom the user blocks, oldest
+// first.
+type blocksView struct {
+	Blocks []blockEntry
+	Error  string
+}
+
+// blockEntry is one blocked user.
+type blockEntry struct {
+	BlockedID   string
+	DisplayName string
+	CreatedAt   chat.Time
+}
+
+// blocksOf lists the blocks of user id for its page.
+func (h *handler) blocksOf(q *req, id string) blocksView {
+	bl, err := h.svc.ListBlocks(q.r.Context(), q.actor(), id)
+	if err != nil {
+		return blocksView{Error: h.human(err)}
+	}
+	names := make(map[string]string, len(bl.Users))
+	for _, u := range bl.Users {
+		names[u.UserID] = u.DisplayName
+	}
+	v := blocksView{Blocks: make([]blockEntry, 0, len(bl.Blocks))}
+	for _, b := range bl.Blocks {
+		v.Blocks = append(v.Blocks, blockEntry{BlockedID: b.BlockedID, DisplayName: names[b.BlockedID], CreatedAt: b.CreatedAt})
+	}
+	return v
 }
 
 type roleChoice struct {
@@ -147,5 +187,6 @@ func (h *handler) user(q *req) {
 		}
 	}
 	v.Push = h.pushOf(q, id)
+	v.Blocks = h.blocksOf(q, id)
 	q.render(http.StatusOK, "user", "users", u.DisplayName, v)
 }

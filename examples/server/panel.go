@@ -23,12 +23,17 @@ import (
 // channel pages are live from hub's event stream. Sign-ins (POST
 // /admin/signin) count against anon, the bucket of their client address.
 func mountPanel(r chi.Router, svc *chat.Service, hub *stream.Hub, cfg *config, anon *httpapi.AnonLimiter, log *slog.Logger) {
+	var hook *console.PreSendHookInfo // what the rules page tells of the hook serve built
+	if cfg.preSendURL != "" {
+		hook = &console.PreSendHookInfo{URL: cfg.preSendURL, Timeout: cfg.preSendTimeout, RejectOnError: cfg.preSendPolicy == "reject"}
+	}
 	panel := http.StripPrefix("/admin", console.New(svc, console.Config{
 		Prefix:      "/admin",
 		IdleTimeout: cfg.panelIdle,
 		Events:      hub, // nil: the channel pages poll
 		ClientAddr:  clientAddr(cfg.clientHeader),
 		Logger:      log,
+		PreSendHook: hook,
 	}))
 	signin := anon.Limit(panel)
 	r.Handle("/admin/*", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
