@@ -21,7 +21,8 @@
 //     while the load runs, when the server has /events (a server without it
 //     answers 404 and runs without streams; the table says so);
 //   - the admin rate limit set to 1e9 requests/s where it exists, so it is
-//     on but never refuses.
+//     on but never refuses, and no cap of streams per caller (the streams
+//     share one admin token).
 //
 // Each server gets a channel "bench" (create message) and a channel "query"
 // seeded with -seed text messages (the query asks for the newest -page).
@@ -550,6 +551,9 @@ func (b *bench) startServer(side, bin, store string) (*server, error) {
 		"CHAT_WEBHOOK_SECRET=bench-secret",
 		"CHAT_ALLOW_PRIVATE_WEBHOOKS=true",
 		"CHAT_ADMIN_RATE=1000000000",
+		// The streams are all opened with the one admin token: no cap
+		// of streams per caller (where the server has one).
+		"CHAT_MAX_STREAMS_PER_CALLER=0",
 		"CHAT_DRAIN_DELAY=0s",
 		"CHAT_SHUTDOWN_TIMEOUT=10s",
 	)
