@@ -328,7 +328,7 @@ func (s *WebPushSender) Send(ctx context.Context, d Device, n Notification) erro
 		}
 		return &Error{Kind: Gone, Provider: WebPush, Reason: "invalid subscription", Err: err}
 	}
-	plain, err := json.Marshal(webPushPayload{Title: n.Title, Body: n.Body, Data: n.Data})
+	plain, err := json.Marshal(webPushPayload(n))
 	if err != nil {
 		return &Error{Kind: Permanent, Provider: WebPush, Err: err}
 	}

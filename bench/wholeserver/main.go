@@ -88,28 +88,27 @@ import (
 )
 
 type options struct {
-	now, nowBin     string
-	base, baseBin   string
-	baseRev         string
-	stores          []string
-	ops             []string
-	conns           []int
-	rounds          int
-	duration        time.Duration
-	warmup          time.Duration
-	streams         int
-	streamChannel   string
-	seed, page      int
-	postgres        string
-	profile         string
-	timeout         time.Duration
-	keepServerLogs  bool
-	repo            string // the repository root holding bench/api.lua
-	ceilingAddr     string
-	ceilingSizes    string
-	nowName         string
-	baseName        string
-	timeoutDeadline time.Time
+	now, nowBin    string
+	base, baseBin  string
+	baseRev        string
+	stores         []string
+	ops            []string
+	conns          []int
+	rounds         int
+	duration       time.Duration
+	warmup         time.Duration
+	streams        int
+	streamChannel  string
+	seed, page     int
+	postgres       string
+	profile        string
+	timeout        time.Duration
+	keepServerLogs bool
+	repo           string // the repository root holding bench/api.lua
+	ceilingAddr    string
+	ceilingSizes   string
+	nowName        string
+	baseName       string
 }
 
 func main() {
