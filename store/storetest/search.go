@@ -314,11 +314,14 @@ func testSearchDuringEdits(t *testing.T, e *env) {
 // (chat.SearchIndexer) finds a message once IndexSearch has read it, in
 // batches of at most max, in commit order; an edit of an indexed message
 // changes its words at once, an edit of one not yet indexed is read as it
-// is when indexed, a deleted message is not found.
+// is when indexed, a deleted message is not found. A store that indexes in
+// the transaction of the write finds a message, its edit and its deletion
+// as soon as each commits (testSearchWriteThrough).
 func testSearchIndexer(t *testing.T, e *env) {
 	ix, ok := e.s.(chat.SearchIndexer)
 	if !ok {
-		t.Skip("the store indexes in the transaction of the write")
+		testSearchWriteThrough(t, e)
+		return
 	}
 	e.createChannels(newChannel("c", at(0)))
 	index := func(max int) int {
@@ -368,4 +371,25 @@ func testSearchIndexer(t *testing.T, e *env) {
 	require.Nil(t, find("kiwi"))
 	require.Nil(t, find("lemon"))
 	require.Equal(t, 0, index(0))
+}
+
+// testSearchWriteThrough: without an indexer, what a write commits is
+// what the next search sees.
+func testSearchWriteThrough(t *testing.T, e *env) {
+	e.createChannels(newChannel("c", at(0)))
+	find := func(w string) []string {
+		return nilIfEmpty(messageIDs(read(e, func(tx chat.Tx) ([]*chat.Message, error) {
+			return tx.SearchMessages(e.ctx, words(w))
+		})))
+	}
+	e.createMessages(textMessage("m1", "c", "u", 1, "kiwi one"), textMessage("m2", "c", "u", 2, "kiwi two"))
+	require.Equal(t, []string{"m2", "m1"}, find("kiwi"), "found once committed")
+	m1 := e.message("m1")
+	m1.Data = map[string]any{"text": "lemon one"}
+	e.update(func(tx chat.Tx) error { return tx.UpdateMessage(e.ctx, m1) })
+	require.Equal(t, []string{"m2"}, find("kiwi"), "an edit drops the old words at once")
+	require.Equal(t, []string{"m1"}, find("lemon"), "and adds the new ones")
+	write(e, func(tx chat.Tx) ([]string, error) { return tx.SoftDeleteUserMessages(e.ctx, "u", at(3_000).Time) })
+	require.Nil(t, find("kiwi"), "a deleted message is not found")
+	require.Nil(t, find("lemon"))
 }
