@@ -55,7 +55,7 @@ type Dialect struct {
 	// statements name it.
 	Table string
 	// Prepare creates the version table when it is missing (and brings
-	// an older one up to these columns).
+	// an older one up to these columns), in Run's first transaction.
 	Prepare func(ctx context.Context, conn *sql.Conn) error
 	// Lock, when set, is held for the whole of Run; it returns the
 	// function that releases it.
@@ -107,9 +107,9 @@ func Load(fsys fs.FS) ([]Migration, error) {
 }
 
 // Run brings the database up to the last of ms. It reads the version table
-// once and, for each migration it does not record, begins a transaction,
-// reads the table again (another process may have applied it meanwhile),
-// then applies and records the migration.
+// in one transaction and, for each migration it does not record, begins
+// another, reads the table again (another process may have applied it
+// meanwhile), then applies and records the migration.
 func Run(ctx context.Context, db *sql.DB, d Dialect, ms []Migration) (err error) {
 	fail := func(step string, err error) error {
 		return fmt.Errorf("%s: migrate: %s: %w", d.Store, step, d.Err(err))
@@ -130,15 +130,15 @@ func Run(ctx context.Context, db *sql.DB, d Dialect, ms []Migration) (err error)
 			}
 		}()
 	}
-	if err := d.Prepare(ctx, conn); err != nil {
-		return fail("version table", err)
-	}
 	var done map[int]bool
 	if err := inTx(ctx, conn, d, func() (err error) {
+		if err := d.Prepare(ctx, conn); err != nil {
+			return err
+		}
 		done, err = records(ctx, conn, d, ms)
 		return err
 	}); err != nil {
-		return fail("read versions", err)
+		return fail("version table", err)
 	}
 	for _, m := range ms {
 		if done[m.Version] {

@@ -34,15 +34,7 @@ var dialect = migrate.Dialect{
 
 // prepareVersions creates schema_migrations, or gives the table of an
 // earlier release its name column (empty in its rows).
-func prepareVersions(ctx context.Context, conn *sql.Conn) (err error) {
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-		}
-	}()
+func prepareVersions(ctx context.Context, conn *sql.Conn) error {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     applied_at TEXT NOT NULL,
@@ -52,15 +44,10 @@ func prepareVersions(ctx context.Context, conn *sql.Conn) (err error) {
 	}
 	var named bool
 	if err := conn.QueryRowContext(ctx,
-		"SELECT count(*) > 0 FROM pragma_table_info('schema_migrations') WHERE name = 'name'").Scan(&named); err != nil {
+		"SELECT count(*) > 0 FROM pragma_table_info('schema_migrations') WHERE name = 'name'").Scan(&named); err != nil || named {
 		return err
 	}
-	if !named {
-		if _, err := conn.ExecContext(ctx, "ALTER TABLE schema_migrations ADD COLUMN name TEXT NOT NULL DEFAULT ''"); err != nil {
-			return err
-		}
-	}
-	_, err = conn.ExecContext(ctx, "COMMIT")
+	_, err := conn.ExecContext(ctx, "ALTER TABLE schema_migrations ADD COLUMN name TEXT NOT NULL DEFAULT ''")
 	return err
 }
 

@@ -178,3 +178,31 @@ func TestMigrateRecords(t *testing.T) {
 	require.NoError(t, Migrate(ctx, db, schema))
 	require.Len(t, versionRows(t, db, schema), LatestVersion()+1)
 }
+
+// TestMigrateWithoutCreate: a role that may read the version table but
+// create nothing migrates an up-to-date schema (nothing to do).
+func TestMigrateWithoutCreate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := sql.Open("postgres", pgtest.URL(t))
+	require.NoError(t, err)
+	defer db.Close()
+	schema := testSchema(t, db)
+	require.NoError(t, Migrate(ctx, db, schema))
+	role, qs := pq.QuoteIdentifier(pgtest.SchemaName()), pq.QuoteIdentifier(schema)
+	_, err = db.Exec("CREATE ROLE " + role + " NOLOGIN")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = db.Exec("DROP OWNED BY " + role + "; DROP ROLE " + role) })
+	_, err = db.Exec("GRANT USAGE ON SCHEMA " + qs + " TO " + role + "; GRANT SELECT ON " + qs + ".chat_migrations TO " + role)
+	require.NoError(t, err)
+
+	ro, err := sql.Open("postgres", pgtest.URL(t))
+	require.NoError(t, err)
+	defer ro.Close()
+	ro.SetMaxOpenConns(1) // the one session that SET ROLE changes
+	_, err = ro.Exec("SET ROLE " + role)
+	require.NoError(t, err)
+	require.NoError(t, Migrate(ctx, ro, schema))
+	_, err = ro.Exec("CREATE TABLE " + qs + ".t (x int)")
+	require.ErrorContains(t, err, "permission denied", "the role creates nothing")
+}
