@@ -26,9 +26,10 @@
 // "public"); it is created when missing, and every statement names it, so
 // several stores (one per tenant, one per test) can share a database.
 // Open and New apply the pending forward-only migrations embedded in the
-// binary (migrations/NNNN_name.sql), each in its own transaction, under an
-// advisory lock so that processes starting together migrate once; with
-// Options.SkipMigrations, run Migrate separately. A database migrated by a
+// binary (migrations/NNNN_name.sql, numbered in step with the SQLite
+// store's), each in its own transaction, under an advisory lock so that
+// processes starting together migrate once; with Options.SkipMigrations,
+// run Migrate separately. A database migrated by a
 // newer release is accepted, since migrations only add. The version
 // columns that migration 0002 added are no longer read or written; they
 // stay so that processes of the previous release keep working against a

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/internal/migrate"
 )
 
 // TestMigrateMemberIndex upgrades a schema written before migration 4: the
@@ -36,20 +37,12 @@ func TestMigrateMemberIndex(t *testing.T) {
 	qs := pq.QuoteIdentifier(schema)
 	t.Cleanup(func() { _, _ = db.Exec("DROP SCHEMA IF EXISTS " + qs + " CASCADE") })
 
-	conn, err := db.Conn(ctx)
-	require.NoError(t, err)
-	for _, q := range []string{"CREATE SCHEMA " + qs,
-		"CREATE TABLE " + qs + ".chat_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"} {
-		_, err := conn.ExecContext(ctx, q)
-		require.NoError(t, err)
-	}
 	ms, err := migrations()
 	require.NoError(t, err)
-	for _, m := range ms {
-		if m.version < 4 {
-			require.NoError(t, applyMigration(ctx, conn, qs, qs+".chat_migrations", m), m.name)
-		}
-	}
+	require.Equal(t, "channel_users_member_idx", ms[3].Name)
+	require.NoError(t, migrate.Run(ctx, db, dialect(schema), ms[:3]))
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
 	for _, q := range []string{
 		`INSERT INTO ` + qs + `.channels (channel_id, type, display_name, last_activity, created_at, updated_at)
 			VALUES ('a', 'standard', 'a', now(), '2024-01-01 00:00:01Z', now()),

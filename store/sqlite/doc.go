@@ -82,13 +82,14 @@
 //
 // # Schema and migrations
 //
-// The schema lives in embedded, numbered SQL files (migrations/NNNN_*.sql).
-// Open applies the ones not yet recorded in the schema_migrations table
-// (version, applied_at), each in its own IMMEDIATE transaction together
-// with its record; Migrate does the same for a *sql.DB, for tools such as
-// the example server's migrate command. Migrations are forward-only: a new
-// schema version is a new file, and a database whose version is newer than
-// the program's is refused. Times are stored as INTEGER unix milliseconds
+// The schema lives in embedded, numbered SQL files (migrations/NNNN_*.sql,
+// numbered in step with the Postgres store's). Open applies the ones not
+// yet recorded in the schema_migrations table (version, name, applied_at),
+// each in its own IMMEDIATE transaction together with its record; Migrate
+// does the same for a *sql.DB, for tools such as the example server's
+// migrate command. Migrations are forward-only: a new schema version is a
+// new file, and a database whose version is newer than the program's is
+// refused. Times are stored as INTEGER unix milliseconds
 // (UTC) and JSON values (metadata, data, tags, roles, hashflag, reaction
 // counts) as JSON text; every query path has an index, and the package's
 // tests check the plans of the hot queries with EXPLAIN QUERY PLAN.

@@ -9,9 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/internal/migrate"
 )
 
-// TestMigrateMemberIndex upgrades a database written before migration 3:
+// TestMigrateMemberIndex upgrades a database written before migration 4:
 // the relations that exist then get their channel's created_at, so the
 // user's channels come in channel order through the new index.
 func TestMigrateMemberIndex(t *testing.T) {
@@ -22,17 +23,12 @@ func TestMigrateMemberIndex(t *testing.T) {
 	db, err := sql.Open("sqlite3", dsn(path, nil))
 	require.NoError(t, err)
 	defer db.Close()
-	conn, err := db.Conn(ctx)
-	require.NoError(t, err)
-	_, err = conn.ExecContext(ctx, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
-	require.NoError(t, err)
 	ms, err := migrations()
 	require.NoError(t, err)
-	for _, m := range ms {
-		if m.version < 3 {
-			require.NoError(t, applyMigration(ctx, conn, m, ms[len(ms)-1].version), m.name)
-		}
-	}
+	require.Equal(t, "channel_users_member_idx", ms[3].Name)
+	require.NoError(t, migrate.Run(ctx, db, dialect, ms[:3]))
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
 	for _, q := range []string{
 		`INSERT INTO channels (channel_id, type, display_name, last_activity, created_at, updated_at)
 			VALUES ('a', 'standard', 'a', 1000, 1000, 1000), ('b', 'standard', 'b', 3000, 3000, 3000),

@@ -114,10 +114,10 @@ func TestMigrate(t *testing.T) {
 	ms, err := migrations()
 	require.NoError(t, err)
 	var n int
-	var latest int64
+	var latest int
 	require.NoError(t, db.QueryRowContext(ctx, "SELECT count(*), max(version) FROM schema_migrations").Scan(&n, &latest))
 	require.Equal(t, len(ms), n)
-	require.Equal(t, ms[len(ms)-1].version, latest)
+	require.Equal(t, ms[len(ms)-1].Version, latest)
 
 	// A database from a newer program is refused.
 	_, err = db.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'x')", latest+1)

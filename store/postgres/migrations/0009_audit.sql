@@ -1,4 +1,4 @@
--- 0008_audit: the audit log, and the index a purge of one author's
+-- 0009_audit: the audit log, and the index a purge of one author's
 -- messages reads.
 --
 -- actor_id and channel_id are NULL when there is none. Each filter of

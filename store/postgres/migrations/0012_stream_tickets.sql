@@ -1,4 +1,4 @@
--- 0008_stream_tickets: the unused tickets of POST /events/ticket, by the
+-- 0012_stream_tickets: the unused tickets of POST /events/ticket, by the
 -- SHA-256 of the ticket, so that a ticket issued by one process opens a
 -- stream on any other. Redeeming is DELETE ... RETURNING: of two processes
 -- redeeming one ticket at once, one gets the row. The stream's retention

@@ -1,4 +1,4 @@
--- channel_search: the keys of channel search.
+-- 0013_channel_search: the keys of channel search.
 --
 -- channel_keys: per channel, the folded channelId and, for each word of
 -- the displayName, the folded rest of the name from that word

@@ -1,4 +1,4 @@
--- stream_ticket_access: a ticket carries the access it was issued under,
+-- 0014_stream_ticket_access: a ticket carries the access it was issued under,
 -- so that it opens a stream only while that access is valid: the admin
 -- account and its token's hash, or the user token's iat and exp (NULL when
 -- the claim is absent). The tickets issued before (valid 60 s, without

@@ -1,4 +1,4 @@
--- 0003_channel_users_member_idx: a user's channels newest first, read by
+-- 0004_channel_users_member_idx: a user's channels newest first, read by
 -- one index walk however many channels the user is in.
 --
 -- The channel order is (created_at DESC, channel_id DESC) of channels. A

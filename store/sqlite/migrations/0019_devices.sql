@@ -1,4 +1,4 @@
--- 0017_devices: push devices and notification levels.
+-- 0019_devices: push devices and notification levels.
 --
 -- A token is unique per provider (devices_token_key): registering it again
 -- finds the device. devices_user_idx gives a user's devices least recently

@@ -1,4 +1,5 @@
--- search_tsvector: the message search index as a GIN index of one column.
+-- 0016_message_search_index: the message search index as a GIN index of
+-- one column.
 --
 -- The word table of *_search.sql (three B-trees with the message's ids in
 -- every row, written in the transaction of every message) is replaced by

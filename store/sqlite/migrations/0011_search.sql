@@ -1,4 +1,4 @@
--- search: the word indexes of user and message search.
+-- 0011_search: the word indexes of user and message search.
 --
 -- user_keys: per user, the folded userId and, for each word of the
 -- displayName, the folded rest of the name from that word (chat.IDKey,

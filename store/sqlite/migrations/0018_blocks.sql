@@ -1,4 +1,4 @@
--- blocks: a user's blocks of other users (docs/api.md, "Blocking"). The
+-- 0018_blocks: a user's blocks of other users (docs/api.md, "Blocking"). The
 -- primary key serves a user's list; blocks_blocked_idx the question
 -- "who among these users blocks this one" (adding members to a channel).
 CREATE TABLE blocks (

@@ -1,4 +1,4 @@
--- 0007_stream_tickets: the unused tickets of POST /events/ticket, by the
+-- 0012_stream_tickets: the unused tickets of POST /events/ticket, by the
 -- SHA-256 of the ticket, so that any process sharing the file redeems them
 -- (DELETE ... RETURNING: once). The stream's retention job deletes the
 -- expired ones.

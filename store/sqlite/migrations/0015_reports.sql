@@ -1,4 +1,4 @@
--- 0014_reports: the review queue of reports.
+-- 0015_reports: the review queue of reports.
 --
 -- One open report per reporter and target: reports_open_key holds the
 -- open ones only, so a resolved report never blocks a new one. The

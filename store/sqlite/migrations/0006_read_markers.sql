@@ -1,4 +1,4 @@
--- 0005_read_markers: a user's read marker in a channel and the indexes that
+-- 0006_read_markers: a user's read marker in a channel and the indexes that
 -- count its unread messages without reading them.
 --
 -- unreadCount = the channel's message_count - read_to_segment (every

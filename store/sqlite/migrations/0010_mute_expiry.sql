@@ -1,4 +1,4 @@
--- 0009_mute_expiry: the mutes still to end or to be announced as ended,
+-- 0010_mute_expiry: the mutes still to end or to be announced as ended,
 -- read by LapsedMutes and NextMuteEnd. A mute that ended by time keeps its
 -- mute_timeout until the Service announces it and sets it back to NULL, so
 -- these partial indexes hold only the muted rows and the lapsed ones not

@@ -1,5 +1,5 @@
--- search_postings: the message search index, one narrow tree written
--- behind the commit.
+-- 0016_message_search_index: the message search index, one narrow tree
+-- written behind the commit.
 --
 -- The word tables of *_search.sql (three trees with the message's ids in
 -- every row, written in the transaction of every message) are replaced.

@@ -1,4 +1,4 @@
--- 0007_admin_panel: admin panel sign-in. password_hash is the bcrypt hash
+-- 0008_admin_panel: admin panel sign-in. password_hash is the bcrypt hash
 -- of an admin's panel password (NULL: none set). admin_sessions holds the
 -- panel's sessions, keyed by the SHA-256 of the id in the browser's cookie.
 ALTER TABLE admins ADD COLUMN password_hash BLOB;

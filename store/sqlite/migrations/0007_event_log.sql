@@ -1,4 +1,4 @@
--- 0006_event_log: the event log read by event streams. AUTOINCREMENT
+-- 0007_event_log: the event log read by event streams. AUTOINCREMENT
 -- never reuses an id, even after retention deleted the newest rows, and
 -- SQLite's single writer assigns ids in commit order. user_ids is a JSON
 -- array of the users the event is about.

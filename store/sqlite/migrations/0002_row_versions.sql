@@ -1,0 +1,6 @@
+-- 0002_row_versions: nothing to do on SQLite.
+--
+-- On Postgres this adds row versions for read-modify-write at READ
+-- COMMITTED. SQLite runs one write transaction at a time (BEGIN
+-- IMMEDIATE takes the write lock up front), so no row read in a write
+-- transaction changes before that transaction writes it.

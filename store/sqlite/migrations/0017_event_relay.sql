@@ -1,0 +1,5 @@
+-- 0017_event_relay: nothing to do on SQLite.
+--
+-- On Postgres this moves event numbering out of the writers' transactions
+-- into a relay. SQLite's single writer already assigns event ids in commit
+-- order (0007_event_log), and its writers share the write lock anyway.
