@@ -70,8 +70,8 @@ func createMessageParams(p *params) chat.CreateMessage {
 	}
 }
 
-// updateMessage serves PUT /message/{messageId} (ext): data, caption
-// and tags, each optional.
+// updateMessage serves PUT /message/{messageId} (ext): data, caption,
+// tags and mentionedUserIds, each optional.
 func (h *handler) updateMessage(w http.ResponseWriter, r *http.Request) error {
 	id, p, err := h.pathAndParams(w, r, "messageId")
 	if err != nil {
@@ -82,6 +82,8 @@ func (h *handler) updateMessage(w http.ResponseWriter, r *http.Request) error {
 		Data:      p.objectPtr("data"),
 		Caption:   p.strPtr("caption"),
 		Tags:      p.strsPtr("tags"),
+
+		MentionedUserIDs: p.strs("mentionedUserIds"),
 	}
 	if err := p.Err(); err != nil {
 		return err
