@@ -59,14 +59,16 @@ func (h *handler) createMessage(w http.ResponseWriter, r *http.Request) error {
 }
 
 // createMessageParams reads the message of POST /message, which POST
-// /moderation/check reads too: {channelId, type, data, tags, parentId}.
+// /moderation/check reads too: {channelId, type, data, tags, parentId,
+// mentionedUserIds}.
 func createMessageParams(p *params) chat.CreateMessage {
 	return chat.CreateMessage{
-		ChannelID: p.str("channelId"),
-		Type:      chat.MessageType(p.str("type")),
-		Data:      p.object("data"),
-		Tags:      p.strs("tags"),
-		ParentID:  p.str("parentId"),
+		ChannelID:        p.str("channelId"),
+		Type:             chat.MessageType(p.str("type")),
+		Data:             p.object("data"),
+		Tags:             p.strs("tags"),
+		ParentID:         p.str("parentId"),
+		MentionedUserIDs: p.strs("mentionedUserIds"),
 	}
 }
 
