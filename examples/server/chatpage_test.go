@@ -328,6 +328,14 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 	require.Equal(t, 200, code, "%v", minted)
 	aliceToken, _ := minted["token"].(string)
 	const mentionText = "@bob, the agenda?"
+	// freshLive reloads bob's page and waits for the new document's stream
+	// (a marker set before the reload tells the old document apart).
+	freshLive := []chromedp.Action[chromedp.Void]{
+		chromedp.Evaluate[chromedp.Void](`window.beforeReload = 1`),
+		chromedp.Reload(),
+		poll(`window.beforeReload === undefined && document.getElementById('connection').dataset.state === "live"`),
+	}
+	bob.run(t, "reload, stream live", freshLive...)
 	code, posted := s.call(t, aliceToken, "POST", "/api/v2/message", map[string]any{"channelId": channelID, "type": "text", "data": map[string]any{"text": mentionText}})
 	require.Equal(t, 200, code, "%v", posted)
 	mentionBadge := chanItem + ` .mention-count`
@@ -335,10 +343,11 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 		present(mentionBadge),
 		poll(`document.querySelector('`+mentionBadge+`').textContent === "@1"`),
 		poll(`document.querySelector('`+chanItem+` .unread').textContent === "1"`),
-		chromedp.Reload(),
+	)
+	bob.run(t, "reload: the mention count from the server", append(freshLive,
 		present(mentionBadge),
 		poll(`document.querySelector('`+mentionBadge+`').textContent === "@1"`),
-	)
+	)...)
 	highlighted := `Array.from(document.querySelectorAll('#messages li.message.mentions-me .text')).map(function (x) { return x.textContent; })`
 	bob.run(t, "open: the mention is highlighted and read",
 		clickLive(chanItem+` button.name`),
@@ -352,12 +361,11 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 	alice.run(t, "see her message", poll(messageShown("alice", mentionText)))
 	require.Zero(t, evaluate[int](t, alice, `document.querySelectorAll('#messages li.message.mentions-me').length`),
 		"alice's own message mentions bob, not her")
-	bob.run(t, "reload: the mention is read",
-		chromedp.Reload(),
+	bob.run(t, "reload: the mention is read", append(freshLive,
 		present(chanItem),
 		poll(`document.getElementById('channel-title').textContent === "Pick a channel"`),
 		poll(`document.querySelector('`+chanItem+`') !== null && document.querySelector('`+mentionBadge+`') === null`),
-	)
+	)...)
 
 	// Bob answers; alice, still in the channel, sees it.
 	bob.run(t, "send",
