@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,4 +28,19 @@ func TestMentionRuns(t *testing.T) {
 		require.Equal(t, c.want, mentionRuns(c.text, 100), "%q", c.text)
 	}
 	require.Len(t, mentionRuns("@a @b @c @d", 2), 2, "at most limit")
+}
+
+// BenchmarkMentionsNone is what a message without mentions adds to a
+// create: finding its text and seeing that it holds no @ (no store read).
+func BenchmarkMentionsNone(b *testing.B) {
+	s := &Service{}
+	data := map[string]any{"text": "Hello team, the release notes for this week are ready. Please read them at https://docs.example.com/pub/notes before the meeting."}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		ids, err := s.mentions(ctx, nil, "c", "u", mentionText(MessageTypeText, data), nil)
+		if err != nil || ids != nil {
+			b.Fatal(ids, err)
+		}
+	}
 }
