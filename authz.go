@@ -79,6 +79,8 @@ const (
 	actOwnPush          action = "user.ownPush"
 	actUserPush         action = "user.push"
 	actChannelNotify    action = "channel.notifications"
+	actOwnMentions      action = "message.ownMentions"
+	actUserMentions     action = "message.userMentions"
 )
 
 // right is what an action needs from a caller who is not an admin.
@@ -148,6 +150,8 @@ var rights = map[action]right{
 	actOwnPush:          {},
 	actUserPush:         {adminOnly: true},
 	actChannelNotify:    {ownRelation: true},
+	actOwnMentions:      {},
+	actUserMentions:     {adminOnly: true},
 }
 
 // caller is an authorized actor: its user record (nil when the user does
@@ -316,6 +320,8 @@ func describe(act action) string {
 		return "block or unblock for others, or list their blocks"
 	case actUserPush:
 		return "manage the devices or notification settings of others"
+	case actUserMentions:
+		return "list the mentions of others"
 	}
 	return string(act)
 }

@@ -83,9 +83,16 @@ func (s *Service) channelList(ctx context.Context, tx Tx, chs []*Channel, cus []
 	if err != nil {
 		return nil, err
 	}
+	mentioned, err := tx.UnreadMentionCounts(ctx, cus)
+	if err != nil {
+		return nil, err
+	}
 	ids := append([]string(nil), extraUsers...)
 	for i, cu := range cus {
 		cu.UnreadCount = unread[i]
+		if cu.Membership == MembershipMember {
+			cu.UnreadMentionCount = mentioned[i]
+		}
 		presentChannelUser(cu, now)
 		out.ChannelUsers = append(out.ChannelUsers, *cu)
 		ids = append(ids, cu.UserID)

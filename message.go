@@ -22,6 +22,10 @@ type CreateMessage struct {
 	Data      map[string]any
 	Tags      []string
 	ParentID  string
+	// MentionedUserIDs names members the message mentions besides the
+	// @userId mentions of a text message's data.text (see docs/api.md,
+	// Mentions); each must be a member of the channel.
+	MentionedUserIDs []string
 }
 
 func presentMessage(m *Message) {
@@ -37,7 +41,15 @@ func presentMessage(m *Message) {
 	if m.Hashflag.Hash == nil {
 		m.Hashflag.Hash = []uint32{}
 	}
+	if m.MentionedUserIDs == nil || m.IsDeleted {
+		// A deleted message mentions no one (its data is gone too).
+		m.MentionedUserIDs = emptyStrings
+	}
 }
+
+// emptyStrings is the shared empty list of presented messages: never
+// appended to, so sharing it allocates nothing.
+var emptyStrings = []string{}
 
 func (s *Service) messageList(ctx context.Context, tx Tx, ms []*Message) (*MessageList, error) {
 	out := &MessageList{Messages: make([]Message, 0, len(ms))}
@@ -272,6 +284,9 @@ func (s *Service) preparePost(authorID string, in *CreateMessage) (*postRules, e
 	if err != nil {
 		return nil, err
 	}
+	if in.MentionedUserIDs, err = s.checkMentionIDs(in.MentionedUserIDs); err != nil {
+		return nil, err
+	}
 	return &postRules{authorID: authorID, in: in, texts: texts}, nil
 }
 
@@ -362,8 +377,12 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 		if err != nil {
 			return err
 		}
+		mentioned, err := s.mentions(ctx, tx, in.ChannelID, actorID, mentionText(in.Type, in.Data), in.MentionedUserIDs)
+		if err != nil {
+			return err
+		}
 		r := &newMessage{m: [1]Message{{MessageID: hook.id(s), ChannelID: in.ChannelID, UserID: actorID, Type: in.Type,
-			Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID}}}
+			Data: in.Data, Tags: emptyIfNil(in.Tags), ParentID: in.ParentID, MentionedUserIDs: mentioned}}}
 		out, err = s.insertHooked(ctx, tx, ev, pc, r, nil, hook)
 		return err
 	})
@@ -496,8 +515,12 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 		if err != nil {
 			return err
 		}
+		mentioned, err := s.mentions(ctx, tx, in.ChannelID, actorID, in.Caption, nil)
+		if err != nil {
+			return err
+		}
 		r := &newMessage{m: [1]Message{{MessageID: hook.id(s), ChannelID: in.ChannelID, UserID: actorID, Type: MessageTypeImage,
-			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID}}}
+			Data: dataOf(data), Tags: emptyIfNil(base.Tags), ParentID: in.ParentID, MentionedUserIDs: mentioned}}}
 		out, err = s.insertHooked(ctx, tx, ev, pc, r, blobs, hook)
 		return err
 	})
@@ -841,6 +864,7 @@ func (s *Service) DeleteMessage(ctx context.Context, actorID, messageID string) 
 		}
 		m.IsDeleted = true
 		m.Data = map[string]any{}
+		m.MentionedUserIDs = nil
 		m.UpdatedAt = now
 		if err := tx.UpdateMessage(ctx, m); err != nil {
 			return err

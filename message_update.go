@@ -14,6 +14,10 @@ type UpdateMessage struct {
 	Caption *string
 	// Tags replaces the tags of any message.
 	Tags *[]string
+	// MentionedUserIDs, with Data or Caption, names members the edited
+	// message mentions besides the @userId mentions of its new text (see
+	// docs/api.md, Mentions).
+	MentionedUserIDs []string
 }
 
 // UpdateMessage edits a message: the data of a text or custom message,
@@ -43,6 +47,12 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 	}
 	tags, err := s.checkNewTags(in.Tags)
 	if err != nil {
+		return nil, err
+	}
+	if in.MentionedUserIDs != nil && in.Data == nil && in.Caption == nil {
+		return nil, invalid("mentionedUserIds", "only with data or caption: an edit of the text mentions again")
+	}
+	if in.MentionedUserIDs, err = s.checkMentionIDs(in.MentionedUserIDs); err != nil {
 		return nil, err
 	}
 	if in.Caption != nil {
@@ -80,6 +90,12 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 		flagged := false
 		if hook != nil && hook.flag {
 			if flagged, err = s.hookFlag(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		if in.Data != nil || in.Caption != nil {
+			// A new text mentions anew: the mentions of the old one go.
+			if m.MentionedUserIDs, err = s.mentions(ctx, tx, m.ChannelID, m.UserID, mentionText(m.Type, m.Data), in.MentionedUserIDs); err != nil {
 				return err
 			}
 		}

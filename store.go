@@ -75,6 +75,7 @@ type Tx interface {
 	BlockStore
 	DeviceStore
 	NotificationStore
+	MentionStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order
@@ -190,14 +191,16 @@ type MessageFilter struct {
 type MessageStore interface {
 	// CreateMessage inserts m; CodeConflict when its id or its
 	// (channelId, channelSegment) exists. When m.ParentID is set the parent's
-	// childrenNumber is incremented.
+	// childrenNumber is incremented. m.MentionedUserIDs are stored and
+	// indexed for MentionStore.
 	CreateMessage(ctx context.Context, m *Message) error
 	// GetMessage returns the message (deleted ones too) or CodeNotFound.
 	GetMessage(ctx context.Context, messageID string) (*Message, error)
 	// GetMessages returns the messages that exist among ids, in no order.
 	GetMessages(ctx context.Context, ids []string) ([]*Message, error)
 	// UpdateMessage replaces data, tags, isDeleted, editedAt, updatedAt,
-	// flagCount and hashflag by message id; CodeNotFound if absent.
+	// flagCount, hashflag and mentionedUserIds by message id (and the
+	// mention index with them); CodeNotFound if absent.
 	UpdateMessage(ctx context.Context, m *Message) error
 	// QueryMessages returns the messages matching f.
 	QueryMessages(ctx context.Context, f MessageFilter) ([]*Message, error)

@@ -128,8 +128,12 @@ type ChannelUser struct {
 	MuteTimeout   *Time      `json:"muteTimeout"`
 	ReadToSegment int64      `json:"readToSegment"`
 	UnreadCount   int64      `json:"unreadCount"`
-	CreatedAt     Time       `json:"createdAt"`
-	UpdatedAt     Time       `json:"updatedAt"`
+	// UnreadMentionCount is derived at read time like UnreadCount: the
+	// number of live messages above ReadToSegment whose MentionedUserIDs
+	// name the user (see docs/api.md, Mentions).
+	UnreadMentionCount int64 `json:"unreadMentionCount"`
+	CreatedAt          Time  `json:"createdAt"`
+	UpdatedAt          Time  `json:"updatedAt"`
 }
 
 // MessageType is the type of a message, which says what its data holds.
@@ -146,6 +150,10 @@ const (
 
 // Message is a message in a channel. ParentID is set only on comments.
 // Reactions maps a reaction name to its count; ReactionsCount is their sum.
+// MentionedUserIDs are the members the message mentions (the @userId
+// mentions of its text or caption, and those named on create), never its
+// author; the Service sets them before the message is stored, and the
+// answer always carries the field (empty when none).
 type Message struct {
 	MessageID      string         `json:"messageId"`
 	ChannelID      string         `json:"channelId"`
@@ -164,6 +172,8 @@ type Message struct {
 	Hashflag       Hashflag       `json:"hashflag"`
 	Reactions      map[string]int `json:"reactions"`
 	ReactionsCount int            `json:"reactionsCount"`
+	// MentionedUserIDs: see above.
+	MentionedUserIDs []string `json:"mentionedUserIds"`
 }
 
 // Hashflag is a bloom filter of the ids of the users who flagged an item:

@@ -92,6 +92,9 @@ type CreateMessageRequest struct {
 	Data     map[string]any   `json:"data"`
 	Tags     []string         `json:"tags,omitempty"`
 	ParentID string           `json:"parentId,omitempty"`
+	// MentionedUserIDs names members the message mentions besides the
+	// @userId mentions of its text (ext).
+	MentionedUserIDs []string `json:"mentionedUserIds,omitempty"`
 }
 
 // CreateMessage posts a message as the admin's user (POST /message).
@@ -114,6 +117,9 @@ type UpdateMessageRequest struct {
 	Caption *string
 	// Tags replaces the tags (an empty, non-nil slice removes them).
 	Tags []string
+	// MentionedUserIDs, with Data or Caption, names members the edited
+	// message mentions besides the @userId mentions of its new text.
+	MentionedUserIDs []string
 }
 
 // UpdateMessage edits a message as the admin's user (PUT
@@ -129,6 +135,9 @@ func (c *Client) UpdateMessage(ctx context.Context, messageID string, req Update
 	}
 	if req.Tags != nil {
 		body["tags"] = req.Tags
+	}
+	if req.MentionedUserIDs != nil {
+		body["mentionedUserIds"] = req.MentionedUserIDs
 	}
 	var out chat.MessageList
 	err := c.do(ctx, http.MethodPut, "/message/"+esc(messageID), nil, body, &out)

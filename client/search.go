@@ -56,3 +56,21 @@ func (c *Client) SearchAll(ctx context.Context, req SearchMessagesRequest) iter.
 		return out.Messages, out.Paging, nil
 	})
 }
+
+// MentionsRequest lists the messages that mention a user (ext).
+type MentionsRequest struct {
+	// UserID is the mentioned user: the caller's own user when empty (an
+	// admin may name anyone).
+	UserID string `json:"userId,omitempty"`
+	// ChannelID keeps the mentions of one channel only.
+	ChannelID string         `json:"channelId,omitempty"`
+	Options   *SearchOptions `json:"options,omitempty"`
+}
+
+// Mentions lists the live messages that mention req.UserID in the
+// channels where it is a member, newest first (POST /messages/mentions);
+// paging.next leads to older ones.
+func (c *Client) Mentions(ctx context.Context, req MentionsRequest) (*chat.MessageList, error) {
+	var out chat.MessageList
+	return &out, c.do(ctx, http.MethodPost, "/messages/mentions", nil, req, &out)
+}

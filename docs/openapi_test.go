@@ -440,6 +440,15 @@ func testResponses(t *testing.T, f *fixture) {
 	found := f.do(call{method: "POST", pattern: "/messages/search", json: map[string]any{"query": "A", "channelId": "general", "options": map[string]any{"limit": 1}}})
 	f.do(call{method: "POST", pattern: "/messages/search", form: "query=a&channelId=general&options[token]=" + url.QueryEscape(found["paging"].(map[string]any)["next"].(string))})
 	f.do(call{method: "POST", pattern: "/messages/search", json: map[string]any{"query": "!!!"}, want: 400})
+	mentioned := first(f.do(call{method: "POST", pattern: "/message", json: map[string]any{"channelId": "general", "type": "text",
+		"data": map[string]any{"text": "hi @alice"}, "mentionedUserIds": []string{"alice"}}}), "messages")
+	require.Equal(t, []any{"alice"}, mentioned["mentionedUserIds"])
+	ms := f.do(call{method: "POST", pattern: "/messages/mentions", json: map[string]any{"userId": "alice", "options": map[string]any{"limit": 1}}})
+	require.Len(t, ms["messages"], 1)
+	f.do(call{method: "POST", pattern: "/messages/mentions", form: "userId=alice&channelId=general"})
+	f.do(call{method: "POST", pattern: "/messages/mentions", json: map[string]any{"options": map[string]any{"token": "x"}}, want: 400})
+	f.do(call{method: "POST", pattern: "/message", json: map[string]any{"channelId": "general", "type": "text",
+		"data": map[string]any{"text": "x"}, "mentionedUserIds": []string{"nobody"}}, want: 400})
 	f.do(call{method: "GET", pattern: "/message/{messageId}", params: map[string]string{"messageId": m1ID}})
 	f.do(call{method: "GET", pattern: "/message/{messageId}", params: map[string]string{"messageId": "nope"}, want: 404})
 	flagged := first(f.do(call{method: "POST", pattern: "/message/{messageId}/flags", params: map[string]string{"messageId": m1ID}}), "messages")

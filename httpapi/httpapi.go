@@ -224,6 +224,7 @@ func (h *handler) routes() []route {
 		// Messages.
 		rt(post, "/messages", h.queryMessages),
 		rt(post, "/messages/search", h.searchMessages),
+		rt(post, "/messages/mentions", h.queryMentions),
 		rt(get, "/message/{messageId}", h.getMessage),
 		rt(post, "/message", h.createMessage),
 		rt(put, "/message/{messageId}", h.updateMessage),

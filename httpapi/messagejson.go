@@ -43,6 +43,9 @@ type messageJSON struct {
 	Hashflag       chat.Hashflag    `json:"hashflag"`
 	Reactions      map[string]int   `json:"reactions"`
 	ReactionsCount int              `json:"reactionsCount"`
+	// MentionedUserIDs is the message's list as is (never nil once
+	// presented).
+	MentionedUserIDs []string `json:"mentionedUserIds"`
 }
 
 // textData is the data of a message whose data has the single key "text"
@@ -103,6 +106,7 @@ func (s *messageListShape) shape(l *chat.MessageList) *messageListJSON {
 			CreatedAt: next(), UpdatedAt: next(),
 			ChannelSegment: m.ChannelSegment, ChildrenNumber: m.ChildrenNumber, FlagCount: m.FlagCount,
 			Hashflag: m.Hashflag, Reactions: m.Reactions, ReactionsCount: m.ReactionsCount,
+			MentionedUserIDs: m.MentionedUserIDs,
 		}
 		if m.EditedAt != nil {
 			s.edits = append(s.edits, next())

@@ -30,6 +30,7 @@ func TestMessageListJSON(t *testing.T) {
 		ChannelSegment: 7, ChildrenNumber: 2, FlagCount: 1,
 		Hashflag:  chat.Hashflag{Bits: 64, Hashes: 3, Hash: []uint32{1, 2}},
 		Reactions: map[string]int{"like": 2, "haha": 1}, ReactionsCount: 3,
+		MentionedUserIDs: []string{"u<2>", "v"},
 	}
 	msg := func(data map[string]any) chat.Message {
 		m := full
@@ -50,6 +51,7 @@ func TestMessageListJSON(t *testing.T) {
 			msg(map[string]any{"card": map[string]any{"z": true, "a": []any{"x", nil}}}),
 			msg(map[string]any{}),
 			msg(nil),
+			func() chat.Message { m := msg(nil); m.MentionedUserIDs = []string{}; return m }(),
 			odd,
 			full,
 			msg(map[string]any{"urls": map[string]any{"small": "/api/v2/messages/m/images?size=small&exp=1&sig=x"}, "text": "caption"}),

@@ -59,19 +59,21 @@ func (h *handler) createMessage(w http.ResponseWriter, r *http.Request) error {
 }
 
 // createMessageParams reads the message of POST /message, which POST
-// /moderation/check reads too: {channelId, type, data, tags, parentId}.
+// /moderation/check reads too: {channelId, type, data, tags, parentId,
+// mentionedUserIds}.
 func createMessageParams(p *params) chat.CreateMessage {
 	return chat.CreateMessage{
-		ChannelID: p.str("channelId"),
-		Type:      chat.MessageType(p.str("type")),
-		Data:      p.object("data"),
-		Tags:      p.strs("tags"),
-		ParentID:  p.str("parentId"),
+		ChannelID:        p.str("channelId"),
+		Type:             chat.MessageType(p.str("type")),
+		Data:             p.object("data"),
+		Tags:             p.strs("tags"),
+		ParentID:         p.str("parentId"),
+		MentionedUserIDs: p.strs("mentionedUserIds"),
 	}
 }
 
-// updateMessage serves PUT /message/{messageId} (ext): data, caption
-// and tags, each optional.
+// updateMessage serves PUT /message/{messageId} (ext): data, caption,
+// tags and mentionedUserIds, each optional.
 func (h *handler) updateMessage(w http.ResponseWriter, r *http.Request) error {
 	id, p, err := h.pathAndParams(w, r, "messageId")
 	if err != nil {
@@ -82,6 +84,8 @@ func (h *handler) updateMessage(w http.ResponseWriter, r *http.Request) error {
 		Data:      p.objectPtr("data"),
 		Caption:   p.strPtr("caption"),
 		Tags:      p.strsPtr("tags"),
+
+		MentionedUserIDs: p.strs("mentionedUserIds"),
 	}
 	if err := p.Err(); err != nil {
 		return err

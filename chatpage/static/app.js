@@ -3,7 +3,8 @@
 // Layout of this file:
 //   api      - requests to the API with the user's token
 //   session  - who is signed in (kept in sessionStorage, one per tab)
-//   store    - what the page knows: channels, unread counts, messages
+//   store    - what the page knows: channels, unread counts and mentions,
+//              messages
 //   view     - DOM rendering; every user-provided string goes through
 //              textContent or an attribute, never through markup
 //   live     - the event stream (GET /events over a WebSocket with a
@@ -123,6 +124,7 @@
     mine: [], // channels the user is a member of, newest first
     others: [], // open channels the user may join
     unread: new Map(), // channelId -> unread count
+    mentions: new Map(), // channelId -> unread messages that mention the person
     myReads: new Map(), // channelId -> the person's own readToSegment
     users: new Map(), // userId -> user
     open: null, // the open channel's id
@@ -220,6 +222,12 @@
         badge.title = n + ' unread';
         li.append(badge);
       }
+      const k = store.mentions.get(c.channelId) || 0;
+      if (k > 0 && c.channelId !== store.open) {
+        const badge = el('span', 'mention-count', '@' + k);
+        badge.title = k === 1 ? '1 unread mention' : k + ' unread mentions';
+        li.append(badge);
+      }
       mine.append(li);
     }
     $('no-channels').hidden = store.mine.length > 0;
@@ -247,12 +255,21 @@
     $('leave').hidden = !current;
   }
 
+  // mentionsMe reports whether a message mentions the signed-in person.
+  function mentionsMe(m) {
+    return Array.isArray(m.mentionedUserIds) && m.mentionedUserIds.includes(session.userId);
+  }
+
   function messageItem(m) {
     const li = el('li', 'message');
     li.dataset.messageId = m.messageId;
     li.dataset.segment = String(m.channelSegment);
     if (m.userId === session.userId) {
       li.classList.add('mine');
+    }
+    if (mentionsMe(m)) {
+      li.classList.add('mentions-me');
+      li.title = 'Mentions you';
     }
     const meta = el('div', 'meta');
     meta.append(el('span', 'author', displayNameOf(m.userId)));
@@ -454,6 +471,7 @@
     store.others = others.channels || [];
     rememberUsers(mine.users);
     store.unread.clear();
+    store.mentions.clear();
     store.myReads.clear();
     for (const cu of mine.channelUsers || []) {
       if (cu.userId === session.userId) {
@@ -512,6 +530,7 @@
   // unread count and read marker.
   function setOwnRead(cu) {
     store.unread.set(cu.channelId, cu.unreadCount || 0);
+    store.mentions.set(cu.channelId, cu.unreadMentionCount || 0);
     store.myReads.set(cu.channelId, cu.readToSegment || 0);
   }
 
@@ -791,6 +810,9 @@
         stopTyping(m.userId);
       } else if (event === 'message.didCreate' && m.userId !== session.userId && !m.isDeleted) {
         store.unread.set(m.channelId, (store.unread.get(m.channelId) || 0) + 1);
+        if (mentionsMe(m)) {
+          store.mentions.set(m.channelId, (store.mentions.get(m.channelId) || 0) + 1);
+        }
       }
     }
     if (open.length > 0) {
@@ -897,6 +919,7 @@
     store.mine = [];
     store.others = [];
     store.unread.clear();
+    store.mentions.clear();
     store.myReads.clear();
     ownReadsDue.clear();
     store.blocked = [];

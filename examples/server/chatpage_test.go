@@ -320,6 +320,53 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 		poll(`document.querySelector('`+chanItem+`') !== null && document.querySelector('`+chanItem+` .unread') === null`),
 	)
 
+	// Alice mentions bob while he has no channel open: the channel shows
+	// one unread mention beside its unread count, from the stream, and
+	// again from the server after a reload. Opening the channel
+	// highlights the message that mentions him and reads the mention.
+	code, minted = s.call(t, s.token(t), "POST", "/api/v2/users/alice/token", map[string]any{"ttl": 3600})
+	require.Equal(t, 200, code, "%v", minted)
+	aliceToken, _ := minted["token"].(string)
+	const mentionText = "@bob, the agenda?"
+	// freshLive reloads bob's page and waits for the new document's stream
+	// (a marker set before the reload tells the old document apart).
+	freshLive := []chromedp.Action[chromedp.Void]{
+		chromedp.Evaluate[chromedp.Void](`window.beforeReload = 1`),
+		chromedp.Reload(),
+		poll(`window.beforeReload === undefined && document.getElementById('connection').dataset.state === "live"`),
+	}
+	bob.run(t, "reload, stream live", freshLive...)
+	code, posted := s.call(t, aliceToken, "POST", "/api/v2/message", map[string]any{"channelId": channelID, "type": "text", "data": map[string]any{"text": mentionText}})
+	require.Equal(t, 200, code, "%v", posted)
+	mentionBadge := chanItem + ` .mention-count`
+	bob.run(t, "see the mention count",
+		present(mentionBadge),
+		poll(`document.querySelector('`+mentionBadge+`').textContent === "@1"`),
+		poll(`document.querySelector('`+chanItem+` .unread').textContent === "1"`),
+	)
+	bob.run(t, "reload: the mention count from the server", append(freshLive,
+		present(mentionBadge),
+		poll(`document.querySelector('`+mentionBadge+`').textContent === "@1"`),
+	)...)
+	highlighted := `Array.from(document.querySelectorAll('#messages li.message.mentions-me .text')).map(function (x) { return x.textContent; })`
+	bob.run(t, "open: the mention is highlighted and read",
+		clickLive(chanItem+` button.name`),
+		poll(messageShown("alice", mentionText)),
+		poll(highlighted+`.length === 1`),
+		poll(`document.querySelector('`+mentionBadge+`') === null`),
+	)
+	require.Equal(t, []string{mentionText}, evaluate[[]string](t, bob, highlighted), "only the message that mentions bob")
+	require.Equal(t, "rgb(217, 164, 0)", evaluate[string](t, bob,
+		`getComputedStyle(document.querySelector('#messages li.message.mentions-me')).borderLeftColor`), "styled as a mention")
+	alice.run(t, "see her message", poll(messageShown("alice", mentionText)))
+	require.Zero(t, evaluate[int](t, alice, `document.querySelectorAll('#messages li.message.mentions-me').length`),
+		"alice's own message mentions bob, not her")
+	bob.run(t, "reload: the mention is read", append(freshLive,
+		present(chanItem),
+		poll(`document.getElementById('channel-title').textContent === "Pick a channel"`),
+		poll(`document.querySelector('`+chanItem+`') !== null && document.querySelector('`+mentionBadge+`') === null`),
+	)...)
+
 	// Bob answers; alice, still in the channel, sees it.
 	bob.run(t, "send",
 		clickLive(chanItem+` button.name`),

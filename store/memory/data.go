@@ -107,6 +107,11 @@ type data struct {
 	deviceToks  map[deviceTokKey]string
 	userDevices map[string]map[string]*chat.Device
 	notify      map[string]map[string]*chat.NotificationSetting
+
+	// mentioned holds, by user, the positions (in allMsgs) of the
+	// messages that mention it or did: an edit that drops a mention
+	// leaves the position, and readers check the message's mentions.
+	mentioned map[string]*[]int32
 }
 
 type deviceTokKey struct{ provider, token string }
@@ -139,6 +144,7 @@ func newData() *data {
 		chanMsgs:      map[string]*chanMsgs{},
 		children:      map[string]*msgList{},
 		byAuthor:      map[string]*msgList{},
+		mentioned:     map[string]*[]int32{},
 		chanAuthor:    map[chanAuthorKey]*msgList{},
 		strIDs:        map[string]strID{},
 		users:         map[string]*chat.User{},

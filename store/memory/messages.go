@@ -105,6 +105,9 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 			replace(t, p, v)
 		}
 	}
+	if sm.x != nil {
+		t.indexMentions(pos, nil, sm.x.mentions)
+	}
 	return nil
 }
 
@@ -157,8 +160,15 @@ func (t *tx) UpdateMessage(_ context.Context, m *chat.Message) error {
 	e.hasEdited, e.edited = ne.hasEdited, ne.edited
 	e.flagCount = ne.flagCount
 	e.bits, e.hashes, e.hash = ne.bits, ne.hashes, ne.hash
+	old := e.mentions
+	e.mentions = ne.mentions
 	v.setExtra(e)
 	replace(t, p, v)
+	if len(ne.mentions) > 0 {
+		if pos, ok := t.d.position(p); ok {
+			t.indexMentions(pos, old, ne.mentions)
+		}
+	}
 	return nil
 }
 

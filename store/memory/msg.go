@@ -39,6 +39,7 @@ type msgExtra struct {
 	tags      []string // a private copy; nil when empty
 	hash      []uint32 // Hashflag.Hash, a private copy
 	reactions map[string]int
+	mentions  []string // MentionedUserIDs, a private copy; nil when empty
 
 	edited                    int64 // Unix milliseconds, when hasEdited
 	hasEdited                 bool
@@ -47,7 +48,7 @@ type msgExtra struct {
 }
 
 func (e *msgExtra) zero() bool {
-	return e.tags == nil && e.hash == nil && e.reactions == nil && !e.hasEdited && e.edited == 0 &&
+	return e.tags == nil && e.hash == nil && e.reactions == nil && e.mentions == nil && !e.hasEdited && e.edited == 0 &&
 		e.flagCount == 0 && e.reactionsCount == 0 && e.bits == 0 && e.hashes == 0
 }
 
@@ -120,6 +121,9 @@ func (d *data) toMsg(m *chat.Message) (*msg, error) {
 		bits:           m.Hashflag.Bits,
 		hashes:         m.Hashflag.Hashes,
 	}
+	if len(m.MentionedUserIDs) > 0 {
+		e.mentions = slices.Clone(m.MentionedUserIDs)
+	}
 	if len(m.Tags) > 0 {
 		e.tags = slices.Clone(m.Tags)
 	} else {
@@ -159,6 +163,9 @@ func (d *data) message(s *msg) *chat.Message {
 		m.Hashflag = chat.Hashflag{Bits: x.bits, Hashes: x.hashes, Hash: slices.Clone(x.hash)}
 		m.Reactions = cloneCounts(x.reactions)
 		m.ReactionsCount = x.reactionsCount
+		if x.mentions != nil {
+			m.MentionedUserIDs = slices.Clone(x.mentions)
+		}
 		if x.hasEdited {
 			t := fromMS(x.edited)
 			m.EditedAt = &t

@@ -12,20 +12,20 @@ import (
 
 const messageCols = `message_id, channel_id, user_id, type, data, tags, parent_id,
 	is_deleted, created_at, edited_at, updated_at, channel_segment, children_number, flag_count,
-	hashflag, reactions, reactions_count`
+	hashflag, reactions, reactions_count, mentioned_user_ids`
 
 func scanMessage(r scanner) (*chat.Message, error) {
 	var (
 		m                   chat.Message
 		data, hf, reactions []byte
-		tags                pq.StringArray
+		tags, mentions      pq.StringArray
 		parent              sql.NullString
 		created, updated    time.Time
 		edited              sql.NullTime
 	)
 	if err := r.Scan(&m.MessageID, &m.ChannelID, &m.UserID, &m.Type, &data, &tags, &parent,
 		&m.IsDeleted, &created, &edited, &updated, &m.ChannelSegment, &m.ChildrenNumber, &m.FlagCount,
-		&hf, &reactions, &m.ReactionsCount); err != nil {
+		&hf, &reactions, &m.ReactionsCount, &mentions); err != nil {
 		return nil, err
 	}
 	var err error
@@ -39,6 +39,9 @@ func scanMessage(r scanner) (*chat.Message, error) {
 		return nil, err
 	}
 	m.Tags = tagsOut(tags)
+	if len(mentions) > 0 {
+		m.MentionedUserIDs = []string(mentions)
+	}
 	m.ParentID = parent.String
 	m.CreatedAt, m.UpdatedAt = ct(created), ct(updated)
 	m.EditedAt = ctp(edited)
@@ -75,7 +78,7 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 	var n int64
 	err = t.queryRow(ctx, `WITH ins AS (
 			INSERT INTO {s}messages (`+messageCols+`, search)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, array_to_tsvector($18::text[]))
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $19, array_to_tsvector($18::text[]))
 			ON CONFLICT DO NOTHING RETURNING parent_id
 		), parent AS (
 			UPDATE {s}messages p SET children_number = p.children_number + 1
@@ -85,7 +88,7 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 		m.MessageID, m.ChannelID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
 		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt), m.ChannelSegment,
 		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
-		searchArg(m),
+		searchArg(m), tagsArg(m.MentionedUserIDs),
 	}, &n)
 	if err != nil {
 		return err
@@ -94,7 +97,7 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 		return chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
 			m.MessageID, m.ChannelSegment, m.ChannelID)
 	}
-	return nil
+	return t.insertMentions(ctx, m)
 }
 
 // appendSQL is AppendMessage in one statement: the channel row's increment
@@ -108,7 +111,7 @@ const appendSQL = `WITH c AS (
 		INSERT INTO {s}messages (` + messageCols + `, search)
 		SELECT $3::text, c.channel_id, $4::text, $5::text, $6::json, $7::text[], $8::text,
 			$9::boolean, $10::timestamptz, $11::timestamptz, $12::timestamptz, c.message_count,
-			$13::integer, $14::integer, $15::json, $16::jsonb, $17::integer, array_to_tsvector($18::text[])
+			$13::integer, $14::integer, $15::json, $16::jsonb, $17::integer, $19::text[], array_to_tsvector($18::text[])
 		FROM c WHERE NOT c.is_closed
 		ON CONFLICT DO NOTHING RETURNING parent_id
 	), parent AS (
@@ -144,7 +147,7 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 		m.MessageID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
 		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt),
 		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
-		searchArg(m),
+		searchArg(m), tagsArg(m.MentionedUserIDs),
 	}, func(r *sql.Rows) error {
 		var err error
 		c, err = scanChannel(extraScan{r, []any{&n}})
@@ -164,7 +167,7 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 		return nil, chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
 			m.MessageID, c.MessageCount, m.ChannelID)
 	}
-	return c, nil
+	return c, t.insertMentions(ctx, m)
 }
 
 func (t *tx) GetMessage(ctx context.Context, messageID string) (*chat.Message, error) {
@@ -197,11 +200,27 @@ func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 	if err != nil {
 		return err
 	}
-	n, err := t.exec(ctx, `UPDATE {s}messages SET data = $2, tags = $3, is_deleted = $4,
-		edited_at = $5, updated_at = $6, flag_count = $7, hashflag = $8, search = array_to_tsvector($9::text[])
-		WHERE message_id = $1`,
+	// The mention rows follow the new list: those of users it no longer
+	// names go, new ones come (a message without mentions costs one
+	// index probe).
+	var n int64
+	err = t.queryRow(ctx, `WITH up AS (
+			UPDATE {s}messages SET data = $2, tags = $3, is_deleted = $4,
+			edited_at = $5, updated_at = $6, flag_count = $7, hashflag = $8, search = array_to_tsvector($9::text[]),
+			mentioned_user_ids = $10
+			WHERE message_id = $1
+			RETURNING message_id, channel_id, channel_segment, created_at, mentioned_user_ids
+		), del AS (
+			DELETE FROM {s}message_mentions mm USING up
+			WHERE mm.message_id = up.message_id AND NOT (mm.user_id = ANY (up.mentioned_user_ids))
+		), ins AS (
+			INSERT INTO {s}message_mentions (user_id, message_id, channel_id, channel_segment, created_at)
+			SELECT u, up.message_id, up.channel_id, up.channel_segment, up.created_at FROM up, unnest(up.mentioned_user_ids) u
+			ON CONFLICT DO NOTHING
+		)
+		SELECT count(*) FROM up`, []any{
 		m.MessageID, data, tagsArg(m.Tags), m.IsDeleted, timePtrArg(m.EditedAt),
-		timeArg(m.UpdatedAt), m.FlagCount, hashflagArg(m.Hashflag), searchArg(m))
+		timeArg(m.UpdatedAt), m.FlagCount, hashflagArg(m.Hashflag), searchArg(m), tagsArg(m.MentionedUserIDs)}, &n)
 	if err != nil {
 		return err
 	}

@@ -11,12 +11,13 @@ import (
 )
 
 // messageCols are the columns of a message row. The JSON columns that hold
-// their empty value in most rows (tags, hashflag, reactions) read as NULL
+// their empty value in most rows (tags, hashflag, reactions, mentions) read as NULL
 // then: a NULL costs the driver nothing, a text value a copy of its bytes
 // and an interface allocation.
 const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, m.type, m.data,
 	NULLIF(m.tags, '[]'), m.parent_id, m.is_deleted, m.created_at, m.edited_at, m.updated_at, m.children_number,
-	m.flag_count, NULLIF(m.hashflag, '` + zeroHashflag + `'), NULLIF(m.reactions, '{}'), m.reactions_count`
+	m.flag_count, NULLIF(m.hashflag, '` + zeroHashflag + `'), NULLIF(m.reactions, '{}'), m.reactions_count,
+	NULLIF(m.mentioned_user_ids, '[]')`
 
 // channelMessageCols are messageCols for a query of one channel's
 // messages: the channel id is known, and reads as ”.
@@ -32,6 +33,7 @@ type messageRow struct {
 	// (a sql.RawBytes destination would copy it again).
 	data                      string
 	tags, hashflag, reactions sql.NullString
+	mentions                  sql.NullString
 	parent                    sql.NullString
 	edited                    sql.NullInt64
 	created, updated          int64
@@ -50,7 +52,7 @@ func newMessageRow(n int) *messageRow {
 	r := &messageRow{size: min(max(n, 1), 64)}
 	r.dest = []any{&r.m.MessageID, &r.m.ChannelID, &r.m.ChannelSegment, &r.m.UserID, &r.m.Type, &r.data, &r.tags,
 		&r.parent, &r.m.IsDeleted, &r.created, &r.edited, &r.updated, &r.m.ChildrenNumber, &r.m.FlagCount,
-		&r.hashflag, &r.reactions, &r.m.ReactionsCount}
+		&r.hashflag, &r.reactions, &r.m.ReactionsCount, &r.mentions}
 	return r
 }
 
@@ -111,6 +113,7 @@ func (r *messageRow) scanValues(v []driver.Value) (*chat.Message, error) {
 	}
 	r.updated, m.ChildrenNumber, m.FlagCount = integer(v[11]), int(integer(v[12])), int(integer(v[13]))
 	r.hashflag, r.reactions, m.ReactionsCount = nullText(v[14]), nullText(v[15]), int(integer(v[16]))
+	r.mentions = nullText(v[17])
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +152,11 @@ func (r *messageRow) build() (*chat.Message, error) {
 	} else if err := fromJSON(r.reactions.String, &m.Reactions); err != nil {
 		return nil, err
 	}
+	if r.mentions.Valid {
+		if err := fromJSON(r.mentions.String, &m.MentionedUserIDs); err != nil {
+			return nil, err
+		}
+	}
 	m.ParentID = r.parent.String
 	m.CreatedAt, m.UpdatedAt = fromMs(r.created), fromMs(r.updated)
 	m.EditedAt = fromMsp(r.edited)
@@ -180,13 +188,20 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 	if err != nil {
 		return err
 	}
+	mentions, err := mentionsText(m.MentionedUserIDs)
+	if err != nil {
+		return err
+	}
 	if _, err := t.exec(ctx, `INSERT INTO messages (message_id, channel_id, channel_segment, user_id, type,
 	data, tags, parent_id, is_deleted, created_at, edited_at, updated_at, children_number, flag_count,
-	hashflag, reactions, reactions_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	hashflag, reactions, reactions_count, mentioned_user_ids) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		m.MessageID, m.ChannelID, m.ChannelSegment, m.UserID, m.Type, data, tags, nullString(m.ParentID),
 		m.IsDeleted, ms(m.CreatedAt), msp(m.EditedAt), ms(m.UpdatedAt), m.ChildrenNumber, m.FlagCount,
-		hf, reactions, m.ReactionsCount); err != nil {
+		hf, reactions, m.ReactionsCount, mentions); err != nil {
 		return asConflict(err, "message", m.MessageID)
+	}
+	if err := t.insertMentions(ctx, m); err != nil {
+		return err
 	}
 	if err := t.insertMessageTags(ctx, m.MessageID, m.Tags); err != nil {
 		return err
@@ -242,16 +257,29 @@ func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 	if err != nil {
 		return err
 	}
+	mentions, err := mentionsText(m.MentionedUserIDs)
+	if err != nil {
+		return err
+	}
 	var old []byte
+	var oldMentions string
 	var was wordsRow
-	if err := t.row(ctx, "SELECT tags, rowid, created_at, type, data, is_deleted FROM messages WHERE message_id = ?", []any{m.MessageID},
-		&old, &was.rowid, &was.created, &was.typ, &was.data, &was.deleted); err != nil {
+	if err := t.row(ctx, "SELECT tags, rowid, created_at, type, data, is_deleted, mentioned_user_ids FROM messages WHERE message_id = ?", []any{m.MessageID},
+		&old, &was.rowid, &was.created, &was.typ, &was.data, &was.deleted, &oldMentions); err != nil {
 		return asNotFound(err, "message", m.MessageID)
 	}
 	if _, err := t.exec(ctx, `UPDATE messages SET data = ?, tags = ?, is_deleted = ?, edited_at = ?,
-	updated_at = ?, flag_count = ?, hashflag = ? WHERE message_id = ?`,
-		data, tags, m.IsDeleted, msp(m.EditedAt), ms(m.UpdatedAt), m.FlagCount, hf, m.MessageID); err != nil {
+	updated_at = ?, flag_count = ?, hashflag = ?, mentioned_user_ids = ? WHERE message_id = ?`,
+		data, tags, m.IsDeleted, msp(m.EditedAt), ms(m.UpdatedAt), m.FlagCount, hf, mentions, m.MessageID); err != nil {
 		return err
+	}
+	if oldMentions != mentions {
+		if _, err := t.exec(ctx, "DELETE FROM message_mentions WHERE message_id = ?", m.MessageID); err != nil {
+			return err
+		}
+		if err := t.insertMentions(ctx, m); err != nil {
+			return err
+		}
 	}
 	if err := t.reindexMessage(ctx, &was, m); err != nil {
 		return err
