@@ -1,4 +1,4 @@
--- 0018_mentions: the users a message mentions.
+-- 0020_mentions: the users a message mentions.
 --
 -- messages.mentioned_user_ids is the message's mentionedUserIds (a JSON
 -- array). message_mentions holds one row per mentioned user, kept in step
