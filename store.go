@@ -75,6 +75,7 @@ type Tx interface {
 	BlockStore
 	DeviceStore
 	NotificationStore
+	PushStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order

@@ -107,6 +107,14 @@ type data struct {
 	deviceToks  map[deviceTokKey]string
 	userDevices map[string]map[string]*chat.Device
 	notify      map[string]map[string]*chat.NotificationSetting
+
+	// The push outbox: pushes by id, by (message, device), the pending
+	// ones, and push ids per device and per message.
+	pushes        map[string]*chat.PushDelivery
+	pushKeys      map[pushKey]string
+	pendingPushes map[string]*chat.PushDelivery
+	devicePushes  map[string]map[string]bool
+	msgPushes     map[string]map[string]bool
 }
 
 type deviceTokKey struct{ provider, token string }
@@ -168,6 +176,11 @@ func newData() *data {
 		deviceToks:    map[deviceTokKey]string{},
 		userDevices:   map[string]map[string]*chat.Device{},
 		notify:        map[string]map[string]*chat.NotificationSetting{},
+		pushes:        map[string]*chat.PushDelivery{},
+		pushKeys:      map[pushKey]string{},
+		pendingPushes: map[string]*chat.PushDelivery{},
+		devicePushes:  map[string]map[string]bool{},
+		msgPushes:     map[string]map[string]bool{},
 	}
 }
 

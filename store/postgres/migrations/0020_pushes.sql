@@ -1,0 +1,26 @@
+-- 0020_pushes: the push outbox.
+--
+-- One row per new message and device (pushes_message_device_key: at most
+-- one push per pair), written in the message's transaction. Deleting a
+-- device deletes its pushes (pushes_device_idx serves the cascade).
+-- pushes_due_idx holds the pending pushes only, in claim order.
+CREATE TABLE pushes (
+    push_id         text COLLATE "C" PRIMARY KEY,
+    message_id      text COLLATE "C" NOT NULL,
+    channel_id      text COLLATE "C" NOT NULL,
+    user_id         text COLLATE "C" NOT NULL,
+    device_id       text COLLATE "C" NOT NULL REFERENCES devices (device_id) ON DELETE CASCADE,
+    title           text NOT NULL,
+    body            text NOT NULL,
+    state           text COLLATE "C" NOT NULL,
+    attempts        integer NOT NULL DEFAULT 0,
+    last_error      text NOT NULL DEFAULT '',
+    next_attempt_at timestamptz NOT NULL,
+    lease_owner     text COLLATE "C" NOT NULL DEFAULT '',
+    lease_until     timestamptz,
+    created_at      timestamptz NOT NULL,
+    updated_at      timestamptz NOT NULL
+);
+CREATE UNIQUE INDEX pushes_message_device_key ON pushes (message_id, device_id);
+CREATE INDEX pushes_device_idx ON pushes (device_id);
+CREATE INDEX pushes_due_idx ON pushes (next_attempt_at, push_id) WHERE state = 'pending';
