@@ -165,8 +165,11 @@ func NewWorker(store chat.Store, sender Sender, cfg WorkerConfig) *Worker {
 func (w *Worker) Owner() string { return w.cfg.Owner }
 
 // Wake makes the worker look for due pushes now (chat.Config.OnPush fits
-// here). It never blocks.
+// here). It never blocks; on a nil Worker it does nothing.
 func (w *Worker) Wake() {
+	if w == nil {
+		return
+	}
 	select {
 	case w.wake <- struct{}{}:
 	default:
