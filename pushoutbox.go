@@ -59,8 +59,33 @@ type PushTarget struct {
 	ChannelLevel NotificationLevel
 }
 
+// PushBatch is the push decision for one new message, written in the
+// message's transaction: one row whatever the number of recipients. A
+// push worker expands it into one PushDelivery per device
+// (ExpandPushBatches), outside the message's transaction.
+type PushBatch struct {
+	MessageID string
+	ChannelID string
+	Title     string
+	Body      string
+	// UserIDs[i] owns DeviceIDs[i].
+	UserIDs   []string
+	DeviceIDs []string
+	CreatedAt Time
+}
+
 // PushStore is the push outbox.
 type PushStore interface {
+	// EnqueuePushBatch stores a batch; a batch whose message already has
+	// one is CodeConflict.
+	EnqueuePushBatch(ctx context.Context, b *PushBatch) error
+	// ExpandPushBatches turns up to limit batches, oldest first, into
+	// pending pushes due at their batch's CreatedAt (PushID
+	// "<messageId>/<deviceId>", the other fields from the batch; devices
+	// that no longer exist and pairs already in the outbox are left out),
+	// deletes those batches, and returns how many it expanded. Two
+	// concurrent expansions never expand one batch twice.
+	ExpandPushBatches(ctx context.Context, limit int) (int, error)
 	// ListPushTargets returns one row per device of every member
 	// (membership "member") of the channel other than excludeUserID,
 	// ordered by user id then device id. Members without a device are
@@ -88,7 +113,7 @@ type PushStore interface {
 	// (Provider and Token empty).
 	ListPushes(ctx context.Context, messageID string) ([]*PushDelivery, error)
 	// CountPushes returns the push outbox's backlog at now (pending, and
-	// due among them).
+	// due among them), batches not yet expanded left out.
 	CountPushes(ctx context.Context, now time.Time) (OutboxBacklog, error)
 }
 
@@ -165,8 +190,8 @@ func (s *Service) pushBody(sender string, m *Message) string {
 }
 
 // enqueuePushes makes the push decision for a new message m of channel c
-// by author and writes its pushes to the outbox, in the message's
-// transaction.
+// by author and writes it to the outbox as one PushBatch, in the
+// message's transaction; the push worker makes the per-device pushes.
 func (s *Service) enqueuePushes(ctx context.Context, tx Tx, ev *events, c *Channel, author *User, m *Message) error {
 	targets, err := tx.ListPushTargets(ctx, m.ChannelID, m.UserID)
 	if err != nil || len(targets) == 0 {
@@ -212,18 +237,13 @@ func (s *Service) enqueuePushes(ctx context.Context, tx Tx, ev *events, c *Chann
 	if sender == "" {
 		sender = author.UserID
 	}
-	body := s.pushBody(sender, m)
-	now := m.CreatedAt
-	rows := make([]PushDelivery, len(recips))
-	ps := make([]*PushDelivery, len(recips))
+	b := &PushBatch{MessageID: m.MessageID, ChannelID: m.ChannelID, Title: title, Body: s.pushBody(sender, m),
+		UserIDs: make([]string, len(recips)), DeviceIDs: make([]string, len(recips)), CreatedAt: m.CreatedAt}
 	for i, t := range recips {
-		rows[i] = PushDelivery{PushID: s.newID(), MessageID: m.MessageID, ChannelID: m.ChannelID, UserID: t.UserID,
-			DeviceID: t.DeviceID, Title: title, Body: body, State: DeliveryPending, NextAttemptAt: now,
-			CreatedAt: now, UpdatedAt: now}
-		ps[i] = &rows[i]
+		b.UserIDs[i], b.DeviceIDs[i] = t.UserID, t.DeviceID
 	}
-	ev.pushes += len(ps)
-	return tx.EnqueuePushes(ctx, ps)
+	ev.pushes += len(recips)
+	return tx.EnqueuePushBatch(ctx, b)
 }
 
 // vapidMetaKey names the server's VAPID key in the meta table.

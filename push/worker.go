@@ -122,8 +122,8 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	return c
 }
 
-// Worker sends the push outbox of a chat.Store: it claims due pushes
-// under a lease, sends them through a Sender with a pool of goroutines,
+// Worker sends the push outbox of a chat.Store: it expands the messages'
+// push batches into one push per device, claims due pushes under a lease, sends them through a Sender with a pool of goroutines,
 // and records each attempt in one transaction per batch: delivered,
 // pending again at the next retry (Retry errors, with backoff), or failed
 // (Permanent errors, or the last attempt). A device its provider reports
@@ -242,14 +242,14 @@ func (w *Worker) loop(ctx, workCtx context.Context) {
 		case <-w.wake:
 		}
 		for ctx.Err() == nil {
-			n, err := w.RunOnce(workCtx)
+			n, more, err := w.runOnce(workCtx)
 			if err != nil {
 				if ctx.Err() == nil {
 					w.log.Warn("push: claiming or recording failed", "err", err)
 				}
 				break
 			}
-			if n < w.cfg.BatchSize {
+			if n < w.cfg.BatchSize && !more {
 				break
 			}
 		}
@@ -268,15 +268,31 @@ type result struct {
 // attempts, and returns how many it claimed. Start runs it in a loop;
 // tests and tools may call it directly (without Start).
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	n, _, err := w.runOnce(ctx)
+	return n, err
+}
+
+// expandBatches is how many push batches (one per message) a claim
+// expands into pushes.
+const expandBatches = 16
+
+// runOnce is RunOnce; more reports that push batches may remain to be
+// expanded.
+func (w *Worker) runOnce(ctx context.Context) (n int, more bool, err error) {
 	var ps []*chat.PushDelivery
 	now := w.cfg.Now()
-	err := w.store.Update(chat.WithOperation(ctx, OpClaim), func(tx chat.Tx) error {
-		var err error
+	err = w.store.Update(chat.WithOperation(ctx, OpClaim), func(tx chat.Tx) error {
+		// The messages' decisions first: their pushes are due now.
+		x, err := tx.ExpandPushBatches(ctx, expandBatches)
+		if err != nil {
+			return err
+		}
+		more = x == expandBatches
 		ps, err = tx.ClaimPushes(ctx, w.cfg.Owner, now, w.cfg.Lease, w.cfg.BatchSize)
 		return err
 	})
 	if err != nil || len(ps) == 0 {
-		return 0, err
+		return 0, more, err
 	}
 	rs := make([]result, len(ps))
 	sem := make(chan struct{}, w.cfg.Workers)
@@ -296,9 +312,9 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	if ctx.Err() != nil {
 		// Stopped without waiting: record nothing; the leases expire and
 		// the pushes are sent again.
-		return len(ps), ctx.Err()
+		return len(ps), more, ctx.Err()
 	}
-	return len(ps), w.record(ctx, rs)
+	return len(ps), more, w.record(ctx, rs)
 }
 
 // outcome is what an attempt's result asks to record.

@@ -55,7 +55,11 @@ func (e *chatEnv) post(user, text string) string {
 func (e *chatEnv) pushes(messageID string) []*chat.PushDelivery {
 	e.t.Helper()
 	var out []*chat.PushDelivery
-	require.NoError(e.t, e.store.View(e.ctx, func(tx chat.Tx) error {
+	// The batches written with the messages become pushes first.
+	require.NoError(e.t, e.store.Update(e.ctx, func(tx chat.Tx) error {
+		if _, err := tx.ExpandPushBatches(e.ctx, 0); err != nil {
+			return err
+		}
 		var err error
 		out, err = tx.ListPushes(e.ctx, messageID)
 		return err

@@ -115,6 +115,8 @@ type data struct {
 	pendingPushes map[string]*chat.PushDelivery
 	devicePushes  map[string]map[string]bool
 	msgPushes     map[string]map[string]bool
+	// Push batches by message id, not yet expanded.
+	pushBatches map[string]*chat.PushBatch
 }
 
 type deviceTokKey struct{ provider, token string }
@@ -181,6 +183,7 @@ func newData() *data {
 		pendingPushes: map[string]*chat.PushDelivery{},
 		devicePushes:  map[string]map[string]bool{},
 		msgPushes:     map[string]map[string]bool{},
+		pushBatches:   map[string]*chat.PushBatch{},
 	}
 }
 

@@ -189,3 +189,52 @@ func (t *tx) CountPushes(_ context.Context, now time.Time) (chat.OutboxBacklog, 
 	}
 	return b, nil
 }
+
+// EnqueuePushBatch implements chat.PushStore.
+func (t *tx) EnqueuePushBatch(_ context.Context, b *chat.PushBatch) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if _, ok := t.d.pushBatches[b.MessageID]; ok {
+		return chat.Errorf(chat.CodeConflict, "message %q already has a push batch", b.MessageID)
+	}
+	v := *b
+	v.UserIDs, v.DeviceIDs, v.CreatedAt = slices.Clone(b.UserIDs), slices.Clone(b.DeviceIDs), nt(b.CreatedAt)
+	setKey(t, t.d.pushBatches, v.MessageID, &v)
+	return nil
+}
+
+// ExpandPushBatches implements chat.PushStore.
+func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
+	if err := t.writable(); err != nil {
+		return 0, err
+	}
+	bs := make([]*chat.PushBatch, 0, len(t.d.pushBatches))
+	for _, b := range t.d.pushBatches {
+		bs = append(bs, b)
+	}
+	slices.SortFunc(bs, func(a, b *chat.PushBatch) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt.Time), cmp.Compare(a.MessageID, b.MessageID))
+	})
+	if limit > 0 && len(bs) > limit {
+		bs = bs[:limit]
+	}
+	for _, b := range bs {
+		ps := make([]*chat.PushDelivery, len(b.DeviceIDs))
+		for i, dev := range b.DeviceIDs {
+			ps[i] = expandedPush(b, i, dev)
+		}
+		if err := t.EnqueuePushes(ctx, ps); err != nil {
+			return 0, err
+		}
+		delKey(t, t.d.pushBatches, b.MessageID)
+	}
+	return len(bs), nil
+}
+
+// expandedPush is the push of a batch's i-th device.
+func expandedPush(b *chat.PushBatch, i int, dev string) *chat.PushDelivery {
+	return &chat.PushDelivery{PushID: b.MessageID + "/" + dev, MessageID: b.MessageID, ChannelID: b.ChannelID,
+		UserID: b.UserIDs[i], DeviceID: dev, Title: b.Title, Body: b.Body, State: chat.DeliveryPending,
+		NextAttemptAt: b.CreatedAt, CreatedAt: b.CreatedAt, UpdatedAt: b.CreatedAt}
+}

@@ -151,3 +151,37 @@ func (t *tx) CountPushes(ctx context.Context, now time.Time) (chat.OutboxBacklog
 		FROM {s}pushes WHERE state = 'pending'`, []any{msTime(now)}, &b.Pending, &b.Due)
 	return b, err
 }
+
+// EnqueuePushBatch implements chat.PushStore: one row, the ids as arrays.
+func (t *tx) EnqueuePushBatch(ctx context.Context, b *chat.PushBatch) error {
+	_, err := t.exec(ctx, `INSERT INTO {s}push_batches (message_id, channel_id, title, body, user_ids, device_ids, created_at)
+		VALUES ($1,$2,$3,$4,$5,$6,$7)`, b.MessageID, b.ChannelID, b.Title, b.Body, textArray(b.UserIDs),
+		textArray(b.DeviceIDs), msTime(b.CreatedAt.Time))
+	return err
+}
+
+// ExpandPushBatches implements chat.PushStore in one statement: the
+// batches are taken with FOR UPDATE SKIP LOCKED and deleted, their pushes
+// inserted.
+func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
+	var lim any
+	if limit > 0 {
+		lim = limit
+	}
+	var n int
+	err := t.queryRow(ctx, `WITH b AS (
+			DELETE FROM {s}push_batches WHERE message_id IN (
+				SELECT message_id FROM {s}push_batches ORDER BY created_at, message_id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING message_id, channel_id, title, body, user_ids, device_ids, created_at
+		), ins AS (
+			INSERT INTO {s}pushes (push_id, message_id, channel_id, user_id, device_id, title, body, state,
+				next_attempt_at, created_at, updated_at)
+			SELECT b.message_id || '/' || x.d, b.message_id, b.channel_id, x.u, x.d, b.title, b.body, 'pending',
+				b.created_at, b.created_at, b.created_at
+			FROM b CROSS JOIN LATERAL unnest(b.user_ids, b.device_ids) AS x(u, d)
+			JOIN {s}devices dv ON dv.device_id = x.d
+			ON CONFLICT DO NOTHING
+		)
+		SELECT count(*) FROM b`, []any{lim}, &n)
+	return n, err
+}

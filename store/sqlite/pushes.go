@@ -173,3 +173,40 @@ func (t *tx) CountPushes(ctx context.Context, now time.Time) (chat.OutboxBacklog
 		[]any{ms(chat.NewTime(now))}, &b.Pending, &b.Due)
 	return b, err
 }
+
+// EnqueuePushBatch implements chat.PushStore: one row, the ids as JSON
+// arrays.
+func (t *tx) EnqueuePushBatch(ctx context.Context, b *chat.PushBatch) error {
+	_, err := t.exec(ctx, `INSERT INTO push_batches (message_id, channel_id, title, body, user_ids, device_ids, created_at)
+	VALUES (?,?,?,?,?,?,?)`, b.MessageID, b.ChannelID, b.Title, b.Body, jsonIDs(b.UserIDs), jsonIDs(b.DeviceIDs), ms(b.CreatedAt))
+	return asConflict(err, "push batch", b.MessageID)
+}
+
+// ExpandPushBatches implements chat.PushStore. SQLite has one writer at a
+// time, so no two expansions see one batch.
+func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
+	ids, err := list(t, ctx, func(sc scanner) (string, error) {
+		var id string
+		err := sc.Scan(&id)
+		return id, err
+	}, `SELECT message_id FROM push_batches ORDER BY created_at, message_id LIMIT ?`, limitArg(limit))
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	in := jsonIDs(ids)
+	if _, err := t.exec(ctx, `INSERT INTO pushes (push_id, message_id, channel_id, user_id, device_id, title, body, state,
+		next_attempt_at, created_at, updated_at)
+	SELECT b.message_id || '/' || dv.value, b.message_id, b.channel_id, uv.value, dv.value, b.title, b.body, 'pending',
+		b.created_at, b.created_at, b.created_at
+	FROM push_batches b
+	JOIN json_each(b.device_ids) dv
+	JOIN json_each(b.user_ids) uv ON uv.key = dv.key
+	JOIN devices d ON d.device_id = dv.value
+	WHERE b.message_id IN `+inIDs+` ON CONFLICT DO NOTHING`, in); err != nil {
+		return 0, err
+	}
+	if _, err := t.exec(ctx, `DELETE FROM push_batches WHERE message_id IN `+inIDs, in); err != nil {
+		return 0, err
+	}
+	return len(ids), nil
+}

@@ -20,6 +20,8 @@ var pushCases = []tcase{
 	{"DeviceDeletedWithItsPushes", testPushDeviceDeleted},
 	{"RolledBack", testPushRollback},
 	{"ConcurrentClaims", testPushConcurrentClaims},
+	{"BatchesExpand", testPushBatches},
+	{"ConcurrentExpansions", testPushConcurrentExpansions},
 }
 
 func newPush(id, message, device string, next chat.Time) *chat.PushDelivery {
@@ -287,4 +289,100 @@ func testPushConcurrentClaims(t *testing.T, e *env) {
 	for id, by := range claimedBy {
 		require.Len(t, by, 1, "push %s claimed by %v", id, by)
 	}
+}
+
+func newBatch(message string, ms int64, devices ...string) *chat.PushBatch {
+	b := &chat.PushBatch{MessageID: message, ChannelID: "c", Title: "Lobby", Body: "Ann: hi", CreatedAt: at(ms)}
+	for _, d := range devices {
+		b.UserIDs, b.DeviceIDs = append(b.UserIDs, "u-"+d), append(b.DeviceIDs, d)
+	}
+	return b
+}
+
+func (e *env) expandBatches(limit int) int {
+	e.t.Helper()
+	return write(e, func(tx chat.Tx) (int, error) { return tx.ExpandPushBatches(e.ctx, limit) })
+}
+
+func testPushBatches(t *testing.T, e *env) {
+	e.pushDevices("d1", "d2", "d3")
+	e.update(func(tx chat.Tx) error {
+		for _, b := range []*chat.PushBatch{newBatch("m2", 20, "d1"), newBatch("m1", 10, "d2", "gone", "d1"), newBatch("m3", 30, "d3")} {
+			if err := tx.EnqueuePushBatch(e.ctx, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	err := e.s.Update(e.ctx, func(tx chat.Tx) error { return tx.EnqueuePushBatch(e.ctx, newBatch("m1", 40, "d3")) })
+	requireConflict(t, err, "one batch per message")
+	require.Empty(t, e.pushes("m1"), "a batch is not yet pushes")
+	e.enqueuePushes(newPush("m2/d1", "m2", "d1", at(0)))
+	require.Equal(t, 2, e.expandBatches(2), "the two oldest")
+	ps := e.pushes("m1")
+	require.Equal(t, []string{"m1/d1", "m1/d2"}, pushIDs(ps), "one per device that exists")
+	p := ps[1]
+	require.Equal(t, "u-d2", p.UserID)
+	require.Equal(t, "d2", p.DeviceID)
+	require.Equal(t, "c", p.ChannelID)
+	require.Equal(t, "Lobby", p.Title)
+	require.Equal(t, "Ann: hi", p.Body)
+	require.Equal(t, chat.DeliveryPending, p.State)
+	require.Zero(t, p.Attempts)
+	require.True(t, p.NextAttemptAt.Equal(at(10).Time), "due at the batch's creation")
+	require.True(t, p.CreatedAt.Equal(at(10).Time))
+	require.Len(t, e.pushes("m2"), 1, "a pair already in the outbox is left as it is")
+	require.True(t, e.pushes("m2")[0].NextAttemptAt.Equal(at(0).Time))
+	require.Empty(t, e.pushes("m3"))
+	require.Equal(t, 1, e.expandBatches(0))
+	require.Equal(t, []string{"m3/d3"}, pushIDs(e.pushes("m3")))
+	require.Zero(t, e.expandBatches(0), "expanded batches are gone")
+	got := e.claimPushes("w", at(100), time.Minute, 0)
+	require.Equal(t, []string{"m2/d1", "m1/d1", "m1/d2", "m3/d3"}, pushIDs(got))
+	require.Equal(t, "tok-d2", got[2].Token)
+
+	err = e.s.Update(e.ctx, func(tx chat.Tx) error {
+		if err := tx.EnqueuePushBatch(e.ctx, newBatch("m9", 50, "d1")); err != nil {
+			return err
+		}
+		return fmt.Errorf("abort")
+	})
+	require.EqualError(t, err, "abort")
+	require.Zero(t, e.expandBatches(0), "a rolled-back batch is not there")
+}
+
+func testPushConcurrentExpansions(t *testing.T, e *env) {
+	const batches, workers = 40, 4
+	e.pushDevices("d1", "d2")
+	e.update(func(tx chat.Tx) error {
+		for i := range batches {
+			if err := tx.EnqueuePushBatch(e.ctx, newBatch(fmt.Sprintf("m%02d", i), int64(i), "d1", "d2")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var mu sync.Mutex
+	total := 0
+	err := group(workers, func(int) error {
+		for {
+			var n int
+			err := e.s.Update(e.ctx, func(tx chat.Tx) error {
+				var err error
+				n, err = tx.ExpandPushBatches(e.ctx, 3)
+				return err
+			})
+			if err != nil || n == 0 {
+				return err
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, batches, total, "each batch expanded once")
+	require.Equal(t, chat.OutboxBacklog{Pending: 2 * batches, Due: 2 * batches}, read(e, func(tx chat.Tx) (chat.OutboxBacklog, error) {
+		return tx.CountPushes(e.ctx, at(1000).Time)
+	}))
 }

@@ -24,3 +24,17 @@ CREATE TABLE pushes (
 CREATE UNIQUE INDEX pushes_message_device_key ON pushes (message_id, device_id);
 CREATE INDEX pushes_device_idx ON pushes (device_id);
 CREATE INDEX pushes_due_idx ON pushes (next_attempt_at, push_id) WHERE state = 'pending';
+
+-- push_batches holds the push decision of each new message, one row
+-- written in the message's transaction (user_ids[i] owns device_ids[i]);
+-- a push worker expands it into pushes and deletes it.
+CREATE TABLE push_batches (
+    message_id text COLLATE "C" PRIMARY KEY,
+    channel_id text COLLATE "C" NOT NULL,
+    title      text NOT NULL,
+    body       text NOT NULL,
+    user_ids   text[] NOT NULL,
+    device_ids text[] NOT NULL,
+    created_at timestamptz NOT NULL
+);
+CREATE INDEX push_batches_created_idx ON push_batches (created_at, message_id);
