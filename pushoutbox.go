@@ -112,6 +112,10 @@ type PushStore interface {
 	// ListPushes returns the pushes of a message ordered by pushId
 	// (Provider and Token empty).
 	ListPushes(ctx context.Context, messageID string) ([]*PushDelivery, error)
+	// DeleteFinishedPushes deletes up to limit pushes that are no longer
+	// pending (delivered or failed) and were last updated before before,
+	// and returns how many it deleted.
+	DeleteFinishedPushes(ctx context.Context, before time.Time, limit int) (int, error)
 	// CountPushes returns the push outbox's backlog at now (pending, and
 	// due among them), batches not yet expanded left out.
 	CountPushes(ctx context.Context, now time.Time) (OutboxBacklog, error)

@@ -42,6 +42,8 @@ const (
 	OpClaim = "push.claim"
 	// OpFinish names the transactions that record attempts.
 	OpFinish = "push.finish"
+	// OpPrune names the transactions that delete old pushes.
+	OpPrune = "push.prune"
 )
 
 // WorkerConfig configures a Worker. The zero value works; each field's
@@ -77,6 +79,10 @@ type WorkerConfig struct {
 	// Logger receives warnings and per-attempt debug records. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Retention is how long a delivered or failed push stays in the
+	// outbox's log; the worker deletes older ones about once a minute.
+	// Default 7 days; negative keeps them.
+	Retention time.Duration
 	// OnResult, when not nil, is called after each attempt is recorded
 	// with the device's provider and ResultDelivered, ResultRetry,
 	// ResultFailed or ResultGone. It must be quick (a metrics counter).
@@ -118,6 +124,9 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Retention == 0 {
+		c.Retention = 7 * 24 * time.Hour
 	}
 	return c
 }
@@ -234,6 +243,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 func (w *Worker) loop(ctx, workCtx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -253,7 +263,36 @@ func (w *Worker) loop(ctx, workCtx context.Context) {
 				break
 			}
 		}
+		if w.cfg.Retention > 0 && time.Since(pruned) >= pruneInterval {
+			pruned = time.Now()
+			w.prune(workCtx)
+		}
 		timer.Reset(w.cfg.PollInterval)
+	}
+}
+
+// pruneInterval is how often a worker deletes the pushes older than its
+// Retention.
+const pruneInterval = time.Minute
+
+// prune deletes the finished pushes older than Retention, 1,000 per
+// transaction.
+func (w *Worker) prune(ctx context.Context) {
+	before := w.cfg.Now().Add(-w.cfg.Retention)
+	for ctx.Err() == nil {
+		var n int
+		err := w.store.Update(chat.WithOperation(ctx, OpPrune), func(tx chat.Tx) error {
+			var err error
+			n, err = tx.DeleteFinishedPushes(ctx, before, 1000)
+			return err
+		})
+		if err != nil {
+			w.log.Warn("push: deleting old pushes failed", "err", err)
+			return
+		}
+		if n < 1000 {
+			return
+		}
 	}
 }
 

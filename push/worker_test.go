@@ -282,3 +282,27 @@ func TestWorkerStartStop(t *testing.T) {
 	wpIn.check()
 	require.Len(t, wpIn.received, 1)
 }
+
+// Delivered and failed pushes stay in the log for Retention, then the
+// worker deletes them; pending ones stay.
+func TestWorkerPrunesOldPushes(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, "ann", "bob")
+	wp, wpIn, wpURL := newWebPush(t)
+	e.register("bob", chat.ProviderWebPush, wpIn.subscription(wpURL+"/ok"))
+	e.register("bob", chat.ProviderWebPush, wpIn.subscription(wpURL+"/busy"))
+	m := e.post("ann", "hi")
+	w := NewWorker(e.store, wp, WorkerConfig{Now: e.clk.Now, Retention: time.Hour, Jitter: -1,
+		Schedule: []time.Duration{0, 2 * time.Hour}})
+	n, err := w.RunOnce(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	e.clk.Add(59 * time.Minute)
+	w.prune(e.ctx)
+	require.Len(t, e.pushes(m), 2, "within the retention")
+	e.clk.Add(2 * time.Minute)
+	w.prune(e.ctx)
+	ps := e.pushes(m)
+	require.Len(t, ps, 1, "the delivered push is gone")
+	require.Equal(t, chat.DeliveryPending, ps[0].State, "the one waiting for its retry stays")
+}

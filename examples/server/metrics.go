@@ -49,7 +49,7 @@ func newMetrics(inFlight, streams func() int) *metrics {
 	}, []string{"route", "method"})
 	m.storeOps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "chat_store_operation_duration_seconds",
-		Help:    "Duration of store transactions, retries included, by operation (the Service method, webhook.claim, webhook.finish, push.claim, push.finish, metrics.backlog, other) and kind (view: read-only, update: read-write).",
+		Help:    "Duration of store transactions, retries included, by operation (the Service method, webhook.claim, webhook.finish, push.claim, push.finish, push.prune, metrics.backlog, other) and kind (view: read-only, update: read-write).",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 	}, []string{"op", "kind"})
 	m.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -238,3 +238,29 @@ func expandedPush(b *chat.PushBatch, i int, dev string) *chat.PushDelivery {
 		UserID: b.UserIDs[i], DeviceID: dev, Title: b.Title, Body: b.Body, State: chat.DeliveryPending,
 		NextAttemptAt: b.CreatedAt, CreatedAt: b.CreatedAt, UpdatedAt: b.CreatedAt}
 }
+
+// DeleteFinishedPushes implements chat.PushStore.
+func (t *tx) DeleteFinishedPushes(_ context.Context, before time.Time, limit int) (int, error) {
+	if err := t.writable(); err != nil {
+		return 0, err
+	}
+	var old []*chat.PushDelivery
+	for _, p := range t.d.pushes {
+		if p.State != chat.DeliveryPending && p.UpdatedAt.Before(before) {
+			old = append(old, p)
+		}
+	}
+	slices.SortFunc(old, func(a, b *chat.PushDelivery) int {
+		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt.Time), cmp.Compare(a.PushID, b.PushID))
+	})
+	if limit > 0 && len(old) > limit {
+		old = old[:limit]
+	}
+	for _, p := range old {
+		delKey(t, t.d.pushes, p.PushID)
+		delKey(t, t.d.pushKeys, pushKey{p.MessageID, p.DeviceID})
+		delKey(t, t.d.msgPushes[p.MessageID], p.PushID)
+		delKey(t, t.d.devicePushes[p.DeviceID], p.PushID)
+	}
+	return len(old), nil
+}

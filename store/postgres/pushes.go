@@ -185,3 +185,14 @@ func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
 		SELECT count(*) FROM b`, []any{lim}, &n)
 	return n, err
 }
+
+// DeleteFinishedPushes implements chat.PushStore (pushes_finished_idx).
+func (t *tx) DeleteFinishedPushes(ctx context.Context, before time.Time, limit int) (int, error) {
+	var lim any
+	if limit > 0 {
+		lim = limit
+	}
+	n, err := t.exec(ctx, `DELETE FROM {s}pushes WHERE push_id IN (SELECT push_id FROM {s}pushes
+		WHERE state <> 'pending' AND updated_at < $1 ORDER BY updated_at, push_id LIMIT $2)`, msTime(before), lim)
+	return int(n), err
+}

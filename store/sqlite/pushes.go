@@ -210,3 +210,10 @@ func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
 	}
 	return len(ids), nil
 }
+
+// DeleteFinishedPushes implements chat.PushStore (pushes_finished_idx).
+func (t *tx) DeleteFinishedPushes(ctx context.Context, before time.Time, limit int) (int, error) {
+	n, err := t.execN(ctx, `DELETE FROM pushes WHERE push_id IN (SELECT push_id FROM pushes
+	WHERE state <> 'pending' AND updated_at < ? ORDER BY updated_at, push_id LIMIT ?)`, ms(chat.NewTime(before)), limitArg(limit))
+	return int(n), err
+}

@@ -22,6 +22,7 @@ var pushCases = []tcase{
 	{"ConcurrentClaims", testPushConcurrentClaims},
 	{"BatchesExpand", testPushBatches},
 	{"ConcurrentExpansions", testPushConcurrentExpansions},
+	{"DeleteFinished", testPushDeleteFinished},
 }
 
 func newPush(id, message, device string, next chat.Time) *chat.PushDelivery {
@@ -385,4 +386,27 @@ func testPushConcurrentExpansions(t *testing.T, e *env) {
 	require.Equal(t, chat.OutboxBacklog{Pending: 2 * batches, Due: 2 * batches}, read(e, func(tx chat.Tx) (chat.OutboxBacklog, error) {
 		return tx.CountPushes(e.ctx, at(1000).Time)
 	}))
+}
+
+func testPushDeleteFinished(t *testing.T, e *env) {
+	e.pushDevices("d1")
+	e.enqueuePushes(newPush("p1", "m1", "d1", at(0)), newPush("p2", "m2", "d1", at(0)),
+		newPush("p3", "m3", "d1", at(0)), newPush("p4", "m4", "d1", at(0)))
+	require.Len(t, e.claimPushes("w", at(0), time.Minute, 0), 4)
+	require.NoError(t, e.finishPush("w", "p1", chat.DeliveryDelivered, at(0), at(10)))
+	require.NoError(t, e.finishPush("w", "p2", chat.DeliveryFailed, at(0), at(20)))
+	require.NoError(t, e.finishPush("w", "p3", chat.DeliveryPending, at(1), at(5)))
+	require.NoError(t, e.finishPush("w", "p4", chat.DeliveryDelivered, at(0), at(50)))
+	del := func(before int64, limit int) int {
+		return write(e, func(tx chat.Tx) (int, error) { return tx.DeleteFinishedPushes(e.ctx, at(before).Time, limit) })
+	}
+	require.Equal(t, 1, del(30, 1), "the oldest first")
+	require.Empty(t, e.pushes("m1"))
+	require.Len(t, e.pushes("m2"), 1)
+	require.Equal(t, 1, del(30, 0))
+	require.Zero(t, del(30, 0), "pending ones and newer ones stay")
+	require.Len(t, e.pushes("m3"), 1)
+	require.Len(t, e.pushes("m4"), 1)
+	require.Equal(t, 1, del(51, 0))
+	require.Len(t, e.pushes("m3"), 1)
 }

@@ -24,6 +24,9 @@ CREATE TABLE pushes (
 CREATE UNIQUE INDEX pushes_message_device_key ON pushes (message_id, device_id);
 CREATE INDEX pushes_device_idx ON pushes (device_id);
 CREATE INDEX pushes_due_idx ON pushes (next_attempt_at, push_id) WHERE state = 'pending';
+-- pushes_finished_idx: the delivered and failed pushes, oldest first, for
+-- the worker's pruning of the log.
+CREATE INDEX pushes_finished_idx ON pushes (updated_at, push_id) WHERE state <> 'pending';
 
 -- push_batches holds the push decision of each new message, one row
 -- written in the message's transaction (user_ids[i] owns device_ids[i]);
