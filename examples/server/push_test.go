@@ -5,14 +5,20 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
@@ -84,4 +90,79 @@ func TestPushSenders(t *testing.T) {
 	require.ErrorContains(t, err, "-apns-key-file")
 	_, err = pushSenders(&config{fcmCredentials: filepath.Join(t.TempDir(), "missing.json")}, svc, log)
 	require.ErrorContains(t, err, "-fcm-credentials-file")
+}
+
+// The whole server: with -fcm-credentials-file and -fcm-endpoint naming
+// a local FCM stand-in (allowed on loopback by -allow-private-webhooks),
+// a message to a channel reaches the device of the member who is away,
+// with the channel's name, the sender and the text, and the message's ids.
+func TestServerPushesThroughFCM(t *testing.T) {
+	t.Parallel()
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(rsaKey)
+	require.NoError(t, err)
+	type sent struct {
+		bearer string
+		body   map[string]any
+	}
+	got := make(chan sent, 4)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		// The assertion is the service account's RS256 JWT.
+		if r.ParseForm() != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		_, err := jwt.Parse(r.PostForm.Get("assertion"), func(*jwt.Token) (any, error) { return &rsaKey.PublicKey, nil },
+			jwt.WithValidMethods([]string{"RS256"}))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"access_token":"at-1","token_type":"Bearer","expires_in":3600}`)
+	})
+	mux.HandleFunc("POST /v1/projects/proj-1/messages:send", func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got <- sent{r.Header.Get("Authorization"), body}
+		_, _ = io.WriteString(w, `{"name":"projects/proj-1/messages/1"}`)
+	})
+	fcm := httptest.NewServer(mux)
+	defer fcm.Close()
+	sa, err := json.Marshal(map[string]string{"type": "service_account", "project_id": "proj-1", "private_key_id": "k1",
+		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "push@proj-1.iam.gserviceaccount.com", "token_uri": fcm.URL + "/token"})
+	require.NoError(t, err)
+	saFile := filepath.Join(t.TempDir(), "sa.json")
+	require.NoError(t, os.WriteFile(saFile, sa, 0o600))
+
+	s := start(t, "-store", "memory", "-allow-private-webhooks", "-fcm-credentials-file", saFile, "-fcm-endpoint", fcm.URL)
+	admin := s.token(t)
+	code, _ := s.call(t, admin, "POST", "/api/v2/channel", map[string]any{"channelId": "lobby", "type": "standard",
+		"displayName": "Lobby", "userIds": []string{"ann", "bob"}})
+	require.Equal(t, http.StatusOK, code)
+	code, _ = s.call(t, admin, "POST", "/api/v2/users/bob/devices", map[string]any{"provider": "firebase", "token": "bob-phone"})
+	require.Equal(t, http.StatusOK, code)
+	code, minted := s.call(t, admin, "POST", "/api/v2/users/ann/token", map[string]any{"ttl": 3600})
+	require.Equal(t, http.StatusOK, code)
+	code, posted := s.call(t, minted["token"].(string), "POST", "/api/v2/message", map[string]any{"channelId": "lobby",
+		"type": "text", "data": map[string]any{"text": "hello bob"}})
+	require.Equal(t, http.StatusOK, code)
+	messageID := posted["messages"].([]any)[0].(map[string]any)["messageId"].(string)
+
+	select {
+	case p := <-got:
+		require.Equal(t, "Bearer at-1", p.bearer)
+		m := p.body["message"].(map[string]any)
+		require.Equal(t, "bob-phone", m["token"])
+		require.Equal(t, map[string]any{"title": "Lobby", "body": "ann: hello bob"}, m["notification"])
+		require.Equal(t, map[string]any{"channelId": "lobby", "messageId": messageID}, m["data"])
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no push reached the stand-in\n%s", s.stderr.String())
+	}
+	code, vapid := s.call(t, admin, "GET", "/api/v2/push/vapid", nil)
+	require.Equal(t, http.StatusOK, code)
+	require.NotEmpty(t, vapid["publicKey"])
 }
