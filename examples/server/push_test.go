@@ -132,7 +132,7 @@ func TestServerPushesThroughFCM(t *testing.T) {
 	fcm := httptest.NewServer(mux)
 	defer fcm.Close()
 	sa, err := json.Marshal(map[string]string{"type": "service_account", "project_id": "proj-1", "private_key_id": "k1",
-		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
 		"client_email": "push@proj-1.iam.gserviceaccount.com", "token_uri": fcm.URL + "/token"})
 	require.NoError(t, err)
 	saFile := filepath.Join(t.TempDir(), "sa.json")
