@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -124,6 +125,18 @@ type Config struct {
 	// (webhook.NewPreSendHook calls an HTTPS endpoint). Default nil: no
 	// hook, nothing asked.
 	PreSendHook PreSendHook
+	// PushWithoutText leaves the message's text out of push
+	// notifications: the body is the sender's name alone. Default false.
+	PushWithoutText bool
+	// VAPIDKey is the server's VAPID key pair for Web Push (a P-256
+	// key). Default: a key made once and kept in the store's meta table,
+	// as PagingKey, so every process sharing the store signs with it and
+	// publishes the same public key (GET /push/vapid).
+	VAPIDKey *ecdsa.PrivateKey
+	// OnPush, when not nil, is called after every transaction that wrote
+	// pushes to the push outbox committed, and after no other (the push
+	// worker's Wake fits here). Default nil.
+	OnPush func()
 }
 
 // Service implements the chat rules on top of a Store. It is safe for
@@ -151,6 +164,8 @@ type Service struct {
 	muteSet chan struct{}
 	// blocks caches the users each user blocks (see blockedSet).
 	blocks blockCache
+	// vapid is the server's VAPID key pair (see VAPIDKey).
+	vapid *ecdsa.PrivateKey
 }
 
 // New returns a Service over store. It reads or creates the paging key
@@ -191,6 +206,9 @@ func New(ctx context.Context, store Store, cfg Config) (*Service, error) {
 	}
 	s.links = newLinkSigner(lkey, prefix, ttl)
 	if s.userKey, err = sharedKey(ctx, store, userTokenSecretKey, cfg.UserTokenSecret); err != nil {
+		return nil, err
+	}
+	if s.vapid, err = sharedVAPIDKey(ctx, store, cfg.VAPIDKey); err != nil {
 		return nil, err
 	}
 	s.tokenTTL = cfg.UserTokenTTL
@@ -282,6 +300,9 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) 
 	})
 	if err == nil && ev.enqueued > 0 && s.cfg.OnCommit != nil {
 		s.cfg.OnCommit()
+	}
+	if err == nil && ev.pushes > 0 && s.cfg.OnPush != nil {
+		s.cfg.OnPush()
 	}
 	return err
 }

@@ -328,6 +328,9 @@ func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *post
 	r.u[0] = *pc.author
 	r.list = MessageList{Messages: r.m[:], Users: r.u[:]}
 	ev.addMessages(EventMessageDidCreate, &r.list)
+	if err := s.enqueuePushes(ctx, tx, ev, c, pc.author, m); err != nil {
+		return nil, err
+	}
 	return &r.list, nil
 }
 

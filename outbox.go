@@ -10,6 +10,7 @@ import (
 type events struct {
 	list     []pendingEvent
 	enqueued int
+	pushes   int             // pushes written to the push outbox
 	buf      [1]pendingEvent // the list's first element: most transactions emit one event
 }
 

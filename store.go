@@ -76,6 +76,7 @@ type Tx interface {
 	DeviceStore
 	NotificationStore
 	MentionStore
+	PushStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order

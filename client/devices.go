@@ -91,3 +91,14 @@ func (c *Client) ChannelNotifications(ctx context.Context, channelID string) (*c
 	err := c.do(ctx, http.MethodGet, "/channel/"+esc(channelID)+"/notifications", nil, nil, &out)
 	return oneSetting(&out, err)
 }
+
+// PushVAPIDKey returns the server's VAPID public key for Web Push
+// subscriptions (GET /push/vapid, ext): the uncompressed P-256 point in
+// base64url, PushManager.subscribe's applicationServerKey.
+func (c *Client) PushVAPIDKey(ctx context.Context) (string, error) {
+	var out chat.VAPIDPublicKey
+	if err := c.do(ctx, http.MethodGet, "/push/vapid", nil, nil, &out); err != nil {
+		return "", err
+	}
+	return out.PublicKey, nil
+}

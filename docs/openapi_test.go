@@ -633,6 +633,7 @@ func testResponses(t *testing.T, f *fixture) {
 	f.do(call{method: "POST", pattern: "/users/{userId}/devices", params: alice, form: "provider=firebase&token=fcm-token-1"})
 	f.do(call{method: "POST", pattern: "/users/{userId}/devices", params: alice, json: map[string]any{"provider": "apn", "token": "xyz"}, want: 400})
 	f.do(call{method: "GET", pattern: "/users/{userId}/devices", params: alice})
+	f.do(call{method: "GET", pattern: "/push/vapid"})
 	f.do(call{method: "DELETE", pattern: "/users/{userId}/devices/{deviceId}", params: map[string]string{"userId": "alice", "deviceId": dev["deviceId"].(string)}})
 	f.do(call{method: "DELETE", pattern: "/users/{userId}/devices/{deviceId}", params: map[string]string{"userId": "alice", "deviceId": dev["deviceId"].(string)}, want: 404})
 	f.do(call{method: "GET", pattern: "/users/{userId}/notifications", params: alice})

@@ -178,6 +178,7 @@ var matrixRows = []matrixRow{
 	{"GET", "/users/{userId}/devices", "/users/zed/devices", ``, false, adminOnly},
 	{"DELETE", "/users/{userId}/devices/{deviceId}", "/users/{self}/devices/{selfDevice}", ``, false, ownDevice},
 	{"DELETE", "/users/{userId}/devices/{deviceId}", "/users/zed/devices/{zedDevice}", ``, false, adminOnly},
+	{"GET", "/push/vapid", "/push/vapid", ``, false, anyUser},
 	{"PUT", "/users/{userId}/notifications", "/users/{self}/notifications", `{"level":"mentions"}`, false, anyUser},
 	{"PUT", "/users/{userId}/notifications", "/users/zed/notifications", `{"level":"none"}`, false, adminOnly},
 	{"GET", "/users/{userId}/notifications", "/users/{self}/notifications", ``, false, anyUser},

@@ -118,3 +118,10 @@ func (h *handler) getChannelNotifications(w http.ResponseWriter, r *http.Request
 	out, err := h.svc.GetChannelNotifications(r.Context(), actor(r), id)
 	return h.reply(w, out, err)
 }
+
+// pushVAPID serves GET /push/vapid: {"publicKey"}, the server's VAPID
+// public key for PushManager.subscribe. Any caller may read it.
+func (h *handler) pushVAPID(w http.ResponseWriter, r *http.Request) error {
+	out, err := h.svc.PushVAPIDKey()
+	return h.reply(w, out, err)
+}

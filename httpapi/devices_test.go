@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
@@ -286,4 +288,24 @@ func TestDevicesConcurrentPostgres(t *testing.T) {
 	dl, err := e.svc.ListDevices(bg, e.admin, "many")
 	require.NoError(t, err)
 	require.Len(t, dl.Devices, chat.MaxDevicesPerUser)
+}
+
+// GET /push/vapid gives any caller the server's VAPID public key, the
+// same to every caller.
+func TestPushVAPIDKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, memoryStore)
+	bg := context.Background()
+	alice := e.userClient("alice")
+	k, err := alice.PushVAPIDKey(bg)
+	require.NoError(t, err)
+	raw, err := base64.RawURLEncoding.DecodeString(k)
+	require.NoError(t, err)
+	require.Len(t, raw, 65)
+	byAdmin, err := e.c.PushVAPIDKey(bg)
+	require.NoError(t, err)
+	require.Equal(t, k, byAdmin)
+	want, err := e.svc.PushVAPIDKey()
+	require.NoError(t, err)
+	require.Equal(t, want.PublicKey, k)
 }

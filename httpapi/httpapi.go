@@ -259,6 +259,7 @@ func (h *handler) routes() []route {
 		rt(get, "/users/{userId}/notifications", h.getUserNotifications),
 		rt(put, "/channel/{channelId}/notifications", h.setChannelNotifications),
 		rt(get, "/channel/{channelId}/notifications", h.getChannelNotifications),
+		rt(get, "/push/vapid", h.pushVAPID),
 		// Roles.
 		rt(get, "/roles", h.queryRoles),
 		rt(put, "/roles", h.putRoles),

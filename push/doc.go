@@ -3,11 +3,17 @@
 // Cloud Messaging (FCM) and Web Push.
 //
 // The package sends; it does not decide. Which members of a channel get a
-// push for a new message, the durable outbox that carries deliveries and
-// the devices API are not part of it. A Sender delivers one Notification
-// to one Device; Mux routes a device to the sender of its provider (New
-// makes one from a Config naming the configured providers); the error of a
-// failed delivery says what the caller must do (KindOf):
+// push for a new message is decided by the chat Service, which writes the
+// decision to the push outbox in the message's transaction (chat.PushBatch,
+// one per message). A Worker sends that outbox: it expands each batch into
+// one chat.PushDelivery per device, claims due pushes under a lease, sends
+// them, and records each attempt, retrying with backoff (DefaultSchedule)
+// and deleting the devices a provider reports as gone.
+//
+// A Sender delivers one Notification to one Device; Mux routes a device to
+// the sender of its provider (New makes one from a Config naming the
+// configured providers); the error of a failed delivery says what the
+// caller must do (KindOf):
 //
 //   - Gone (errors.Is(err, ErrGone)): the provider says the token will
 //     never work again (APNs 410, or 400 BadDeviceToken and

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/push"
 	"github.com/chatengine/chat/webhook"
 )
 
@@ -26,6 +27,7 @@ type metrics struct {
 	storeOps *prometheus.HistogramVec
 	webhooks *prometheus.CounterVec
 	preSend  *prometheus.CounterVec
+	pushes   *prometheus.CounterVec
 	inFlight prometheus.GaugeFunc
 	streams  prometheus.GaugeFunc
 }
@@ -47,7 +49,7 @@ func newMetrics(inFlight, streams func() int) *metrics {
 	}, []string{"route", "method"})
 	m.storeOps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "chat_store_operation_duration_seconds",
-		Help:    "Duration of store transactions, retries included, by operation (the Service method, webhook.claim, webhook.finish, metrics.backlog, other) and kind (view: read-only, update: read-write).",
+		Help:    "Duration of store transactions, retries included, by operation (the Service method, webhook.claim, webhook.finish, push.claim, push.finish, push.prune, metrics.backlog, other) and kind (view: read-only, update: read-write).",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 	}, []string{"op", "kind"})
 	m.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -64,6 +66,15 @@ func newMetrics(inFlight, streams func() int) *metrics {
 	for _, r := range webhook.PreSendResults {
 		m.preSend.WithLabelValues(r)
 	}
+	m.pushes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chat_push_total",
+		Help: "Push notification attempts recorded by this process, by provider (apn, firebase, webpush) and result: delivered, retry (pending again), failed (gave up), gone (the device was removed).",
+	}, []string{"provider", "result"})
+	for _, p := range []string{push.APNs, push.FCM, push.WebPush} {
+		for _, r := range []string{push.ResultDelivered, push.ResultRetry, push.ResultFailed, push.ResultGone} {
+			m.pushes.WithLabelValues(p, r)
+		}
+	}
 	m.inFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chat_webhook_in_flight",
 		Help: "Webhook deliveries this process has claimed and not yet recorded (sending or waiting to be recorded).",
@@ -72,7 +83,7 @@ func newMetrics(inFlight, streams func() int) *metrics {
 		Name: "chat_stream_connections",
 		Help: "Event stream connections (GET /events, WebSocket and SSE) open on this process.",
 	}, func() float64 { return float64(streams()) })
-	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.preSend, m.inFlight, m.streams,
+	m.reg.MustRegister(m.requests, m.duration, m.storeOps, m.webhooks, m.preSend, m.pushes, m.inFlight, m.streams,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -207,13 +218,14 @@ func (s *timedStore) Update(ctx context.Context, fn func(tx chat.Tx) error) erro
 // several scrapers cost one count; when the store does not answer within
 // two seconds the gauges are left out of that scrape.
 type backlogCollector struct {
-	store          chat.Store
-	pending, due   *prometheus.Desc
-	mu             sync.Mutex
-	at             time.Time
-	last           chat.OutboxBacklog
-	now            func() time.Time
-	timeout, reuse time.Duration
+	store                chat.Store
+	pending, due         *prometheus.Desc
+	pushPending, pushDue *prometheus.Desc
+	mu                   sync.Mutex
+	at                   time.Time
+	last, lastPush       chat.OutboxBacklog
+	now                  func() time.Time
+	timeout, reuse       time.Duration
 }
 
 func newBacklogCollector(st chat.Store) *backlogCollector {
@@ -223,6 +235,10 @@ func newBacklogCollector(st chat.Store) *backlogCollector {
 			"Webhook deliveries pending in the store, for every process sharing it: due now (being sent or waiting for a worker) or waiting for a retry.", nil, nil),
 		due: prometheus.NewDesc("chat_webhook_backlog_due",
 			"Pending webhook deliveries whose attempt is due now (being sent, or waiting for a dispatcher), for every process sharing the store.", nil, nil),
+		pushPending: prometheus.NewDesc("chat_push_backlog",
+			"Push notifications pending in the store's push outbox, for every process sharing it: due now or waiting for a retry.", nil, nil),
+		pushDue: prometheus.NewDesc("chat_push_backlog_due",
+			"Pending push notifications whose attempt is due now (being sent, or waiting for a worker), for every process sharing the store.", nil, nil),
 		now:     time.Now,
 		timeout: 2 * time.Second,
 		reuse:   time.Second,
@@ -233,6 +249,8 @@ func newBacklogCollector(st chat.Store) *backlogCollector {
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.pending
 	ch <- c.due
+	ch <- c.pushPending
+	ch <- c.pushDue
 }
 
 // Collect implements prometheus.Collector.
@@ -243,17 +261,22 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.at.IsZero() || now.Sub(c.at) >= c.reuse {
 		ctx, cancel := context.WithTimeout(chat.WithOperation(context.Background(), "metrics.backlog"), c.timeout)
 		defer cancel()
-		var b chat.OutboxBacklog
+		var b, p chat.OutboxBacklog
 		err := c.store.View(ctx, func(tx chat.Tx) (err error) {
-			b, err = tx.CountDeliveries(ctx, now)
+			if b, err = tx.CountDeliveries(ctx, now); err != nil {
+				return err
+			}
+			p, err = tx.CountPushes(ctx, now)
 			return err
 		})
 		if err != nil {
 			c.at = time.Time{}
 			return
 		}
-		c.at, c.last = now, b
+		c.at, c.last, c.lastPush = now, b, p
 	}
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(c.last.Pending))
 	ch <- prometheus.MustNewConstMetric(c.due, prometheus.GaugeValue, float64(c.last.Due))
+	ch <- prometheus.MustNewConstMetric(c.pushPending, prometheus.GaugeValue, float64(c.lastPush.Pending))
+	ch <- prometheus.MustNewConstMetric(c.pushDue, prometheus.GaugeValue, float64(c.lastPush.Due))
 }

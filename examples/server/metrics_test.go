@@ -71,10 +71,10 @@ func TestMetrics(t *testing.T) {
 	require.NotContains(t, text, "secret-room", "a raw path in a label")
 	require.NotContains(t, text, "nope", "a raw path in a label")
 	// Every operation label is a name from the code: a Go identifier, or
-	// a dotted name of the dispatcher or the metrics.
+	// a dotted name of the dispatcher, the push worker or the metrics.
 	for _, m := range regexp.MustCompile(`chat_store_operation_duration_seconds_count\{kind="(\w+)",op="([^"]*)"\}`).FindAllStringSubmatch(text, -1) {
 		require.Contains(t, []string{"view", "update"}, m[1])
-		require.Regexp(t, `^([A-Za-z]+|webhook\.claim|webhook\.finish|metrics\.backlog|other)$`, m[2])
+		require.Regexp(t, `^([A-Za-z]+|webhook\.claim|webhook\.finish|push\.claim|push\.finish|push\.prune|metrics\.backlog|other)$`, m[2])
 	}
 }
 

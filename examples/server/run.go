@@ -18,6 +18,7 @@ import (
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/httpapi"
 	"github.com/chatengine/chat/media"
+	"github.com/chatengine/chat/push"
 	"github.com/chatengine/chat/stream"
 	"github.com/chatengine/chat/webhook"
 )
@@ -69,6 +70,16 @@ type config struct {
 	preSendSecret   string
 	preSendTimeout  time.Duration
 	preSendPolicy   string
+	apnsKeyFile     string
+	apnsKeyID       string
+	apnsTeamID      string
+	apnsTopic       string
+	apnsEndpoint    string
+	fcmCredentials  string
+	fcmEndpoint     string
+	fcmTokenURL     string
+	webPushSubject  string
+	pushWithoutText bool
 }
 
 // defaults are the values used when neither a flag nor its variable is set.
@@ -99,6 +110,8 @@ var defaults = config{
 	anonBurst:       httpapi.DefaultAnonRateLimit.Burst,
 	preSendTimeout:  webhook.DefaultPreSendTimeout,
 	preSendPolicy:   "allow",
+	apnsEndpoint:    push.APNsProduction,
+	fcmEndpoint:     push.FCMEndpoint,
 }
 
 // usageError is a mistake on the command line (exit status 2).
@@ -130,7 +143,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.webhookURL, "webhook-url", "", "static webhook: URL that receives every event (registered at start)")
 	fs.StringVar(&c.webhookSecret, "webhook-secret", "", "static webhook: secret signing its deliveries (required with -webhook-url)")
 	fs.StringVar(&c.webhookHeader, "webhook-signature-header", "", "header carrying the sha1= signature (default X-Service-Signature)")
-	fs.BoolVar(&c.allowPrivate, "allow-private-webhooks", false, "let webhooks and Web Push endpoints reach loopback and private addresses, and Web Push endpoints use http (local development only)")
+	fs.BoolVar(&c.allowPrivate, "allow-private-webhooks", false, "let webhooks, the pre-send hook and push providers (Web Push endpoints, -apns-endpoint, -fcm-endpoint, -fcm-token-url) reach loopback and private addresses, and Web Push endpoints use http (local development only)")
 	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log level: debug | info | warn | error")
 	fs.StringVar(&c.logFormat, "log-format", c.logFormat, "log format: text | json")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", c.shutdownTimeout, "how long SIGINT/SIGTERM waits for requests and webhook deliveries in flight")
@@ -158,6 +171,16 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.preSendSecret, "pre-send-hook-secret", "", "pre-send hook: secret signing its requests as webhook deliveries are signed (required with -pre-send-hook-url)")
 	fs.DurationVar(&c.preSendTimeout, "pre-send-hook-timeout", c.preSendTimeout, "pre-send hook: how long to wait for its answer before the policy applies")
 	fs.StringVar(&c.preSendPolicy, "pre-send-hook-policy", c.preSendPolicy, "pre-send hook: what happens to a message when the hook gives no usable answer (timeout, error, non-2xx, unreadable): allow | reject")
+	fs.StringVar(&c.apnsKeyFile, "apns-key-file", "", "APNs: the token signing key (.p8 file from the Apple developer account); with -apns-key-id, -apns-team-id and -apns-topic it turns APNs pushes on")
+	fs.StringVar(&c.apnsKeyID, "apns-key-id", "", "APNs: the signing key's key ID")
+	fs.StringVar(&c.apnsTeamID, "apns-team-id", "", "APNs: the developer team ID")
+	fs.StringVar(&c.apnsTopic, "apns-topic", "", "APNs: the app's bundle ID")
+	fs.StringVar(&c.apnsEndpoint, "apns-endpoint", c.apnsEndpoint, "APNs: the provider API's origin ("+push.APNsSandbox+" for development builds of an app)")
+	fs.StringVar(&c.fcmCredentials, "fcm-credentials-file", "", "FCM: a service account's JSON key file (Firebase console, Project settings, Service accounts); turns FCM pushes on")
+	fs.StringVar(&c.fcmEndpoint, "fcm-endpoint", c.fcmEndpoint, "FCM: the HTTP v1 API's origin")
+	fs.StringVar(&c.fcmTokenURL, "fcm-token-url", "", "FCM: where the service account's assertion is exchanged for an access token (default: the key file's token_uri)")
+	fs.StringVar(&c.webPushSubject, "webpush-subject", "", "Web Push: the contact (mailto: or https: URL) sent to push services with every push; turns Web Push on")
+	fs.BoolVar(&c.pushWithoutText, "push-without-text", false, "leave the message's text out of push notifications (the body is the sender's name alone)")
 	fs.StringVar(&c.userTokenSecret, "user-token-secret", "", "secret signing end users' tokens (HS256 JWTs); default: a random secret made on first start and kept in the store")
 }
 
@@ -392,6 +415,9 @@ func (cfg *config) validate() error {
 		return usagef("-pre-send-hook-timeout must be positive")
 	case cfg.preSendPolicy != "allow" && cfg.preSendPolicy != "reject":
 		return usagef("-pre-send-hook-policy must be allow or reject")
+	case (cfg.apnsKeyFile != "" || cfg.apnsKeyID != "" || cfg.apnsTeamID != "" || cfg.apnsTopic != "") &&
+		(cfg.apnsKeyFile == "" || cfg.apnsKeyID == "" || cfg.apnsTeamID == "" || cfg.apnsTopic == ""):
+		return usagef("APNs needs all of -apns-key-file, -apns-key-id, -apns-team-id and -apns-topic")
 	case cfg.panelIdle <= 0:
 		return usagef("-admin-panel-idle must be positive")
 	case cfg.unsafeDevSignIn && !cfg.chatPage:

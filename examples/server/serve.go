@@ -20,6 +20,7 @@ import (
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/httpapi"
+	"github.com/chatengine/chat/push"
 	"github.com/chatengine/chat/store/memory"
 	"github.com/chatengine/chat/store/postgres"
 	"github.com/chatengine/chat/store/sqlite"
@@ -121,6 +122,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	allowPrivate := cfg.allowPrivate
 	var disp *webhook.Dispatcher
 	var hub *stream.Hub
+	var pusher *push.Worker
 	m := newMetrics(func() int { return disp.InFlight() }, func() int { return hub.Connections() })
 	// The Service's and the dispatcher's transactions are timed; the timed
 	// store passes the commit signals (chat.OutboxWatcher) and the typing
@@ -170,10 +172,23 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		},
 		AllowPrivatePush: allowPrivate,
 		OnCommit:         onCommit,
+		PushWithoutText:  cfg.pushWithoutText,
+		OnPush:           func() { pusher.Wake() },
 	})
 	if err != nil {
 		return fmt.Errorf("starting the chat service: %w", err)
 	}
+
+	senders, err := pushSenders(cfg, svc, log)
+	if err != nil {
+		return err
+	}
+	// The push worker sends the push outbox; every process runs one, the
+	// leases keep them from sending a push twice at once.
+	pusher = push.NewWorker(timed, senders, push.WorkerConfig{
+		Logger:   log,
+		OnResult: func(provider, result string) { m.pushes.WithLabelValues(provider, result).Inc() },
+	})
 
 	if err := c.firstAdmin(ctx, svc, kind, cfg.adminTokenFile); err != nil {
 		return err
@@ -253,6 +268,19 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		_ = disp.Stop(context.Background())
 		return fmt.Errorf("starting the event stream: %w", err)
 	}
+	if err := pusher.Start(context.WithoutCancel(ctx)); err != nil {
+		ln.Close()
+		_ = disp.Stop(context.Background())
+		_ = hub.Stop(context.Background())
+		return fmt.Errorf("starting the push worker: %w", err)
+	}
+	defer func() {
+		// After the requests: the pushes of the last messages are sent
+		// or left, leased, for a worker to send after the lease.
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		_ = pusher.Stop(sctx)
+	}()
 	// The expirer announces mutes that end by time (channel.didUnmute,
 	// channel.didUnmuteUsers); every process runs one, each lapse is
 	// announced once. Stopped before the store closes (deferred later).

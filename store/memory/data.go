@@ -112,6 +112,15 @@ type data struct {
 	// messages that mention it or did: an edit that drops a mention
 	// leaves the position, and readers check the message's mentions.
 	mentioned map[string]*[]int32
+	// The push outbox: pushes by id, by (message, device), the pending
+	// ones, and push ids per device and per message.
+	pushes        map[string]*chat.PushDelivery
+	pushKeys      map[pushKey]string
+	pendingPushes map[string]*chat.PushDelivery
+	devicePushes  map[string]map[string]bool
+	msgPushes     map[string]map[string]bool
+	// Push batches by message id, not yet expanded.
+	pushBatches map[string]*chat.PushBatch
 }
 
 type deviceTokKey struct{ provider, token string }
@@ -174,6 +183,12 @@ func newData() *data {
 		deviceToks:    map[deviceTokKey]string{},
 		userDevices:   map[string]map[string]*chat.Device{},
 		notify:        map[string]map[string]*chat.NotificationSetting{},
+		pushes:        map[string]*chat.PushDelivery{},
+		pushKeys:      map[pushKey]string{},
+		pendingPushes: map[string]*chat.PushDelivery{},
+		devicePushes:  map[string]map[string]bool{},
+		msgPushes:     map[string]map[string]bool{},
+		pushBatches:   map[string]*chat.PushBatch{},
 	}
 }
 

@@ -104,6 +104,7 @@ func (t *tx) deleteDevice(d *chat.Device) {
 	delKey(t, t.d.devices, d.DeviceID)
 	delKey(t, t.d.deviceToks, deviceTokKey{d.Provider, d.Token})
 	delKey(t, t.d.userDevices[d.UserID], d.DeviceID)
+	t.deletePushes(d.DeviceID)
 }
 
 // DeleteDevices implements chat.DeviceStore.
