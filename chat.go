@@ -151,6 +151,9 @@ type Service struct {
 	muteSet chan struct{}
 	// blocks caches the users each user blocks (see blockedSet).
 	blocks blockCache
+	// presence is the running Presence of this process, if any (Online
+	// counts its streams before they are written).
+	presence atomic.Pointer[Presence]
 }
 
 // New returns a Service over store. It reads or creates the paging key

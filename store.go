@@ -75,6 +75,7 @@ type Tx interface {
 	BlockStore
 	DeviceStore
 	NotificationStore
+	PresenceStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order
