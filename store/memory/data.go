@@ -52,10 +52,10 @@ type data struct {
 	// Presence: the leases by process, the users with a stream row by
 	// process and the processes by user, and the users' OfflineSince
 	// (Online and LastActiveAt live on the users).
-	presenceProcs   map[string]*chat.PresenceProcess
-	procUsers       map[string]map[string]struct{}
-	userProcs       map[string]map[string]struct{}
-	offlineSince    map[string]chat.Time
+	presenceProcs map[string]*chat.PresenceProcess
+	procUsers     map[string]map[string]struct{}
+	userProcs     map[string]map[string]struct{}
+	offlineSince  map[string]chat.Time
 
 	roles        map[string]*chat.Role
 	rules        map[chat.RuleList]map[string]*chat.Rule

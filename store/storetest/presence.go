@@ -170,7 +170,9 @@ func testPresenceUserState(t *testing.T, e *env) {
 	us = read(e, func(tx chat.Tx) ([]*chat.User, error) { return tx.QueryUsers(e.ctx, chat.UserFilter{Limit: 10}) })
 	require.Len(t, us, 2)
 	check(us[0])
-	us = write(e, func(tx chat.Tx) ([]*chat.User, error) { return tx.EnsureUsers(e.ctx, []string{"alice", "carol"}, at(5).Time) })
+	us = write(e, func(tx chat.Tx) ([]*chat.User, error) {
+		return tx.EnsureUsers(e.ctx, []string{"alice", "carol"}, at(5).Time)
+	})
 	check(us[0])
 	require.False(t, us[1].Online)
 
@@ -195,7 +197,9 @@ func testPresenceUserState(t *testing.T, e *env) {
 
 	_, err := readErr(e, func(tx chat.Tx) (*chat.PresenceState, error) { return tx.LockPresence(e.ctx, "nobody") })
 	requireNotFound(t, err)
-	err = e.s.Update(e.ctx, func(tx chat.Tx) error { return tx.SetPresence(e.ctx, &chat.PresenceState{UserID: "nobody", Online: true}) })
+	err = e.s.Update(e.ctx, func(tx chat.Tx) error {
+		return tx.SetPresence(e.ctx, &chat.PresenceState{UserID: "nobody", Online: true})
+	})
 	requireNotFound(t, err)
 }
 
@@ -203,11 +207,13 @@ func testPresenceLapsed(t *testing.T, e *env) {
 	e.createUsers(newUser("a", "A"), newUser("b", "B"), newUser("c", "C"), newUser("d", "D"), newUser("e", "E"))
 	e.setPresence(chat.PresenceState{UserID: "a", Online: true, LastActiveAt: atp(300), OfflineSince: atp(300)})
 	e.setPresence(chat.PresenceState{UserID: "b", Online: true, LastActiveAt: atp(100), OfflineSince: atp(100)})
-	e.setPresence(chat.PresenceState{UserID: "c", Online: true, LastActiveAt: atp(100)})                    // has a stream
+	e.setPresence(chat.PresenceState{UserID: "c", Online: true, LastActiveAt: atp(100)})                        // has a stream
 	e.setPresence(chat.PresenceState{UserID: "d", Online: false, LastActiveAt: atp(50), OfflineSince: atp(50)}) // not online
 	e.setPresence(chat.PresenceState{UserID: "e", Online: true, LastActiveAt: atp(900), OfflineSince: atp(900)})
 	lapsed := func(cutoff int64, limit int) []chat.PresenceState {
-		ss := read(e, func(tx chat.Tx) ([]*chat.PresenceState, error) { return tx.LapsedPresence(e.ctx, at(cutoff).Time, limit) })
+		ss := read(e, func(tx chat.Tx) ([]*chat.PresenceState, error) {
+			return tx.LapsedPresence(e.ctx, at(cutoff).Time, limit)
+		})
 		out := []chat.PresenceState{}
 		for _, s := range ss {
 			out = append(out, *s)
