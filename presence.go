@@ -180,6 +180,11 @@ func NewPresence(s *Service, cfg PresenceConfig) *Presence {
 		wake: make(chan struct{}, 1)}
 }
 
+// update runs fn in a store transaction named op (see WithOperation).
+func (p *Presence) update(ctx context.Context, op string, fn func(tx Tx) error) error {
+	return p.svc.store.Update(WithOperation(ctx, op), fn)
+}
+
 // ProcessID returns the id under which this process's streams are kept.
 func (p *Presence) ProcessID() string { return p.id }
 
@@ -245,7 +250,7 @@ func (p *Presence) Start(ctx context.Context) error {
 		return errors.New("chat: presence stopped")
 	}
 	now := p.svc.now()
-	err := p.svc.update(ctx, func(tx Tx, _ *events) error {
+	err := p.update(ctx, "presence.start", func(tx Tx) error {
 		return tx.PutPresenceProcess(ctx, &PresenceProcess{ProcessID: p.id, RenewedAt: NewTime(now), ExpiresAt: NewTime(now.Add(p.cfg.Lease))})
 	})
 	if err != nil {
@@ -286,7 +291,7 @@ func (p *Presence) Stop(ctx context.Context) error {
 	p.syncMu.Lock()
 	defer p.syncMu.Unlock()
 	clear(p.stored)
-	return p.svc.update(ctx, func(tx Tx, _ *events) error {
+	return p.update(ctx, "presence.stop", func(tx Tx) error {
 		return p.dropProcess(ctx, tx, p.id, p.svc.now())
 	})
 }
@@ -334,7 +339,7 @@ func (p *Presence) renewLease(ctx context.Context) error {
 	defer p.syncMu.Unlock()
 	now := p.svc.now()
 	var held bool
-	err := p.svc.update(ctx, func(tx Tx, _ *events) (err error) {
+	err := p.update(ctx, "presence.renew", func(tx Tx) (err error) {
 		held, err = tx.RenewPresenceProcess(ctx, p.id, now, now.Add(p.cfg.Lease))
 		if err != nil || held {
 			return err
@@ -422,7 +427,7 @@ func (p *Presence) open(ctx context.Context, u string) error {
 	now := NewTime(p.svc.now())
 	var st *PresenceState
 	var changed bool
-	err := p.svc.update(ctx, func(tx Tx, _ *events) error {
+	err := p.update(ctx, "presence.open", func(tx Tx) error {
 		if err := tx.AddPresenceStream(ctx, p.id, u); err != nil {
 			return err
 		}
@@ -451,7 +456,7 @@ func (p *Presence) open(ctx context.Context, u string) error {
 // stream on a live process, its grace period starts.
 func (p *Presence) close(ctx context.Context, u string) error {
 	now := p.svc.now()
-	return p.svc.update(ctx, func(tx Tx, _ *events) error {
+	return p.update(ctx, "presence.close", func(tx Tx) error {
 		if err := tx.RemovePresenceStream(ctx, p.id, u); err != nil {
 			return err
 		}
@@ -526,7 +531,7 @@ func (p *Presence) Sweep(ctx context.Context) error {
 	for {
 		now := p.svc.now()
 		var n int
-		err := p.svc.update(ctx, func(tx Tx, _ *events) error {
+		err := p.update(ctx, "presence.expire", func(tx Tx) error {
 			ps, err := tx.ExpiredPresenceProcesses(ctx, now, presenceBatch)
 			n = len(ps)
 			for _, q := range ps {
@@ -547,7 +552,7 @@ func (p *Presence) Sweep(ctx context.Context) error {
 		now := p.svc.now()
 		var gone []*PresenceState
 		var full bool
-		err := p.svc.update(ctx, func(tx Tx, _ *events) error {
+		err := p.update(ctx, "presence.offline", func(tx Tx) error {
 			ss, err := tx.LapsedPresence(ctx, now.Add(-p.cfg.Grace), presenceBatch)
 			if err != nil {
 				return err
