@@ -115,7 +115,7 @@ type PresenceConfig struct {
 	Lease time.Duration
 	// Interval is the longest time between two looks for users whose
 	// grace ended and for expired leases of other processes. Default
-	// DefaultPresenceInterval (1 s), at most Grace/2.
+	// DefaultPresenceInterval (1 s), at most Grace/2 and Lease/3.
 	Interval time.Duration
 	// Logger receives errors of the store. Default: the Service's.
 	Logger *slog.Logger
@@ -170,7 +170,7 @@ func NewPresence(s *Service, cfg PresenceConfig) *Presence {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultPresenceInterval
 	}
-	cfg.Interval = max(min(cfg.Interval, cfg.Grace/2), time.Millisecond)
+	cfg.Interval = max(min(cfg.Interval, cfg.Grace/2, cfg.Lease/3), time.Millisecond)
 	log := cfg.Logger
 	if log == nil {
 		log = s.log
@@ -607,17 +607,17 @@ func (p *Presence) announce(ctx context.Context, s *PresenceState) {
 	}
 }
 
+// onlineBatch bounds the ids of one read of Online.
+const onlineBatch = 1000
+
 // Online reports, for each of userIDs, whether the user has an open event
 // stream right now on a process sharing the store whose lease is live
 // (the streams of this process's running Presence count at once, before
 // they are written). Unlike User.Online it does not count the grace
 // period: a user whose last stream just closed is not online here. Users
-// that do not exist are false. Errors: CodeBadRequest (more ids than
-// Limits.MaxIDsPerRequest), CodeUnavailable.
+// that do not exist are false. Any number of ids may be asked (read 1,000
+// at a time, in one transaction). Errors: CodeUnavailable.
 func (s *Service) Online(ctx context.Context, userIDs []string) (map[string]bool, error) {
-	if len(userIDs) > s.lim.MaxIDsPerRequest {
-		return nil, invalid("userIds", "has %d ids, more than %d", len(userIDs), s.lim.MaxIDsPerRequest)
-	}
 	out := make(map[string]bool, len(userIDs))
 	for _, u := range userIDs {
 		out[u] = false
@@ -625,17 +625,21 @@ func (s *Service) Online(ctx context.Context, userIDs []string) (map[string]bool
 	if len(userIDs) == 0 {
 		return out, nil
 	}
-	var live []string
 	now := s.now()
-	err := s.view(ctx, func(tx Tx) (err error) {
-		live, err = tx.LivePresence(ctx, userIDs, now)
-		return err
+	err := s.view(ctx, func(tx Tx) error {
+		for ids := range slices.Chunk(userIDs, onlineBatch) {
+			live, err := tx.LivePresence(ctx, ids, now)
+			if err != nil {
+				return err
+			}
+			for _, u := range live {
+				out[u] = true
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	for _, u := range live {
-		out[u] = true
 	}
 	if p := s.presence.Load(); p != nil {
 		p.local(userIDs, out)

@@ -188,7 +188,7 @@ func TestPresencePostgresCrash(t *testing.T) {
 	require.NoError(t, err)
 	svcB, err := chat.New(ctx, stores[1], chat.Config{})
 	require.NoError(t, err)
-	a := startPresence(t, ctx, svcA, chat.PresenceConfig{Grace: time.Hour, Lease: 300 * time.Millisecond})
+	a := startPresence(t, ctx, svcA, chat.PresenceConfig{Grace: time.Hour, Lease: time.Second})
 	b := startPresence(t, ctx, svcB, chat.PresenceConfig{Grace: 100 * time.Millisecond, Interval: 20 * time.Millisecond})
 	admin, _, err := svcA.CreateAdmin(ctx, "ops", "")
 	require.NoError(t, err)
