@@ -64,12 +64,6 @@ func nextPresence(t *testing.T, s *stream.Subscription) chat.PresenceEventData {
 	}
 }
 
-// eventually polls cond every 10 ms until it holds, for at most 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, 10*time.Second, 10*time.Millisecond, what)
-}
-
 func userOf(t *testing.T, ctx context.Context, svc *chat.Service, admin, id string) chat.User {
 	t.Helper()
 	l, err := svc.GetUser(ctx, admin, id)
