@@ -528,7 +528,23 @@ const presenceBatch = 100
 func (p *Presence) Sweep(ctx context.Context) error {
 	p.syncMu.Lock()
 	defer p.syncMu.Unlock()
-	for {
+	// A read first: with nothing to do (the common case) no write
+	// transaction is taken (SQLite has one writer).
+	var expired, lapsed bool
+	now := p.svc.now()
+	err := p.svc.store.View(WithOperation(ctx, "presence.look"), func(tx Tx) error {
+		ps, err := tx.ExpiredPresenceProcesses(ctx, now, 1)
+		if err != nil {
+			return err
+		}
+		ss, err := tx.LapsedPresence(ctx, now.Add(-p.cfg.Grace), 1)
+		expired, lapsed = len(ps) > 0, len(ss) > 0
+		return err
+	})
+	if err != nil || !expired && !lapsed {
+		return err
+	}
+	for expired {
 		now := p.svc.now()
 		var n int
 		err := p.update(ctx, "presence.expire", func(tx Tx) error {
@@ -548,6 +564,8 @@ func (p *Presence) Sweep(ctx context.Context) error {
 			break
 		}
 	}
+	// Then the lapsed users, those a dropped process left included (their
+	// grace period starts at its last renewal, and may be over already).
 	for {
 		now := p.svc.now()
 		var gone []*PresenceState
