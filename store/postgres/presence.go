@@ -8,6 +8,20 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
+const (
+	// livePresenceQuery reads presence_streams by its primary key (user
+	// first) and each row's lease by the primary key of
+	// presence_processes.
+	livePresenceQuery = `SELECT DISTINCT s.user_id FROM {s}presence_streams s
+		JOIN {s}presence_processes p ON p.process_id = s.process_id
+		WHERE s.user_id = ANY($1::text[]) AND p.expires_at > $2 ORDER BY s.user_id`
+	// lapsedPresenceQuery reads users_offline_since_idx, which holds only
+	// the users in a grace period.
+	lapsedPresenceQuery = `SELECT user_id, online, last_active_at, offline_since FROM {s}users
+		WHERE offline_since IS NOT NULL AND offline_since <= $1 AND online
+		ORDER BY offline_since, user_id LIMIT $2`
+)
+
 // PutPresenceProcess implements chat.PresenceStore.
 func (t *tx) PutPresenceProcess(ctx context.Context, p *chat.PresenceProcess) error {
 	_, err := t.exec(ctx, `INSERT INTO {s}presence_processes (process_id, renewed_at, expires_at) VALUES ($1, $2, $3)
@@ -93,10 +107,7 @@ func (t *tx) LivePresence(ctx context.Context, userIDs []string, now time.Time) 
 	if len(userIDs) == 0 {
 		return nil, nil
 	}
-	return t.strings(ctx, `SELECT DISTINCT s.user_id FROM {s}presence_streams s
-		JOIN {s}presence_processes p ON p.process_id = s.process_id
-		WHERE s.user_id = ANY($1::text[]) AND p.expires_at > $2 ORDER BY s.user_id`,
-		textArray(userIDs), timeArg(chat.NewTime(now)))
+	return t.strings(ctx, livePresenceQuery, textArray(userIDs), timeArg(chat.NewTime(now)))
 }
 
 func (t *tx) presence(ctx context.Context, q string, args ...any) ([]*chat.PresenceState, error) {
@@ -154,9 +165,9 @@ func (t *tx) LapsedPresence(ctx context.Context, cutoff time.Time, limit int) ([
 	if t.write {
 		skip = " FOR NO KEY UPDATE SKIP LOCKED"
 	}
-	var args argList
-	q := `SELECT user_id, online, last_active_at, offline_since FROM {s}users
-		WHERE offline_since IS NOT NULL AND offline_since <= ` + args.add(timeArg(chat.NewTime(cutoff))) + ` AND online
-		ORDER BY offline_since, user_id` + limitOffset(&args, limit, 0) + skip
-	return t.presence(ctx, q, args...)
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = limit
+	}
+	return t.presence(ctx, lapsedPresenceQuery+skip, timeArg(chat.NewTime(cutoff)), lim)
 }
