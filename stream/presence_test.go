@@ -321,3 +321,33 @@ func TestPresenceSingleProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestPresenceBlocked: a user who blocks another is not told of its
+// presence; the other members of the channel are.
+func TestPresenceBlocked(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	svc, err := chat.New(ctx, memory.New(), chat.Config{})
+	require.NoError(t, err)
+	p := startPresence(t, ctx, svc, chat.PresenceConfig{Grace: time.Hour})
+	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob", "carol", "dave"}})
+	require.NoError(t, err)
+	_, err = svc.BlockUser(ctx, "carol", "carol", "alice")
+	require.NoError(t, err)
+	bob := p.subscribe(t, ctx, stream.Filter{UserID: "bob"})
+	carol := p.subscribe(t, ctx, stream.Filter{UserID: "carol"})
+	require.NoError(t, p.pres.Sync(ctx))
+	p.subscribe(t, ctx, stream.Filter{UserID: "alice"})
+	require.NoError(t, p.pres.Sync(ctx))
+	for got := nextPresence(t, bob); got.UserID != "alice"; got = nextPresence(t, bob) {
+		require.Equal(t, "carol", got.UserID)
+	}
+	p.subscribe(t, ctx, stream.Filter{UserID: "dave"})
+	require.NoError(t, p.pres.Sync(ctx))
+	for got := nextPresence(t, carol); got.UserID != "dave"; got = nextPresence(t, carol) {
+		require.Equal(t, "bob", got.UserID, "carol blocks alice: never told of her")
+	}
+}
