@@ -166,6 +166,9 @@ type Service struct {
 	blocks blockCache
 	// vapid is the server's VAPID key pair (see VAPIDKey).
 	vapid *ecdsa.PrivateKey
+	// presence is the running Presence of this process, if any (Online
+	// counts its streams before they are written).
+	presence atomic.Pointer[Presence]
 }
 
 // New returns a Service over store. It reads or creates the paging key

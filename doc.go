@@ -159,4 +159,13 @@
 //     clear their unread counts (event streams send it to that user and
 //     to admins only); the marker itself is stored (readToSegment of the
 //     channelUser), where other members read it.
+//   - Presence (NewPresence, Start, Stop; the stream hub calls Open and
+//     Close) keeps User.Online and LastActiveAt: online while the user has
+//     an event stream on any process sharing the store, and for a grace
+//     period (30 s) after its last one closed. Each process holds a lease
+//     in the store and a row per user with a stream there; a process whose
+//     lease expired (a crash) has its rows deleted by any other. Each
+//     transition is decided in one transaction holding the user's row and
+//     announced once with the ephemeral user.didChangePresence. Online
+//     tells whether users have an open stream right now.
 package chat

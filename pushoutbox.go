@@ -217,9 +217,8 @@ func (s *Service) enqueuePushes(ctx context.Context, tx Tx, ev *events, c *Chann
 	if len(users) == 0 {
 		return nil
 	}
-	// Online runs inside the message's store transaction: it reads soft
-	// state and must not open a store transaction of its own.
-	online, err := s.Online(ctx, users)
+	// Presence is read in the message's transaction.
+	online, err := s.onlineIn(ctx, tx, users)
 	if err != nil {
 		return err
 	}

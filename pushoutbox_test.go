@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -121,4 +122,31 @@ func TestVAPIDKeyKeptInStore(t *testing.T) {
 	c, err := third.PushVAPIDKey()
 	require.NoError(t, err)
 	require.NotEqual(t, a, c, "another store, another key")
+}
+
+// A member with an open event stream (on this process, or written to the
+// store by another) gets no push; the decision reads presence in the
+// message's transaction.
+func TestPushSkipsOnlineMembers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.channel("c", "ann", "bob", "cat")
+	e.register("bob", "bob", "tok-bob")
+	e.register("cat", "cat", "tok-cat")
+	p := chat.NewPresence(e.svc, chat.PresenceConfig{Grace: time.Hour})
+	require.NoError(t, p.Start(e.ctx))
+	defer func() { require.NoError(t, p.Stop(e.ctx)) }()
+	p.Open("bob")
+	m := e.mustPost("ann", "c", "hi")
+	require.Equal(t, map[string]int{"cat": 1}, pushedTo(e.pushes(m.MessageID)), "bob is online here")
+	require.NoError(t, p.Sync(e.ctx))
+	other, err := chat.New(e.ctx, e.store, chat.Config{Now: e.clk.Now})
+	require.NoError(t, err)
+	out, err := other.CreateMessage(e.ctx, "ann", chat.CreateMessage{ChannelID: "c", Type: "text", Data: chat.TextData("again")})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"cat": 1}, pushedTo(e.pushes(out.Messages[0].MessageID)), "bob's stream is in the store")
+	p.Close("bob")
+	require.NoError(t, p.Sync(e.ctx))
+	m = e.mustPost("ann", "c", "gone")
+	require.Equal(t, map[string]int{"bob": 1, "cat": 1}, pushedTo(e.pushes(m.MessageID)), "no open stream, grace period or not")
 }

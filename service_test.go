@@ -1088,12 +1088,14 @@ func TestResourceFieldsAlwaysPresent(t *testing.T) {
 		t.Helper()
 		b, err := json.Marshal(v)
 		require.NoError(t, err)
-		require.NotContains(t, string(b), "null", string(b))
+		// lastActiveAt is a time or null: null until the user's first stream.
+		require.NotContains(t, strings.ReplaceAll(string(b), `"lastActiveAt":null`, ""), "null", string(b))
 		for _, f := range fields {
 			require.Contains(t, string(b), f, string(b))
 		}
 	}
-	userFields := []string{`"roles":[]`, `"metadata":{}`, `"hash":[]`, `"isGlobalBan":false`, `"flagCount":0`}
+	userFields := []string{`"roles":[]`, `"metadata":{}`, `"hash":[]`, `"isGlobalBan":false`, `"flagCount":0`,
+		`"online":false`, `"lastActiveAt":null`}
 	u, err := e.svc.GetUser(e.ctx, e.admin, "bob")
 	require.NoError(t, err)
 	requireFields(u, userFields...)
@@ -1124,7 +1126,8 @@ func TestResourceFieldsAlwaysPresent(t *testing.T) {
 			if d.Event == chat.EventUserDidUpdate || d.Event == chat.EventUserDidGlobalBan {
 				var env chat.Envelope
 				require.NoError(t, json.Unmarshal(d.Body, &env))
-				require.NotContains(t, string(env.Data), "null", d.Event)
+				require.NotContains(t, strings.ReplaceAll(string(env.Data), `"lastActiveAt":null`, ""), "null", d.Event)
+				require.Contains(t, string(env.Data), `"online":false`, d.Event)
 				require.Contains(t, string(env.Data), `"roles":[]`, d.Event)
 			}
 		}

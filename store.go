@@ -77,6 +77,7 @@ type Tx interface {
 	NotificationStore
 	MentionStore
 	PushStore
+	PresenceStore
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order

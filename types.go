@@ -197,6 +197,14 @@ type User struct {
 	IsGlobalBan bool           `json:"isGlobalBan"`
 	CreatedAt   Time           `json:"createdAt"`
 	UpdatedAt   Time           `json:"updatedAt"`
+	// Online is true while the user has an open event stream on any
+	// process sharing the store, and for the grace period after its last
+	// one closed (see Presence). LastActiveAt is when the user was last
+	// online: when its latest stream opened while it is online, when its
+	// last stream closed once it is not; nil when it never was. Both are
+	// written by the Presence alone: CreateUser and UpdateUser ignore them.
+	Online       bool  `json:"online"`
+	LastActiveAt *Time `json:"lastActiveAt"`
 	// TokensRevokedAt, when set, refuses every user token of this user
 	// issued before it (Service.RevokeUserTokens). Never on the wire.
 	TokensRevokedAt *Time `json:"-"`

@@ -39,6 +39,14 @@
 // other connections); an admin receives both kinds for every channel, or
 // for the channels it names.
 //
+// Presence: with Config.Presence set (a chat.Presence, started before the
+// hub and stopped after it), each end user's subscription counts while it
+// lives, so the user shows online (User.Online) while it has one on any
+// process. The ephemeral user.didChangePresence, which carries no
+// channel, goes to the admins' subscriptions and to those of the other
+// members of the user's channels (read from the store, off the ephemeral
+// callback, by a goroutine of the hub), except the users who block it.
+//
 // Tickets (IssueTicket, RedeemTicket) are kept in the store, by hash, so a
 // ticket issued by one process opens a stream on any process sharing the
 // store, once; the retention job deletes expired ones. A ticket carries

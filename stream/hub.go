@@ -74,6 +74,11 @@ type Config struct {
 	// Logger receives the errors of the background work. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Presence, when not nil, is told when each end user's subscription
+	// starts and ends (admins' do not count), so that the user shows
+	// online while it has one (chat.Presence). Default nil: nothing is
+	// told, and user.didChangePresence events are still delivered.
+	Presence PresenceTracker
 }
 
 func (c Config) withDefaults() Config {
@@ -198,13 +203,15 @@ type Hub struct {
 
 	slotsMu sync.Mutex
 	slots   map[string]int // streams served by ServeEvents, by caller
+
+	presq chan chat.EphemeralEvent // user.didChangePresence events to deliver
 }
 
 // New returns a hub over svc's store. It starts nothing: call Start.
 func New(svc *chat.Service, cfg Config) *Hub {
 	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: subSet{}, all: subSet{},
 		byChannel: bySet{}, byUser: bySet{}, byAdmin: bySet{},
-		slots: map[string]int{}}
+		slots: map[string]int{}, presq: make(chan chat.EphemeralEvent, presenceQueue)}
 }
 
 // Start reads the log's position and starts following it, and the
@@ -241,7 +248,11 @@ func (h *Hub) Start(ctx context.Context) error {
 	h.started, h.last, h.cancel = true, last, cancel
 	h.mu.Unlock()
 	unsub := h.svc.SubscribeEphemeral(h.ephemeral)
-	h.wg.Add(2)
+	h.wg.Add(3)
+	go func() {
+		defer h.wg.Done()
+		h.presenceLoop(runCtx)
+	}()
 	go func() {
 		defer h.wg.Done()
 		defer unsub()
@@ -559,6 +570,10 @@ func (h *Hub) deleteOld(ctx context.Context) {
 }
 
 func (h *Hub) ephemeral(ev chat.EphemeralEvent) {
+	if ev.Event == chat.EventUserDidChangePresence {
+		h.queuePresence(ev)
+		return
+	}
 	f := newFrame("", ev.Event, ev.Data, ev.CreatedAt)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -654,6 +669,11 @@ func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func
 		h.mu.Unlock()
 		return nil, chat.Errorf(chat.CodeUnavailable, "the event stream is not running")
 	}
+	if !f.Admin && h.cfg.Presence != nil {
+		// Every path from here ends the subscription (end tells Close).
+		s.present = true
+		h.cfg.Presence.Open(f.UserID)
+	}
 	h.mu.Unlock()
 	// Live from the log's last id at subscription time, or replay from
 	// after: either way catchUp joins the live set at the hub's position.
@@ -703,6 +723,7 @@ type Subscription struct {
 	// admin.didRevokeToken after it ends the subscription.
 	accessPos int64
 	expiry    *time.Timer // ends the subscription at the Access's deadline
+	present   bool        // counted by Config.Presence until it ends
 	done      chan struct{}
 	once      sync.Once
 	err       error
@@ -1135,6 +1156,9 @@ func (s *Subscription) end(err error) {
 		}
 		s.err = err
 		close(s.done)
+		if s.present {
+			s.h.cfg.Presence.Close(s.f.UserID)
+		}
 		if s.notify != nil {
 			s.notify()
 		}

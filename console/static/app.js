@@ -104,6 +104,10 @@
           if (f.event === 'stream.didConnect' && f.data && f.data.resumed) {
             return;
           }
+          // Members coming and going change no message.
+          if (f.event === 'user.didChangePresence') {
+            return;
+          }
           refresh();
         };
         es.onerror = function () {

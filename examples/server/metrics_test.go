@@ -74,7 +74,7 @@ func TestMetrics(t *testing.T) {
 	// a dotted name of the dispatcher, the push worker or the metrics.
 	for _, m := range regexp.MustCompile(`chat_store_operation_duration_seconds_count\{kind="(\w+)",op="([^"]*)"\}`).FindAllStringSubmatch(text, -1) {
 		require.Contains(t, []string{"view", "update"}, m[1])
-		require.Regexp(t, `^([A-Za-z]+|webhook\.claim|webhook\.finish|push\.claim|push\.finish|push\.prune|metrics\.backlog|other)$`, m[2])
+		require.Regexp(t, `^([A-Za-z]+|webhook\.claim|webhook\.finish|push\.claim|push\.finish|push\.prune|metrics\.backlog|presence\.[a-z]+|other)$`, m[2])
 	}
 }
 

@@ -58,6 +58,7 @@ type config struct {
 	unsafeDevSignIn bool
 	userTokenSecret string
 	eventRetention  time.Duration
+	presenceGrace   time.Duration
 	maxStreams      int
 	adminRate       float64
 	adminBurst      int
@@ -101,6 +102,7 @@ var defaults = config{
 	panel:           true,
 	panelIdle:       30 * time.Minute,
 	eventRetention:  stream.DefaultEventRetention,
+	presenceGrace:   chat.DefaultPresenceGrace,
 	maxStreams:      stream.DefaultMaxStreamsPerCaller,
 	adminRate:       httpapi.DefaultAdminRateLimit.Rate,
 	adminBurst:      httpapi.DefaultAdminRateLimit.Burst,
@@ -154,6 +156,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest time from reading a request's headers to the end of its response")
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
 	fs.DurationVar(&c.eventRetention, "event-retention", c.eventRetention, "how long events stay in the log, and so how far back an event stream may resume (a Go duration)")
+	fs.DurationVar(&c.presenceGrace, "presence-grace", c.presenceGrace, "how long a user stays online after its last event stream closed, so that a reconnect does not show it offline (a Go duration; the same on every process)")
 	fs.IntVar(&c.maxStreams, "max-streams-per-caller", c.maxStreams, "event streams each end user and each admin account may have open at once on this process (one more: 429); 0 turns the cap off")
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
 	fs.BoolVar(&c.chatPage, "chat-page", c.chatPage, "serve the end users' chat page at /chat/")
@@ -399,6 +402,8 @@ func (cfg *config) validate() error {
 		return usagef("-write-timeout must be positive")
 	case cfg.eventRetention <= 0:
 		return usagef("-event-retention must be positive")
+	case cfg.presenceGrace <= 0:
+		return usagef("-presence-grace must be positive")
 	case cfg.maxStreams < 0:
 		return usagef("-max-streams-per-caller must be 0 (no cap) or positive")
 	case cfg.gcPercent != 0 && cfg.gcPercent < 25:

@@ -205,7 +205,11 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	if maxStreams == 0 {
 		maxStreams = -1 // the flag's 0: no cap
 	}
-	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, MaxStreamsPerCaller: maxStreams, Logger: log})
+	// Presence: users are online while they have an event stream on any
+	// process (the hub tells it), and for -presence-grace after.
+	presence := chat.NewPresence(svc, chat.PresenceConfig{Grace: cfg.presenceGrace, Logger: log})
+	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, MaxStreamsPerCaller: maxStreams, Logger: log,
+		Presence: presence})
 	// One bucket per client address for every request without a
 	// credential: the API's and the sign-in forms beside it.
 	anon := httpapi.NewAnonLimiter(httpapi.RateLimit{Rate: cfg.anonRate, Burst: cfg.anonBurst}, clientAddr(cfg.clientHeader))
@@ -263,6 +267,21 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		ln.Close()
 		return fmt.Errorf("starting the webhook dispatcher: %w", err)
 	}
+	if err := presence.Start(ctx); err != nil {
+		ln.Close()
+		_ = disp.Stop(context.Background())
+		return fmt.Errorf("starting presence: %w", err)
+	}
+	// Stopped after the hub (which ends the streams) and before the store
+	// closes: its users go offline after the grace period, announced by
+	// another process or by the next start.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		if err := presence.Stop(sctx); err != nil {
+			log.Warn("stopping presence", "err", err)
+		}
+	}()
 	if err := hub.Start(ctx); err != nil {
 		ln.Close()
 		_ = disp.Stop(context.Background())

@@ -89,7 +89,12 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			require.Equal(t, 200, c.adminBurst)
 			require.Equal(t, 20.0, c.userRate)
 			require.Equal(t, 40, c.userBurst)
+			require.Equal(t, 30*time.Second, c.presenceGrace)
 		}},
+		{name: "presence grace", env: map[string]string{"CHAT_PRESENCE_GRACE": "2m"},
+			check: func(t *testing.T, c config) { require.Equal(t, 2*time.Minute, c.presenceGrace) }},
+		{name: "presence grace flag beats env", args: []string{"-presence-grace", "5s"}, env: map[string]string{"CHAT_PRESENCE_GRACE": "2m"},
+			check: func(t *testing.T, c config) { require.Equal(t, 5*time.Second, c.presenceGrace) }},
 		{name: "rate limits", args: []string{"-admin-rate", "0", "-user-burst", "0"},
 			env: map[string]string{"CHAT_USER_RATE": "2.5", "CHAT_ADMIN_BURST": "9"},
 			check: func(t *testing.T, c config) {
@@ -159,7 +164,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, args := range [][]string{{"frobnicate"}, {"admin"}, {"admin", "create"}, {"admin", "nope"}, {"version", "x"}, {"-store", "mysql://x", "migrate"}, {"-read-timeout", "0s"}, {"-write-timeout", "-1s"}, {"-gc-percent", "10"}} {
+	for _, args := range [][]string{{"frobnicate"}, {"admin"}, {"admin", "create"}, {"admin", "nope"}, {"version", "x"}, {"-store", "mysql://x", "migrate"}, {"-read-timeout", "0s"}, {"-write-timeout", "-1s"}, {"-gc-percent", "10"}, {"-presence-grace", "0s"}} {
 		var stderr syncBuffer
 		err := run(ctx, args, envOf(nil), io.Discard, &stderr)
 		require.Error(t, err, "%v", args)

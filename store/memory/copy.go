@@ -276,6 +276,8 @@ func normUser(u *chat.User) (*chat.User, error) {
 	out.Hashflag = cloneHashflag(u.Hashflag)
 	out.CreatedAt = nt(u.CreatedAt)
 	out.UpdatedAt = nt(u.UpdatedAt)
+	// Presence is written by SetPresence alone.
+	out.Online, out.LastActiveAt = false, nil
 	if u.TokensRevokedAt != nil {
 		r := nt(*u.TokensRevokedAt)
 		out.TokensRevokedAt = &r
@@ -286,6 +288,7 @@ func normUser(u *chat.User) (*chat.User, error) {
 func cpUser(u *chat.User) *chat.User {
 	out := *u
 	out.TokensRevokedAt = cpt(u.TokensRevokedAt)
+	out.LastActiveAt = cpt(u.LastActiveAt)
 	out.Metadata = copyMap(u.Metadata)
 	out.Roles = slices.Clone(u.Roles)
 	out.Hashflag = cloneHashflag(u.Hashflag)

@@ -49,6 +49,14 @@ type data struct {
 	users     map[string]*chat.User
 	userOrder []string
 
+	// Presence: the leases by process, the users with a stream row by
+	// process and the processes by user, and the users' OfflineSince
+	// (Online and LastActiveAt live on the users).
+	presenceProcs map[string]*chat.PresenceProcess
+	procUsers     map[string]map[string]struct{}
+	userProcs     map[string]map[string]struct{}
+	offlineSince  map[string]chat.Time
+
 	roles        map[string]*chat.Role
 	rules        map[chat.RuleList]map[string]*chat.Rule
 	rulesVersion int64
@@ -157,6 +165,10 @@ func newData() *data {
 		chanAuthor:    map[chanAuthorKey]*msgList{},
 		strIDs:        map[string]strID{},
 		users:         map[string]*chat.User{},
+		presenceProcs: map[string]*chat.PresenceProcess{},
+		procUsers:     map[string]map[string]struct{}{},
+		userProcs:     map[string]map[string]struct{}{},
+		offlineSince:  map[string]chat.Time{},
 		roles:         map[string]*chat.Role{},
 		rules:         map[chat.RuleList]map[string]*chat.Rule{},
 		reactions:     map[reactKey]*chat.Reaction{},

@@ -15,15 +15,20 @@ import (
 const userCols = `user_id, display_name, roles, metadata, flag_count, hashflag, is_global_ban, created_at, updated_at,
 	tokens_revoked_at`
 
+// userReadCols are the columns a read returns: userCols and the presence,
+// which only SetPresence writes.
+const userReadCols = userCols + `, online, last_active_at`
+
 func scanUser(r scanner) (*chat.User, error) {
 	var (
 		u                chat.User
 		roles            pq.StringArray
 		md, hf           []byte
 		created, updated time.Time
-		revoked          sql.NullTime
+		revoked, active  sql.NullTime
 	)
-	if err := r.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan, &created, &updated, &revoked); err != nil {
+	if err := r.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan, &created, &updated, &revoked,
+		&u.Online, &active); err != nil {
 		return nil, err
 	}
 	var err error
@@ -36,6 +41,7 @@ func scanUser(r scanner) (*chat.User, error) {
 	u.Roles = arrayOut(roles)
 	u.CreatedAt, u.UpdatedAt = ct(created), ct(updated)
 	u.TokensRevokedAt = ctp(revoked)
+	u.LastActiveAt = ctp(active)
 	return &u, nil
 }
 
@@ -175,7 +181,7 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 
 func (t *tx) GetUser(ctx context.Context, userID string) (*chat.User, error) {
 	lock := t.lockUsersOf(userID)
-	us, err := t.users(ctx, `SELECT `+userCols+` FROM {s}users WHERE user_id = $1`+lock, userID)
+	us, err := t.users(ctx, `SELECT `+userReadCols+` FROM {s}users WHERE user_id = $1`+lock, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +199,7 @@ func (t *tx) GetUsers(ctx context.Context, ids []string) ([]*chat.User, error) {
 		return nil, nil
 	}
 	lock := t.lockUsersOf(ids...)
-	found, err := t.users(ctx, `SELECT `+userCols+` FROM {s}users WHERE user_id = ANY($1::text[])
+	found, err := t.users(ctx, `SELECT `+userReadCols+` FROM {s}users WHERE user_id = ANY($1::text[])
 		ORDER BY user_id`+lock, textArray(ids))
 	if err != nil {
 		return nil, err
@@ -264,7 +270,7 @@ func (t *tx) QueryUsers(ctx context.Context, f chat.UserFilter) ([]*chat.User, e
 	if f.Before != nil {
 		where = append(where, "user_id < "+args.add(f.Before.UserID))
 	}
-	q := "SELECT " + userCols + " FROM {s}users"
+	q := "SELECT " + userReadCols + " FROM {s}users"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

@@ -126,6 +126,14 @@ func TestQueryPlans(t *testing.T) {
 			_, err := tx.QueryChannels(ctx, chat.ChannelFilter{Search: chat.SearchKey("Ab"), Tags: []string{"t"}, After: cur, Limit: 11})
 			return err
 		}, []string{"SEARCH k USING PRIMARY KEY (key>? AND key<?)"}},
+		{"users whose presence grace period ended", func(tx chat.Tx) error {
+			_, err := tx.LapsedPresence(ctx, now, 100)
+			return err
+		}, []string{"users_offline_since_idx (offline_since>? AND offline_since<?)"}},
+		{"live stream rows of users", func(tx chat.Tx) error {
+			_, err := tx.LivePresence(ctx, []string{"a", "b"}, now)
+			return err
+		}, []string{"USING PRIMARY KEY (user_id=?)"}},
 		{"users page", func(tx chat.Tx) error {
 			_, err := tx.QueryUsers(ctx, chat.UserFilter{After: &chat.UserCursor{UserID: "u"}, Limit: 11})
 			return err

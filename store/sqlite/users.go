@@ -12,15 +12,15 @@ import (
 )
 
 const userCols = `u.user_id, u.display_name, u.roles, u.metadata, u.flag_count, u.hashflag, u.is_global_ban,
-	u.created_at, u.updated_at, u.tokens_revoked_at`
+	u.created_at, u.updated_at, u.tokens_revoked_at, u.online, u.last_active_at`
 
 func scanUser(sc scanner) (*chat.User, error) {
 	var u chat.User
 	var roles, md, hf string
 	var created, updated int64
-	var revoked sql.NullInt64
+	var revoked, active sql.NullInt64
 	if err := sc.Scan(&u.UserID, &u.DisplayName, &roles, &md, &u.FlagCount, &hf, &u.IsGlobalBan,
-		&created, &updated, &revoked); err != nil {
+		&created, &updated, &revoked, &u.Online, &active); err != nil {
 		return nil, err
 	}
 	if err := fromJSON(roles, &u.Roles); err != nil {
@@ -34,6 +34,7 @@ func scanUser(sc scanner) (*chat.User, error) {
 	}
 	u.CreatedAt, u.UpdatedAt = fromMs(created), fromMs(updated)
 	u.TokensRevokedAt = fromMsp(revoked)
+	u.LastActiveAt = fromMsp(active)
 	return &u, nil
 }
 

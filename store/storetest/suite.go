@@ -15,7 +15,7 @@ import (
 // Run runs the conformance suite against the adapter that h makes. Every
 // area is a subtest (Tx, Channels, Members, ReadState, Messages, AppendMessage, Users, Roles, Rules,
 // Reactions, Flags, Admins, Webhooks, Outbox, Events, Blobs, Meta, Tickets, Concurrency,
-// Audit, Purge, MuteExpiry, Reports, UserData, Devices, NotificationLevels, Mentions, Pushes, Persistence, OutboxWatcher) and every case inside runs in parallel on its
+// Audit, Purge, MuteExpiry, Reports, UserData, Devices, NotificationLevels, Mentions, Pushes, Presence, Persistence, OutboxWatcher) and every case inside runs in parallel on its
 // own store from h.New, so adapters must allow several live stores at once.
 //
 // Values written by the suite are JSON-native (numbers are float64), so
@@ -72,6 +72,7 @@ func Run(t *testing.T, h Harness) {
 		{"NotificationLevels", notificationCases},
 		{"Mentions", mentionCases},
 		{"Pushes", pushCases},
+		{"Presence", presenceCases},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -1,0 +1,106 @@
+package chat_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/store/memory"
+)
+
+// TestOnlineReadsTheStore: Online answers for any number of ids, from
+// the stream rows of every process sharing the store (a second Service
+// with no Presence of its own sees the first one's streams), and for this
+// process's streams before they are written.
+func TestOnlineReadsTheStore(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	svc, err := chat.New(ctx, st, chat.Config{})
+	require.NoError(t, err)
+	other, err := chat.New(ctx, st, chat.Config{})
+	require.NoError(t, err)
+	ids := make([]string, 2500)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("u%04d", i)
+	}
+	require.NoError(t, st.Update(ctx, func(tx chat.Tx) error {
+		_, err := tx.EnsureUsers(ctx, ids, time.Now())
+		return err
+	}))
+	p := chat.NewPresence(svc, chat.PresenceConfig{Grace: time.Hour})
+	p.Open("u2400") // before Start: written by the first sync
+	require.NoError(t, p.Start(ctx))
+	defer func() { require.NoError(t, p.Stop(ctx)) }()
+	m, err := svc.Online(ctx, ids)
+	require.NoError(t, err)
+	require.Len(t, m, len(ids))
+	require.True(t, m["u2400"], "this process's stream counts at once")
+	require.NoError(t, p.Sync(ctx))
+	m, err = other.Online(ctx, append(ids, "nobody"))
+	require.NoError(t, err)
+	require.Len(t, m, len(ids)+1)
+	for id, on := range m {
+		require.Equal(t, id == "u2400", on, id)
+	}
+	p.Close("u2400")
+	require.NoError(t, p.Sync(ctx))
+	m, err = other.Online(ctx, []string{"u2400"})
+	require.NoError(t, err)
+	require.False(t, m["u2400"], "no open stream, grace period or not")
+	require.NoError(t, other.Store().View(ctx, func(tx chat.Tx) error {
+		u, err := tx.GetUser(ctx, "u2400")
+		require.True(t, u.Online, "online during the grace period")
+		return err
+	}))
+}
+
+// TestPresenceLostLease: a process whose lease expired while it ran (its
+// rows were deleted by another process) writes its users again at its
+// next renewal, and they stay online.
+func TestPresenceLostLease(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	clk := &clock{t: time.Now()}
+	svc, err := chat.New(ctx, st, chat.Config{Now: clk.Now})
+	require.NoError(t, err)
+	require.NoError(t, st.Update(ctx, func(tx chat.Tx) error {
+		_, err := tx.EnsureUsers(ctx, []string{"alice"}, clk.Now())
+		return err
+	}))
+	p := chat.NewPresence(svc, chat.PresenceConfig{Grace: time.Hour, Lease: 300 * time.Millisecond})
+	require.NoError(t, p.Start(ctx))
+	defer func() { require.NoError(t, p.Stop(ctx)) }()
+	sweeper := chat.NewPresence(svc, chat.PresenceConfig{Grace: time.Hour})
+	p.Open("alice")
+	require.NoError(t, p.Sync(ctx))
+	state := func() *chat.PresenceState {
+		var s *chat.PresenceState
+		require.NoError(t, st.View(ctx, func(tx chat.Tx) (err error) { s, err = tx.LockPresence(ctx, "alice"); return err }))
+		return s
+	}
+	require.True(t, state().Online)
+	require.Nil(t, state().OfflineSince)
+
+	// The clock passes the lease; another process sweeps p's rows.
+	clk.Add(time.Second)
+	require.NoError(t, sweeper.Sweep(ctx))
+	s := state()
+	require.True(t, s.Online)
+	require.NotNil(t, s.OfflineSince, "alice's grace period started: p's rows are gone")
+	// p's next renewal (its goroutine, every Lease/3) finds the lease
+	// lost and writes alice again.
+	require.Eventually(t, func() bool {
+		s := state()
+		m, err := svc.Online(ctx, []string{"alice"})
+		return err == nil && s.Online && s.OfflineSince == nil && m["alice"]
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, st.View(ctx, func(tx chat.Tx) error {
+		live, err := tx.LivePresence(ctx, []string{"alice"}, clk.Now())
+		require.Equal(t, []string{"alice"}, live, "the row is back, under a live lease")
+		return err
+	}))
+}
