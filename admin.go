@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strings"
+	"time"
 )
 
 // tokenPrefix marks admin access tokens so they are easy to recognise in
@@ -72,16 +73,24 @@ func (s *Service) createAdmin(ctx context.Context, name, userID string, password
 	return a, token, nil
 }
 
-// Authenticate returns the admin owning token. Errors: CodeUnauthorized
-// (missing, unknown or revoked token).
+// Authenticate returns the admin owning token. A token found is
+// remembered for up to a second (authCacheTTL): revoking or rotating it
+// through this Service refuses it at once, through another process sharing
+// the store within that second. Errors: CodeUnauthorized (missing, unknown
+// or revoked token).
 func (s *Service) Authenticate(ctx context.Context, token string) (*Admin, error) {
 	if token == "" || len(token) > 512 || !strings.HasPrefix(token, tokenPrefix) {
 		return nil, Errorf(CodeUnauthorized, "missing or unknown access token")
 	}
-	var a *Admin
+	hash := HashToken(token)
+	now := time.Now() // the cache's own clock, not the Service's
+	a, gen, ok := s.admins.get(hash, now)
+	if ok {
+		return a, nil
+	}
 	err := s.view(ctx, func(tx Tx) error {
 		var err error
-		a, err = tx.GetAdminByTokenHash(ctx, HashToken(token))
+		a, err = tx.GetAdminByTokenHash(ctx, hash)
 		return err
 	})
 	if ErrorCode(err) == CodeNotFound {
@@ -93,6 +102,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Admin, error
 	if a.RevokedAt != nil {
 		return nil, Errorf(CodeUnauthorized, "access token was revoked")
 	}
+	s.admins.put(hash, a, now, gen)
 	return a, nil
 }
 
@@ -138,6 +148,7 @@ func (s *Service) RotateAdmin(ctx context.Context, name string) (string, error) 
 		ev.add(EventAdminDidRevokeToken, AccessEventData{Admin: name, RevokedAt: now, Rotated: true})
 		return s.audit(ctx, tx, actorFrom(ctx), AuditAdminRotate, AuditTargetAdmin, name, "", nil)
 	})
+	s.admins.forget() // also on failure: the store may have committed
 	if err != nil {
 		return "", err
 	}
@@ -160,6 +171,7 @@ func newAdminToken() (string, error) {
 // in to the panel. Idempotent. Errors: CodeNotFound.
 func (s *Service) RevokeAdmin(ctx context.Context, name string) error {
 	now := s.Now()
+	defer s.admins.forget() // also on failure: the store may have committed
 	return s.update(ctx, func(tx Tx, ev *events) error {
 		if err := tx.RevokeAdmin(ctx, name, now.Time); err != nil {
 			return notFound(err, "admin", name)

@@ -169,6 +169,8 @@ type Service struct {
 	// presence is the running Presence of this process, if any (Online
 	// counts its streams before they are written).
 	presence atomic.Pointer[Presence]
+	// admins caches the admins of access tokens (see Authenticate).
+	admins adminCache
 }
 
 // New returns a Service over store. It reads or creates the paging key

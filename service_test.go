@@ -874,9 +874,29 @@ func TestAdmins(t *testing.T) {
 	_, err = e.svc.Authenticate(e.ctx, tok)
 	requireCode(t, err, chat.CodeUnauthorized)
 	requireCode(t, e.svc.RevokeAdmin(e.ctx, "ghost"), chat.CodeNotFound)
+
+	// A token just used (so remembered) stops working at once when rotated.
+	_, tok2, err := e.svc.CreateAdmin(e.ctx, "ops2", "")
+	require.NoError(t, err)
+	_, err = e.svc.Authenticate(e.ctx, tok2)
+	require.NoError(t, err)
+	tok3, err := e.svc.RotateAdmin(e.ctx, "ops2")
+	require.NoError(t, err)
+	_, err = e.svc.Authenticate(e.ctx, tok2)
+	requireCode(t, err, chat.CodeUnauthorized)
+	got, err = e.svc.Authenticate(e.ctx, tok3)
+	require.NoError(t, err)
+	require.Equal(t, "ops2", got.Name)
+	got.Name = "changed" // the caller's copy
+	got, err = e.svc.Authenticate(e.ctx, tok3)
+	require.NoError(t, err)
+	require.Equal(t, "ops2", got.Name)
+	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "ops2"))
+	_, err = e.svc.Authenticate(e.ctx, tok3)
+	requireCode(t, err, chat.CodeUnauthorized)
 	as, err := e.svc.ListAdmins(e.ctx)
 	require.NoError(t, err)
-	require.Len(t, as, 2)
+	require.Len(t, as, 3)
 }
 
 func TestEventsGoToTheOutbox(t *testing.T) {
