@@ -218,9 +218,11 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 	watchFailed := false
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var holdUntil time.Time // a claim for few free slots waits until then
-	due := true             // deliveries may be due: claim when slots are free
-	var wakeAt time.Time    // when to claim without a signal: the earliest due time known, or the poll
+	var holdUntil time.Time   // a claim for few free slots waits until then
+	var parkedUntil time.Time // see parkFactor
+	var parked []string       // the webhooks at their limit when parkedUntil was set
+	due := true               // deliveries may be due: claim when slots are free
+	var wakeAt time.Time      // when to claim without a signal: the earliest due time known, or the poll
 	for ctx.Err() == nil {
 		if watches && watch == nil && time.Since(lastSubscribe) >= d.cfg.PollInterval {
 			lastSubscribe = time.Now()
@@ -254,11 +256,30 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 				wait, free = holdUntil.Sub(now), 0
 			}
 		}
+		if due && free > 0 && !parkedUntil.IsZero() {
+			// The last claim found due only deliveries of webhooks at
+			// their limit. While those webhooks stay there, claim
+			// again no sooner than parkedUntil: each such claim reads
+			// past all their due deliveries, and under load the
+			// signals of new ones come faster than slots free.
+			now := time.Now()
+			if now.Before(parkedUntil) && d.stillAtLimit(parked) {
+				wait, free = parkedUntil.Sub(now), 0
+			} else {
+				parkedUntil, parked = time.Time{}, nil
+			}
+		}
 		if due && free > 0 {
 			holdUntil = time.Time{}
 			n := min(free, d.cfg.BatchSize)
 			claimedAt := d.cfg.Now()
+			start := time.Now()
 			items, full, limited, storeNext, err := d.claim(ctx, claimedAt, n)
+			if err == nil && len(items) == 0 && limited {
+				parked = d.atLimit()
+				parkedUntil = time.Now()
+				parkedUntil = parkedUntil.Add(parkFactor * parkedUntil.Sub(start))
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -317,6 +338,39 @@ const (
 // claimHold is how long the loop waits for more free slots before it
 // claims for only a few (see minClaim).
 const claimHold = 2 * time.Millisecond
+
+// parkFactor: after a claim that took nothing because every due delivery
+// belongs to a webhook at its PerWebhook limit, the next claim waits (while
+// those webhooks stay at their limit) for parkFactor times as long as that
+// claim took. Such a claim reads past every due delivery of those
+// webhooks, so this keeps its cost to about a tenth of the store's time
+// however long their backlog, and delays the deliveries of other webhooks
+// that become due meanwhile by as little (a fraction of a millisecond when
+// the backlog is short).
+const parkFactor = 10
+
+// atLimit returns the webhooks with PerWebhook deliveries in flight.
+func (d *Dispatcher) atLimit() []string {
+	var out []string
+	for id, c := range d.inFlight() {
+		if c >= d.cfg.PerWebhook {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// stillAtLimit reports whether every webhook of ids still has PerWebhook
+// deliveries in flight.
+func (d *Dispatcher) stillAtLimit(ids []string) bool {
+	taken := d.inFlight()
+	for _, id := range ids {
+		if taken[id] < d.cfg.PerWebhook {
+			return false
+		}
+	}
+	return true
+}
 
 // minClaim is the number of free slots worth a claim without waiting.
 func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.BatchSize)/8) }
