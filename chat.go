@@ -171,6 +171,8 @@ type Service struct {
 	presence atomic.Pointer[Presence]
 	// admins caches the admins of access tokens (see Authenticate).
 	admins adminCache
+	// authUsers caches the users of user tokens (see AuthenticateUser).
+	authUsers userCache
 }
 
 // New returns a Service over store. It reads or creates the paging key

@@ -145,6 +145,7 @@ func (s *Service) UpdateUser(ctx context.Context, actorID string, in UpdateUser)
 	if err := s.checkID("userId", in.UserID); err != nil {
 		return nil, err
 	}
+	defer s.authUsers.forget(in.UserID) // also on failure: the store may have committed
 	if in.DisplayName != nil {
 		if err := s.checkDisplayName("displayName", *in.DisplayName); err != nil {
 			return nil, err
@@ -256,6 +257,7 @@ func (s *Service) setGlobalBan(ctx context.Context, actorID, userID string, ban,
 		return err
 	}
 	now := s.Now()
+	defer s.authUsers.forget(userID) // also on failure: the store may have committed
 	return s.update(ctx, func(tx Tx, ev *events) error {
 		u, err := tx.GetUser(ctx, userID)
 		if err != nil {
@@ -354,6 +356,7 @@ func (s *Service) ClearUserFlags(ctx context.Context, actorID, userID string) er
 		return err
 	}
 	now := s.Now()
+	defer s.authUsers.forget(userID) // also on failure: the store may have committed
 	return s.update(ctx, func(tx Tx, ev *events) error {
 		u, err := tx.GetUser(ctx, userID)
 		if err != nil {

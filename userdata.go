@@ -404,6 +404,7 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 	if err := s.checkID("userId", userID); err != nil {
 		return nil, err
 	}
+	defer s.authUsers.forget(userID) // also on failure: the store may have committed
 	batch := s.exportPage()
 	start := s.Now()
 	auditID := s.newID()

@@ -142,6 +142,7 @@ func (s *Service) RevokeUserTokens(ctx context.Context, actorID, userID string) 
 		return err
 	}
 	now := s.Now()
+	defer s.authUsers.forget(userID) // also on failure: the store may have committed
 	return s.update(ctx, func(tx Tx, ev *events) error {
 		us, err := tx.EnsureUsers(ctx, []string{userID}, now.Time)
 		if err != nil {
@@ -171,7 +172,10 @@ func IsUserToken(token string) bool {
 // operations it performs create it, as any first reference does). The token must be HS256 with the Service's
 // secret, unexpired (UserTokenLeeway of skew allowed), and issued after
 // the user's last revocation (a token without iat counts as issued at the
-// epoch). Errors: CodeUnauthorized (bad, expired or revoked token),
+// epoch). The user's record is remembered for up to a second (see
+// userCache): revocations, bans and updates through this Service apply at
+// once, those through another process sharing the store within that
+// second. Errors: CodeUnauthorized (bad, expired or revoked token),
 // CodeGlobalBanned (the user is globally banned).
 func (s *Service) AuthenticateUser(ctx context.Context, token string) (*User, error) {
 	c, err := s.parseUserToken(token)
@@ -179,19 +183,26 @@ func (s *Service) AuthenticateUser(ctx context.Context, token string) (*User, er
 		return nil, err
 	}
 	userID := c.subject()
-	var u *User
-	err = s.view(ctx, func(tx Tx) error {
-		var err error
-		u, err = tx.GetUser(ctx, userID)
-		return err
-	})
-	if ErrorCode(err) == CodeNotFound {
+	now := time.Now() // the cache's own clock, not the Service's
+	u, gen, cached := s.authUsers.get(userID, now)
+	if !cached {
+		err = s.view(ctx, func(tx Tx) error {
+			var err error
+			u, err = tx.GetUser(ctx, userID)
+			return err
+		})
+		if ErrorCode(err) == CodeNotFound {
+			u, err = nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.authUsers.put(userID, u, now, gen)
+	}
+	if u == nil {
 		// Not stored yet: the operations that need the record create it
 		// (a refused call stores nothing).
 		return &User{UserID: userID, DisplayName: userID}, nil
-	}
-	if err != nil {
-		return nil, err
 	}
 	var iat *Time // absent: the epoch
 	if c.IssuedAt != nil {

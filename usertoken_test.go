@@ -245,3 +245,38 @@ func BenchmarkAuthenticate(b *testing.B) {
 		}
 	})
 }
+
+// A user token's user is remembered between requests, and a ban, an unban,
+// an update or an erasure through the Service applies to the next request.
+func TestUserTokenSeesChangesAtOnce(t *testing.T) {
+	e := newTokenEnv(t)
+	tok, err := e.svc.MintUserToken(e.ctx, "a", time.Hour)
+	require.NoError(t, err)
+	u, err := e.svc.AuthenticateUser(e.ctx, tok.Token)
+	require.NoError(t, err)
+	require.Equal(t, "a", u.DisplayName, "not stored yet")
+
+	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "a", false))
+	_, err = e.svc.AuthenticateUser(e.ctx, tok.Token)
+	requireTokenCode(t, err, chat.CodeGlobalBanned)
+	require.NoError(t, e.svc.GlobalUnban(e.ctx, e.admin, "a"))
+	u, err = e.svc.AuthenticateUser(e.ctx, tok.Token)
+	require.NoError(t, err)
+	u.DisplayName = "changed by the caller"
+
+	name := "Alice"
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "a", DisplayName: &name})
+	require.NoError(t, err)
+	u, err = e.svc.AuthenticateUser(e.ctx, tok.Token)
+	require.NoError(t, err)
+	require.Equal(t, "Alice", u.DisplayName)
+	u.DisplayName = "changed by the caller"
+	u, err = e.svc.AuthenticateUser(e.ctx, tok.Token)
+	require.NoError(t, err)
+	require.Equal(t, "Alice", u.DisplayName, "a caller's change reached the remembered user")
+
+	_, err = e.svc.EraseUser(e.ctx, e.admin, "a")
+	require.NoError(t, err)
+	_, err = e.svc.AuthenticateUser(e.ctx, tok.Token)
+	requireTokenCode(t, err, chat.CodeUnauthorized)
+}
