@@ -86,6 +86,14 @@ func fanout(ctx context.Context, o options, w io.Writer) error {
 		return err
 	default:
 	}
+	// The posts alone first (nobody connected; the texts are not
+	// counted), for the servers' CPU time of posting.
+	alone, err := drive(ctx, o, nil, ps, func(ctx context.Context, k int) error {
+		return apis[k%len(apis)].createMessage(ctx, "f"+strconv.Itoa(k%chans), "alone")
+	})
+	if err != nil {
+		return err
+	}
 	var cs clients
 	if err := cs.connect(ctx, o, addrsOf(ps), "/api/v2/events", 0, o.conns, true); err != nil {
 		cs.close()
@@ -107,25 +115,32 @@ func fanout(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	defer cp.stop()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: time.Minute}
+	send := func(text func(int) string) func(ctx context.Context, k int) error {
+		return func(ctx context.Context, k int) error {
+			u := fmt.Sprintf("http://%s/send?group=%d&size=%d&text=%s", cp.Addr, k%chans, size, url.QueryEscape(text(k)))
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return nil
+		}
+	}
+	bareAlone, err := drive(ctx, o, nil, []*proc{cp}, send(func(int) string { return "alone" }))
+	if err != nil {
+		return err
+	}
 	var bs clients
 	defer bs.close()
 	if err := bs.connectPaths(ctx, o, []string{cp.Addr}, func(i int) string { return "/ws?group=" + strconv.Itoa(i/o.channelSize) }, 0, o.conns, false); err != nil {
 		return err
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: time.Minute}
-	bare, err := drive(ctx, o, &bs, []*proc{cp}, func(ctx context.Context, k int) error {
-		u := fmt.Sprintf("http://%s/send?group=%d&size=%d&text=%s", cp.Addr, k%chans, size, url.QueryEscape("f"+strconv.Itoa(k)))
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
-	})
+	bare, err := drive(ctx, o, &bs, []*proc{cp}, send(func(k int) string { return "f" + strconv.Itoa(k) }))
 	if err != nil {
 		return err
 	}
@@ -136,10 +151,15 @@ func fanout(ctx context.Context, o options, w io.Writer) error {
 	if o.broker != "" {
 		label += ", -broker " + o.broker
 	}
-	fmt.Fprintf(w, "| Event stream, %s: %d connections in channels of %d, %d messages/s posted across the channels for %s (frames of %d bytes): deliveries/s; server CPU per delivery; post to last member's receipt p50 / p99 | %.0f /s; %.1f µs; %s / %s ms | bare coder/websocket server, same connections in groups, same rate and frame size: %.0f /s; %.1f µs; %s / %s ms | %.2f; CPU %.1f x | %s | %s |\n",
+	// The stream's own CPU per delivery: the run's, less the posts'
+	// alone (per message, shared by its deliveries).
+	per := float64(o.channelSize)
+	chatNet, bareNet := chat.cpuPer-alone.cpuPer/per, bare.cpuPer-bareAlone.cpuPer/per
+	fmt.Fprintf(w, "| Event stream, %s: %d connections in channels of %d, %d messages/s posted across the channels for %s (frames of %d bytes): deliveries/s; server CPU per delivery, posting included (the posts alone, per delivery); post to last member's receipt p50 / p99 | %.0f /s; %.1f µs (%.1f), so %.1f µs for the stream; %s / %s ms | bare coder/websocket server, same connections in groups, same rate and frame size: %.0f /s; %.1f µs (%.1f), so %.1f µs; %s / %s ms | %.2f; stream CPU %.1f x | %s | %s |\n",
 		label, o.conns, o.channelSize, o.rate, o.duration, size,
-		chat.rate, chat.cpuPer, ms(chat.p50), ms(chat.p99), bare.rate, bare.cpuPer, ms(bare.p50), ms(bare.p99),
-		chat.rate/bare.rate, chat.cpuPer/bare.cpuPer, ld, fanoutCmd(o))
+		chat.rate, chat.cpuPer, alone.cpuPer/per, chatNet, ms(chat.p50), ms(chat.p99),
+		bare.rate, bare.cpuPer, bareAlone.cpuPer/per, bareNet, ms(bare.p50), ms(bare.p99),
+		chat.rate/bare.rate, chatNet/bareNet, ld, fanoutCmd(o))
 	return nil
 }
 
@@ -164,6 +184,8 @@ type driveResult struct {
 // drive posts o.rate*o.duration messages at o.rate per second with post
 // (16 at a time at most), and waits until every member received each.
 // The clients' frames carry the message's number k as the text "f<k>".
+// Without clients (cs nil) it only posts, and cpuPer is the servers' CPU
+// time per message.
 func drive(ctx context.Context, o options, cs *clients, servers []*proc, post func(ctx context.Context, k int) error) (driveResult, error) {
 	total := int(float64(o.rate) * o.duration.Seconds())
 	want := int64(total) * int64(o.channelSize)
@@ -188,7 +210,11 @@ func drive(ctx context.Context, o options, cs *clients, servers []*proc, post fu
 			}
 		}
 	}
-	cs.onFrame.Store(&fn)
+	if cs != nil {
+		cs.onFrame.Store(&fn)
+	} else {
+		close(all) // nobody to wait for
+	}
 	cpu0, err := cpuSum(servers)
 	if err != nil {
 		return driveResult{}, err
@@ -233,6 +259,13 @@ func drive(ctx context.Context, o options, cs *clients, servers []*proc, post fu
 	}
 	if behind > 100*time.Millisecond {
 		fmt.Fprintf(os.Stderr, "fanout: the posts fell up to %v behind the rate\n", behind.Round(time.Millisecond))
+	}
+	if cs == nil { // the posts alone: CPU per message
+		cpu1, err := cpuSum(servers)
+		if err != nil {
+			return driveResult{}, err
+		}
+		return driveResult{cpuPer: float64((cpu1 - cpu0).Microseconds()) / float64(total)}, nil
 	}
 	select {
 	case <-all:
