@@ -133,6 +133,15 @@ func TestCluster(t *testing.T) {
 		case restartNATS:
 			nats.nodes[1].start(t)
 		case killChat:
+			// Its streams resume from an id: each has had a message.
+			for _, cl := range clients {
+				for cl.idx%chatProcs == chatProcs-1 && cl.last() == 0 && cl.failure() == nil && ctx.Err() == nil {
+					select {
+					case <-cl.changed():
+					case <-ctx.Done():
+					}
+				}
+			}
 			victim.kill()
 			live = procs[:chatProcs-1]
 		}
@@ -456,6 +465,12 @@ func (cl *client) failure() error {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	return cl.err
+}
+
+func (cl *client) last() int64 {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.lastID
 }
 
 func (cl *client) complete() bool {
