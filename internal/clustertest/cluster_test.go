@@ -30,6 +30,7 @@ import (
 // brokerArgs are the flags that choose how the chat server processes
 // deliver events to each other: none keeps the store's own delivery
 // (Postgres LISTEN/NOTIFY), beside which the NATS cluster runs idle.
+// With a NATS broker, the test also checks its JetStream streams.
 func brokerArgs(natsURLs []string) []string {
 	_ = natsURLs
 	return nil
@@ -102,7 +103,7 @@ func TestCluster(t *testing.T) {
 			if err := call(ctx, procs[0].base, admin, "/users/"+u+"/token", map[string]any{"ttl": 3600}, &tok); err != nil {
 				t.Fatal(err)
 			}
-			clients = append(clients, &client{user: u, channel: ch, token: tok.Token, connected: make(chan struct{})})
+			clients = append(clients, &client{user: u, channel: ch, token: tok.Token})
 		}
 	}
 
@@ -116,9 +117,7 @@ func TestCluster(t *testing.T) {
 		go func() { defer wg.Done(); cl.run(streamCtx, procs) }()
 	}
 	for _, cl := range clients {
-		select {
-		case <-cl.connected:
-		case <-ctx.Done():
+		if !cl.wait(ctx, func() bool { return cl.hello }) {
 			t.Fatalf("%s never connected: %v", cl.user, cl.failure())
 		}
 	}
@@ -135,11 +134,8 @@ func TestCluster(t *testing.T) {
 		case killChat:
 			// Its streams resume from an id: each has had a message.
 			for _, cl := range clients {
-				for cl.idx%chatProcs == chatProcs-1 && cl.last() == 0 && cl.failure() == nil && ctx.Err() == nil {
-					select {
-					case <-cl.changed():
-					case <-ctx.Done():
-					}
+				if cl.idx%chatProcs == chatProcs-1 && !cl.wait(ctx, func() bool { return cl.lastID > 0 }) {
+					t.Fatalf("%s had no message before round %d: %v", cl.user, r, cl.failure())
 				}
 			}
 			victim.kill()
@@ -154,18 +150,27 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	nats.nodes[1].waitReady(t, ctx, 2)
+	if len(brokerArgs(nats.URLs())) > 0 {
+		// The servers' events went through JetStream: its streams have
+		// 3 replicas, and the restarted node knows each again.
+		streams, err := nats.nodes[0].jsStreams(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(streams) == 0 {
+			t.Fatal("the chat servers made no JetStream stream")
+		}
+		for name, r := range streams {
+			if r != 3 {
+				t.Errorf("JetStream stream %s has %d replicas, want 3", name, r)
+			}
+		}
+		nats.nodes[1].waitStreams(t, ctx, streams)
+	}
 
 	// Every stream receives every message of its channel.
 	for _, cl := range clients {
-		for !cl.complete() {
-			if cl.failure() != nil || ctx.Err() != nil {
-				break
-			}
-			select {
-			case <-cl.changed():
-			case <-ctx.Done():
-			}
-		}
+		cl.wait(ctx, func() bool { return len(cl.texts) >= rounds })
 	}
 	stopStreams()
 	wg.Wait()
@@ -304,8 +309,8 @@ func call(ctx context.Context, base, token, path string, body, out any) error {
 // ?after=<the last id it received>.
 type client struct {
 	user, channel, token string
-	idx                  int           // its place among the clients
-	connected            chan struct{} // closed at the first stream.didConnect
+	idx                  int  // its place among the clients
+	hello                bool // it had its first stream.didConnect
 
 	mu      sync.Mutex
 	proc    int      // the process it streams from
@@ -409,7 +414,7 @@ func (cl *client) frame(id, event string, data json.RawMessage, after int64, fir
 			return err
 		}
 		if first {
-			close(cl.connected)
+			cl.hello = true
 			return nil
 		}
 		if after > 0 && !d.Resumed {
@@ -467,29 +472,33 @@ func (cl *client) failure() error {
 	return cl.err
 }
 
-func (cl *client) last() int64 {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return cl.lastID
-}
-
-func (cl *client) complete() bool {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return len(cl.texts) >= rounds
-}
-
-// changed returns a channel closed at the next frame or failure.
-func (cl *client) changed() <-chan struct{} {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.wake == nil {
-		cl.wake = make(chan struct{})
+// wait waits until cond, called with cl.mu held, holds: true; false
+// when the client failed or ctx ended first.
+func (cl *client) wait(ctx context.Context, cond func() bool) bool {
+	for {
+		cl.mu.Lock()
+		if cond() {
+			cl.mu.Unlock()
+			return true
+		}
+		if cl.err != nil {
+			cl.mu.Unlock()
+			return false
+		}
+		if cl.wake == nil {
+			cl.wake = make(chan struct{})
+		}
+		wake := cl.wake
+		cl.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return false
+		}
 	}
-	return cl.wake
 }
 
-// notify wakes changed's waiters; with cl.mu held.
+// notify wakes wait's waiters; with cl.mu held.
 func (cl *client) notify() {
 	if cl.wake != nil {
 		close(cl.wake)

@@ -1,9 +1,11 @@
 package clustertest
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -196,15 +198,142 @@ func (nd *natsNode) status(ctx context.Context, base string) (healthy bool, rout
 	return code == 200, r.NumRoutes, nil
 }
 
+// jsStreams returns the JetStream streams a node knows, with their
+// replicas, from its monitoring endpoint /jsz.
+func (nd *natsNode) jsStreams(ctx context.Context) (map[string]int, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://127.0.0.1:"+strconv.Itoa(nd.monitor)+"/jsz?accounts=true&streams=true&config=true", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var jsz struct {
+		Accounts []struct {
+			Streams []struct {
+				Name   string `json:"name"`
+				Config struct {
+					Replicas int `json:"num_replicas"`
+				} `json:"config"`
+			} `json:"stream_detail"`
+		} `json:"account_details"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&jsz); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, a := range jsz.Accounts {
+		for _, st := range a.Streams {
+			out[st.Name] = st.Config.Replicas
+		}
+	}
+	return out, nil
+}
+
+// waitStreams waits until the node knows every stream of want with its
+// replicas.
+func (nd *natsNode) waitStreams(t *testing.T, ctx context.Context, want map[string]int) {
+	t.Helper()
+	for {
+		got, err := nd.jsStreams(ctx)
+		ok := err == nil
+		for name, r := range want {
+			ok = ok && got[name] == r
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s knows the streams %v (%v), want %v", nd.name, got, err, want)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// createStream creates a JetStream stream through the node's client
+// port, speaking the NATS protocol (a request on the JetStream API's
+// subject, the answer on an inbox).
+func (nd *natsNode) createStream(ctx context.Context, name string, replicas int) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(nd.client))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	r := bufio.NewReader(conn)
+	if _, err := r.ReadString('\n'); err != nil { // INFO
+		return err
+	}
+	body, _ := json.Marshal(map[string]any{"name": name, "subjects": []string{name + ".>"}, "num_replicas": replicas, "storage": "file"})
+	fmt.Fprintf(conn, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB _INBOX.create 1\r\nPUB $JS.API.STREAM.CREATE.%s _INBOX.create %d\r\n%s\r\n", name, len(body), body)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		switch {
+		case strings.HasPrefix(line, "PING"):
+			fmt.Fprintf(conn, "PONG\r\n")
+		case strings.HasPrefix(line, "-ERR"):
+			return fmt.Errorf("nats: %s", strings.TrimSpace(line))
+		case strings.HasPrefix(line, "MSG "):
+			f := strings.Fields(line)
+			n, err := strconv.Atoi(f[len(f)-1])
+			if err != nil {
+				return err
+			}
+			msg := make([]byte, n+2)
+			if _, err := io.ReadFull(r, msg); err != nil {
+				return err
+			}
+			var res struct {
+				Error *struct {
+					Description string `json:"description"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(msg[:n], &res); err != nil {
+				return err
+			}
+			if res.Error != nil {
+				return fmt.Errorf("creating stream %s: %s", name, res.Error.Description)
+			}
+			return nil
+		}
+	}
+}
+
 // TestNATSClusterKillRestart starts the three-node cluster the cluster
-// test runs beside, SIGKILLs one node, checks that the other two still
-// answer healthy, restarts the killed node on its ports and store
-// directory, and waits for it to be healthy and routed to both again.
+// test runs beside and creates a JetStream stream with 3 replicas;
+// SIGKILLs one node, checks that the other two still answer healthy,
+// restarts the killed node on its ports and store directory, and waits
+// for it to be healthy, routed to both again, and to know the stream
+// with its 3 replicas.
 func TestNATSClusterKillRestart(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := startNATS(t, ctx, 3)
+	// The meta leader may still be being elected: retry until it answers.
+	for {
+		err := c.nodes[0].createStream(ctx, "probe", 3)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("creating a stream with 3 replicas: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	want := map[string]int{"probe": 3}
+	for _, nd := range c.nodes {
+		nd.waitStreams(t, ctx, want)
+	}
 	victim := c.nodes[1]
 	victim.kill()
 	for _, nd := range []*natsNode{c.nodes[0], c.nodes[2]} {
@@ -215,6 +344,7 @@ func TestNATSClusterKillRestart(t *testing.T) {
 	}
 	victim.start(t)
 	victim.waitReady(t, ctx, 2)
+	victim.waitStreams(t, ctx, want)
 	if _, err := os.Stat(filepath.Join(victim.dir, "jetstream")); err != nil {
 		t.Fatalf("%s keeps no JetStream store in %s: %v", victim.name, victim.dir, err)
 	}
