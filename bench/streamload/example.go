@@ -123,8 +123,8 @@ func exampleServers(ctx context.Context, o options, bin, dir, broker string, n i
 }
 
 // startNATS starts one nats-server with JetStream on a free loopback port
-// (store in dir) and returns its URL and a function that stops it.
-func startNATS(ctx context.Context, dir string) (string, func(), error) {
+// (store in dir) and returns its URL and its process, which stop ends.
+func startNATS(ctx context.Context, dir string) (string, *proc, error) {
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
 		bin = "/usr/sbin/nats-server"
@@ -147,18 +147,18 @@ func startNATS(ctx context.Context, dir string) (string, func(), error) {
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("starting nats-server: %w", err)
 	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	p := &proc{cmd: cmd}
 	for {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", mon))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return "nats://127.0.0.1:" + strconv.Itoa(port), stop, nil
+				return "nats://127.0.0.1:" + strconv.Itoa(port), p, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			stop()
+			p.stop()
 			return "", nil, fmt.Errorf("nats-server not ready: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}

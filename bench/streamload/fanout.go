@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,8 @@ import (
 //
 // The chat servers are example server processes (see example.go): one
 // over SQLite (in process), or o.procs over Postgres, with -broker
-// o.broker when it is set ("nats" starts a local nats-server).
+// o.broker when it is set ("nats" starts a local nats-server, whose CPU
+// time counts with the servers').
 func fanout(ctx context.Context, o options, w io.Writer) error {
 	dir, err := os.MkdirTemp("", "streamload-fanout")
 	if err != nil {
@@ -41,13 +43,14 @@ func fanout(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	broker := o.broker
+	var natsProc []*proc // its CPU counts with the servers'
 	if broker == "nats" {
-		u, stop, err := startNATS(ctx, dir)
+		u, np, err := startNATS(ctx, dir)
 		if err != nil {
 			return err
 		}
-		defer stop()
-		broker = u
+		defer np.stop()
+		broker, natsProc = u, []*proc{np}
 	}
 	n := 1
 	if o.store == "postgres" {
@@ -88,7 +91,8 @@ func fanout(ctx context.Context, o options, w io.Writer) error {
 	}
 	// The posts alone first (nobody connected; the texts are not
 	// counted), for the servers' CPU time of posting.
-	alone, err := drive(ctx, o, nil, ps, func(ctx context.Context, k int) error {
+	counted := append(slices.Clip(ps), natsProc...)
+	alone, err := drive(ctx, o, nil, counted, func(ctx context.Context, k int) error {
 		return apis[k%len(apis)].createMessage(ctx, "f"+strconv.Itoa(k%chans), "alone")
 	})
 	if err != nil {
@@ -99,7 +103,7 @@ func fanout(ctx context.Context, o options, w io.Writer) error {
 		cs.close()
 		return err
 	}
-	chat, err := drive(ctx, o, &cs, ps, func(ctx context.Context, k int) error {
+	chat, err := drive(ctx, o, &cs, counted, func(ctx context.Context, k int) error {
 		return apis[k%len(apis)].createMessage(ctx, "f"+strconv.Itoa(k%chans), "f"+strconv.Itoa(k))
 	})
 	size := frameSize(&cs)

@@ -536,12 +536,12 @@ func brokerServers(o options) ([]*proc, string, error) {
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	broker := o.broker
 	if broker == "nats" {
-		u, stop, err := startNATS(ctx, dir)
+		u, np, err := startNATS(ctx, dir)
 		if err != nil {
 			cleanup()
 			return nil, "", err
 		}
-		broker, cleanup = u, func() { stop(); _ = os.RemoveAll(dir) }
+		broker, cleanup = u, func() { np.stop(); _ = os.RemoveAll(dir) }
 	}
 	n := 1
 	if o.store == "postgres" {
