@@ -113,6 +113,34 @@ func (e *indexEnv) indexed(channelID string, s *Subscription) bool {
 	return ok
 }
 
+// agrees checks what offerTo's fast path relies on: a subscription in
+// the index under a channel is a member of it (an end user's) or names it
+// (an admin's), and an end user's subscription is indexed under each of
+// its member channels.
+func (e *indexEnv) agrees() {
+	e.t.Helper()
+	e.h.mu.Lock()
+	defer e.h.mu.Unlock()
+	for c, set := range e.h.byChannel {
+		for s := range set {
+			if s.f.Admin {
+				require.True(e.t, s.chans[c], "an admin's subscription indexed under %s, which it does not name", c)
+			} else {
+				require.True(e.t, s.members[c], "%s's subscription indexed under %s, not a member", s.f.UserID, c)
+			}
+		}
+	}
+	for s := range e.h.live {
+		if s.f.Admin {
+			continue
+		}
+		for c := range s.members {
+			_, ok := e.h.byChannel[c][s]
+			require.True(e.t, ok, "%s's subscription not indexed under its channel %s", s.f.UserID, c)
+		}
+	}
+}
+
 func names(os []offered) []string {
 	var out []string
 	for _, o := range os {
@@ -197,6 +225,7 @@ func TestIndexMoves(t *testing.T) {
 	require.NoError(t, err)
 	expect(chat.EventChannelDidAddUsers)
 	require.True(t, e.indexed("A", carol))
+	e.agrees()
 	e.post("alice", "A", "A 1")
 	expect("A 1")
 
@@ -204,6 +233,7 @@ func TestIndexMoves(t *testing.T) {
 	require.NoError(t, e.svc.RemoveUsers(e.ctx, e.admin, "A", []string{"carol"}))
 	expect(chat.EventChannelDidRemoveUsers)
 	require.False(t, e.indexed("A", carol))
+	e.agrees()
 	e.post("alice", "A", "A 2")
 	e.post("carol", "X", "X 1")
 	expect("X 1")
@@ -213,11 +243,13 @@ func TestIndexMoves(t *testing.T) {
 	require.NoError(t, err)
 	expect(chat.EventChannelDidJoin)
 	require.True(t, e.indexed("A", carol))
+	e.agrees()
 	e.post("alice", "A", "A 3")
 	expect("A 3")
 	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "A", []string{"carol"}))
 	expect(chat.EventChannelDidBanUsers)
 	require.False(t, e.indexed("A", carol))
+	e.agrees()
 	e.post("alice", "A", "A 4")
 	e.post("carol", "X", "X 2")
 	expect("X 2")
@@ -228,6 +260,7 @@ func TestIndexMoves(t *testing.T) {
 	expect(chat.EventChannelDidClose)
 	require.False(t, e.indexed("Y", carol))
 	require.True(t, e.indexed("Y", adminY))
+	e.agrees()
 
 	require.Equal(t, []string{
 		chat.EventChannelDidAddUsers, chat.EventMessageDidCreate, chat.EventChannelDidRemoveUsers,

@@ -50,6 +50,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,32 @@ type options struct {
 	hold      time.Duration
 	postURL   string
 	token     string
+	// fanout, and the example server processes
+	conns       int
+	channelSize int
+	rate        int
+	duration    time.Duration
+	procs       int
+	broker      string
+	example     *string // the example server's binary, once built (run removes its directory)
+}
+
+// exampleBin builds examples/server once per run and returns the binary.
+func (o *options) exampleBin() (string, error) {
+	if *o.example != "" {
+		return *o.example, nil
+	}
+	dir, err := os.MkdirTemp("", "streamload-bin")
+	if err != nil {
+		return "", err
+	}
+	bin, err := buildExample(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	*o.example = bin
+	return bin, nil
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -95,7 +122,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.secret, "secret", "", "internal: the user-token secret of a server process")
 	fs.BoolVar(&o.seedAdmin, "seed-admin", false, "internal: create the admin and print its token")
 	fs.DurationVar(&o.maxRuntime, "max-runtime", 30*time.Minute, "a server process ends after this long at most")
-	fs.StringVar(&scen, "scenarios", "idle,latency,throughput", "what to measure: idle, latency, throughput")
+	fs.StringVar(&scen, "scenarios", "idle,latency,throughput", "what to measure: idle, latency, throughput, fanout")
 	fs.IntVar(&o.idle, "idle", 10_000, "idle connections (1-100,000)")
 	fs.IntVar(&o.members, "members", 1000, "connected members of the channel for latency and throughput (1-10,000)")
 	fs.IntVar(&o.messages, "messages", 200, "messages timed one at a time for latency (1-10,000)")
@@ -103,6 +130,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of each scenario")
 	fs.StringVar(&o.postURL, "post-url", "", "internal: the chat server (http://127.0.0.1:PORT) a post process posts to")
 	fs.StringVar(&o.token, "token", "", "internal: the admin token of a post process")
+	fs.IntVar(&o.conns, "conns", 10_000, "fanout: connections (10-100,000)")
+	fs.IntVar(&o.channelSize, "channel-size", 10, "fanout: members of each channel (1-1,000, dividing -conns)")
+	fs.IntVar(&o.rate, "rate", 200, "fanout: messages posted per second across the channels (1-10,000)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "fanout: how long messages are posted (1s-5m)")
+	fs.IntVar(&o.procs, "procs", 2, "fanout with -store postgres: server processes (1-8)")
+	fs.StringVar(&o.broker, "broker", "", "the chat servers are example server processes run with -broker VALUE (nats: a local nats-server is started and its URL passed); empty: the store's own delivery")
 	fs.DurationVar(&o.hold, "hold", 0, "idle: keep the connections open this long before measuring (to inspect the servers' /debug/pprof/)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -126,7 +159,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return errors.New("-store postgres needs -dsn with host 127.0.0.1, as postgres://USER@127.0.0.1:5432/DB")
 	case o.store != "postgres" && o.store != "sqlite":
 		return errors.New("-store must be sqlite or postgres")
+	case o.conns < 10 || o.conns > 100_000:
+		return errors.New("-conns must be 10-100000")
+	case o.channelSize < 1 || o.channelSize > 1000 || o.conns%o.channelSize != 0:
+		return errors.New("-channel-size must be 1-1000 and divide -conns")
+	case o.rate < 1 || o.rate > 10_000:
+		return errors.New("-rate must be 1-10000")
+	case o.duration < time.Second || o.duration > 5*time.Minute:
+		return errors.New("-duration must be 1s-5m")
+	case o.procs < 1 || o.procs > 8:
+		return errors.New("-procs must be 1-8")
+	case o.broker != "" && o.broker != "nats" && !loopbackBroker(o.broker):
+		return errors.New("-broker must be nats, inprocess, postgres or nats://127.0.0.1:PORT[,...]")
 	}
+	o.example = new(string)
+	defer func() {
+		if *o.example != "" {
+			_ = os.RemoveAll(filepath.Dir(*o.example))
+		}
+	}()
 	o.scenarios = strings.Split(scen, ",")
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -147,6 +198,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			err = latency(ctx, o, stdout)
 		case "throughput":
 			err = throughput(ctx, o, stdout)
+		case "fanout":
+			err = fanout(ctx, o, stdout)
 		default:
 			err = fmt.Errorf("unknown scenario %q", s)
 		}
@@ -156,6 +209,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// loopbackBroker reports whether a -broker value is a broker name or
+// NATS URLs of host 127.0.0.1 only.
+func loopbackBroker(b string) bool {
+	if b == "inprocess" || b == "postgres" {
+		return true
+	}
+	for _, s := range strings.Split(b, ",") {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "nats" || u.Hostname() != "127.0.0.1" {
+			return false
+		}
+	}
+	return true
 }
 
 // loopbackDSN reports whether dsn is a postgres:// URL of host 127.0.0.1.
@@ -178,6 +246,7 @@ type proc struct {
 	cmd   *exec.Cmd
 	stdin io.Closer
 	ready
+	also func() // called after the process ended by stop, when not nil
 }
 
 // start runs this binary as a server process and waits for its ready line.
@@ -219,8 +288,13 @@ func start(o options, role string, seed bool) (*proc, error) {
 // stop kills the process (its sockets close with it) and waits for it.
 func (p *proc) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	p.stdin.Close()
+	if p.stdin != nil {
+		p.stdin.Close()
+	}
 	_ = p.cmd.Wait()
+	if p.also != nil {
+		p.also()
+	}
 }
 
 func (p *proc) mem(ctx context.Context) (memReport, error) {
@@ -303,11 +377,13 @@ func (a *api) createMessage(ctx context.Context, channel, text string) error {
 // clients are WebSocket connections to /events, each read by its own
 // goroutine.
 type clients struct {
-	conns  []*websocket.Conn
-	wg     sync.WaitGroup
-	onMsg  atomic.Pointer[func(size int)]
-	closed atomic.Int64 // connections the server closed
-	per    []*atomic.Int64
+	conns []*websocket.Conn
+	wg    sync.WaitGroup
+	onMsg atomic.Pointer[func(size int)]
+	// onFrame, when set, is called with each message.didCreate frame.
+	onFrame atomic.Pointer[func(b []byte)]
+	closed  atomic.Int64 // connections the server closed
+	per     []*atomic.Int64
 	// lastSize is the size of the last message.didCreate frame received.
 	lastSize atomic.Int64
 	mu       sync.Mutex
@@ -320,6 +396,11 @@ var didCreate = []byte(`"event":"message.didCreate"`)
 // in turn (to addr + path), 32 at a time, and waits for the first frame of
 // each, so that every subscription is live when it returns.
 func (cs *clients) connect(ctx context.Context, o options, addrs []string, path string, first, n int, authed bool) error {
+	return cs.connectPaths(ctx, o, addrs, func(int) string { return path }, first, n, authed)
+}
+
+// connectPaths is connect with the path of the i-th connection.
+func (cs *clients) connectPaths(ctx context.Context, o options, addrs []string, path func(i int) string, first, n int, authed bool) error {
 	var mu sync.Mutex
 	errc := make(chan error, 1)
 	sem := make(chan struct{}, 32)
@@ -337,7 +418,7 @@ func (cs *clients) connect(ctx context.Context, o options, addrs []string, path 
 				}
 				opts.HTTPHeader = http.Header{"Authorization": {"Bearer " + tok}}
 			}
-			c, _, err := websocket.Dial(ctx, "ws://"+addrs[i%len(addrs)]+path, opts)
+			c, _, err := websocket.Dial(ctx, "ws://"+addrs[i%len(addrs)]+path(i), opts)
 			if err == nil {
 				_, _, err = c.Read(ctx) // stream.didConnect
 			}
@@ -381,7 +462,14 @@ func (cs *clients) read(ctx context.Context, c *websocket.Conn, count *atomic.In
 			}
 			return
 		}
-		if fn := cs.onMsg.Load(); fn != nil && bytes.Contains(b, didCreate) {
+		if !bytes.Contains(b, didCreate) {
+			continue
+		}
+		if fn := cs.onFrame.Load(); fn != nil {
+			cs.lastSize.Store(int64(len(b)))
+			(*fn)(b)
+		}
+		if fn := cs.onMsg.Load(); fn != nil {
 			count.Add(1)
 			cs.lastSize.Store(int64(len(b)))
 			(*fn)(len(b))
@@ -399,6 +487,9 @@ func (cs *clients) close() {
 // servers starts the chat servers of the store (one for SQLite, two for
 // Postgres) with the admin created by the first.
 func servers(o options) ([]*proc, string, error) {
+	if o.broker != "" {
+		return brokerServers(o)
+	}
 	a, err := start(o, "chat", true)
 	if err != nil {
 		return nil, "", err
@@ -429,11 +520,51 @@ func addrsOf(ps []*proc) []string {
 	return s
 }
 
-func procsLabel(o options) string {
-	if o.store == "postgres" {
-		return "Postgres, 2 processes"
+// brokerServers starts the example server processes with -broker (see
+// servers); a nats-server for -broker nats, stopped with the last of them.
+func brokerServers(o options) ([]*proc, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := o.exampleBin()
+	if err != nil {
+		return nil, "", err
 	}
-	return "SQLite"
+	dir, err := os.MkdirTemp("", "streamload-servers")
+	if err != nil {
+		return nil, "", err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	broker := o.broker
+	if broker == "nats" {
+		u, np, err := startNATS(ctx, dir)
+		if err != nil {
+			cleanup()
+			return nil, "", err
+		}
+		broker, cleanup = u, func() { np.stop(); _ = os.RemoveAll(dir) }
+	}
+	n := 1
+	if o.store == "postgres" {
+		n = 2
+	}
+	ps, token, err := exampleServers(ctx, o, bin, dir, broker, n)
+	if err != nil {
+		cleanup()
+		return nil, "", err
+	}
+	ps[len(ps)-1].also = cleanup // stopAll stops it last
+	return ps, token, nil
+}
+
+func procsLabel(o options) string {
+	l := "SQLite"
+	if o.store == "postgres" {
+		l = "Postgres, 2 processes"
+	}
+	if o.broker != "" {
+		l += ", -broker " + o.broker
+	}
+	return l
 }
 
 func cmdLine(o options, scen string) string {

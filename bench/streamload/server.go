@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,13 +188,17 @@ func chatServer(ctx context.Context, o serveOpts) (http.Handler, string, func(),
 type ceiling struct {
 	mu    sync.Mutex
 	conns map[chan []byte]chan struct{} // a connection's queue and its end
+	// groups holds the queues of the connections opened with ?group=N,
+	// by group, for POST /send.
+	groups map[string][]chan []byte
 }
 
 func newCeiling() http.Handler {
-	c := &ceiling{conns: map[chan []byte]chan struct{}{}}
+	c := &ceiling{conns: map[chan []byte]chan struct{}{}, groups: map[string][]chan []byte{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", c.ws)
 	mux.HandleFunc("POST /broadcast", c.broadcast)
+	mux.HandleFunc("POST /send", c.send)
 	mux.HandleFunc("GET /debug/mem", func(w http.ResponseWriter, _ *http.Request) {
 		c.mu.Lock()
 		n := len(c.conns)
@@ -215,12 +220,19 @@ func (c *ceiling) ws(w http.ResponseWriter, r *http.Request) {
 	// every later broadcast.
 	q := make(chan []byte, 64)
 	gone := make(chan struct{})
+	group := r.URL.Query().Get("group")
 	c.mu.Lock()
 	c.conns[q] = gone
+	if group != "" {
+		c.groups[group] = append(c.groups[group], q)
+	}
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		delete(c.conns, q)
+		if group != "" {
+			c.groups[group] = slices.DeleteFunc(c.groups[group], func(x chan []byte) bool { return x == q })
+		}
 		c.mu.Unlock()
 		close(gone)
 		conn.CloseNow()
@@ -268,5 +280,29 @@ func (c *ceiling) broadcast(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// send writes one frame of size bytes to each connection of a group
+// (POST /send?group=G&size=B), as the chat server writes a message to the
+// members of its channel; a full queue drops the frame (the client then
+// misses it, which the benchmark reports).
+func (c *ceiling) send(w http.ResponseWriter, r *http.Request) {
+	size, err := strconv.Atoi(r.URL.Query().Get("size"))
+	if err != nil || size < 1 || size > 1<<20 {
+		http.Error(w, "size must be 1-1048576", http.StatusBadRequest)
+		return
+	}
+	text := r.URL.Query().Get("text")
+	b := []byte(`{"event":"message.didCreate","data":{"text":"` + text + `","pad":"` + strings.Repeat("x", max(size-60-len(text), 1)) + `"}}`)
+	c.mu.Lock()
+	qs := c.groups[r.URL.Query().Get("group")]
+	for _, q := range qs {
+		select {
+		case q <- b:
+		default:
+		}
+	}
+	c.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
