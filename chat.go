@@ -124,6 +124,13 @@ type Config struct {
 	// (webhook.NewPreSendHook calls an HTTPS endpoint). Default nil: no
 	// hook, nothing asked.
 	PreSendHook PreSendHook
+	// EphemeralBroker, when not nil, carries the ephemeral events
+	// (typing, read markers) between processes: Typing and MarkRead
+	// publish through it, and SubscribeEphemeral relays what it receives
+	// (the NATS broker, package broker/natsbroker, is one). Default nil:
+	// the store's, when the store is an EphemeralBroker (Postgres), else
+	// none (the events stay in the process).
+	EphemeralBroker EphemeralBroker
 }
 
 // Service implements the chat rules on top of a Store. It is safe for
