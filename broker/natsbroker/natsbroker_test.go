@@ -1,0 +1,274 @@
+package natsbroker
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/internal/natstest"
+	"github.com/chatengine/chat/internal/pgtest"
+	"github.com/chatengine/chat/store/postgres"
+	"github.com/chatengine/chat/stream"
+)
+
+// proc is one server process: its store on the shared schema, its NATS
+// broker, Service and hub.
+type proc struct {
+	st  *postgres.Store
+	br  *Broker
+	svc *chat.Service
+	hub *stream.Hub
+}
+
+// deployment is Postgres (a fresh schema) and one nats-server.
+type deployment struct {
+	t      *testing.T
+	ctx    context.Context
+	dsn    string
+	schema string
+	ns     *natstest.Server
+}
+
+func newDeployment(t *testing.T, ctx context.Context) *deployment {
+	t.Helper()
+	ns := natstest.Start(t)
+	dsn := pgtest.URL(t)
+	schema := pgtest.SchemaName()
+	t.Cleanup(func() {
+		db, err := sql.Open("postgres", dsn)
+		if err == nil {
+			_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
+			db.Close()
+		}
+	})
+	return &deployment{t: t, ctx: ctx, dsn: dsn, schema: schema, ns: ns}
+}
+
+// start starts a process; publish says whether it is a publisher's
+// candidate, hooks runs before its candidate starts.
+func (d *deployment) start(publish bool, hooks func(*Broker)) *proc {
+	t := d.t
+	st, err := postgres.Open(d.ctx, d.dsn, &postgres.Options{Schema: d.schema, MaxOpenConns: 4})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	br, err := New(d.ctx, Config{URLs: []string{d.ns.URL()}, Store: st, PollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = br.Close() })
+	if hooks != nil {
+		hooks(br)
+	}
+	if publish {
+		br.cfg.Leaser = st
+		br.startCandidate()
+	}
+	svc, err := chat.New(d.ctx, st, chat.Config{EphemeralBroker: br})
+	require.NoError(t, err)
+	hub := stream.New(svc, stream.Config{Broker: br, PollInterval: time.Hour})
+	require.NoError(t, hub.Start(d.ctx))
+	t.Cleanup(func() { _ = hub.Stop(context.Background()) })
+	return &proc{st: st, br: br, svc: svc, hub: hub}
+}
+
+func next(t *testing.T, s *stream.Subscription) stream.Frame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f, err := s.Next(ctx)
+	require.NoError(t, err)
+	return f
+}
+
+func text(t *testing.T, f stream.Frame) string {
+	t.Helper()
+	require.Equal(t, chat.EventMessageDidCreate, f.Event)
+	var d chat.MessageEventData
+	require.NoError(t, json.Unmarshal(f.Data, &d))
+	s, _ := d.Messages[0].Text()
+	return s
+}
+
+func post(t *testing.T, ctx context.Context, p *proc, user, channel, txt string) {
+	t.Helper()
+	_, err := p.svc.CreateMessage(ctx, user, chat.CreateMessage{ChannelID: channel, Type: chat.MessageTypeText, Data: chat.TextData(txt)})
+	require.NoError(t, err)
+}
+
+// expectTexts reads frames until it has the texts want of message events
+// in order, each once, ids increasing; other events are skipped.
+func expectTexts(t *testing.T, s *stream.Subscription, want []string) {
+	t.Helper()
+	var last int64
+	for i := 0; i < len(want); {
+		f := next(t, s)
+		if f.ID != "" {
+			v, err := strconv.ParseInt(f.ID, 10, 64)
+			require.NoError(t, err)
+			require.Greater(t, v, last, "ids increase: no repeat")
+			last = v
+		}
+		if f.Event != chat.EventMessageDidCreate {
+			continue
+		}
+		require.Equal(t, want[i], text(t, f))
+		i++
+	}
+}
+
+func texts(prefix string, n int) []string {
+	var out []string
+	for i := 1; i <= n; i++ {
+		out = append(out, prefix+strconv.Itoa(i))
+	}
+	return out
+}
+
+// TestAcrossProcesses: events committed on one process reach a stream on
+// the other through NATS, all of them, in order, once; the hubs never
+// poll the log (PollInterval is an hour). A stream that resumes on the
+// other process from an id it got on the first continues with no gap and
+// no repeat: ids mean the same everywhere.
+func TestAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d := newDeployment(t, ctx)
+	a := d.start(true, nil)
+	b := d.start(true, nil)
+	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	require.NoError(t, err)
+	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
+	require.NoError(t, err)
+	defer sub.Close()
+	want := texts("m", 40)
+	go func() {
+		for _, w := range want {
+			if _, err := a.svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(w)}); err != nil {
+				return // the reader fails on the missing message
+			}
+		}
+	}()
+	var mid string
+	for i := 0; i < 20; {
+		f := next(t, sub)
+		if f.Event == chat.EventMessageDidCreate {
+			require.Equal(t, want[i], text(t, f))
+			i++
+			mid = f.ID
+		}
+	}
+	sub.Close()
+	after, err := strconv.ParseInt(mid, 10, 64)
+	require.NoError(t, err)
+	resumed, err := a.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, &after)
+	require.NoError(t, err)
+	defer resumed.Close()
+	require.True(t, resumed.Resumed)
+	expectTexts(t, resumed, want[20:])
+
+	// An admin without a filter follows everything.
+	all, err := a.hub.Subscribe(ctx, stream.Filter{Admin: true}, nil)
+	require.NoError(t, err)
+	defer all.Close()
+	post(t, ctx, b, "alice", "c", "to all")
+	expectTexts(t, all, []string{"to all"})
+}
+
+// TestInterest: a process receives only the subjects of what its streams
+// follow: the messages of a channel where its only stream's user is not a
+// member never reach it, counted by the broker's received messages.
+func TestInterest(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d := newDeployment(t, ctx)
+	a := d.start(true, nil)
+	b := d.start(false, nil)
+	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	for _, c := range []string{"mine", "other"} {
+		_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: c, Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+		require.NoError(t, err)
+	}
+	err = a.svc.RemoveUsers(ctx, admin.UserID, "other", []string{"alice"})
+	require.NoError(t, err)
+	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
+	require.NoError(t, err)
+	defer sub.Close()
+	before := b.br.Received()
+	for _, w := range texts("o", 30) {
+		post(t, ctx, a, "bob", "other", w)
+	}
+	want := texts("m", 5)
+	for _, w := range want {
+		post(t, ctx, a, "bob", "mine", w)
+	}
+	expectTexts(t, sub, want)
+	require.Equal(t, int64(len(want)), b.br.Received()-before,
+		"the process received the 5 messages of its stream's channel, none of the 30 of the other")
+	require.Zero(t, a.br.Received(), "a process without streams receives nothing")
+}
+
+// TestJoinFollowsChannel: an end user's live stream on a process that
+// follows no other stream of a channel gets that channel's events from
+// the one that adds the user on, with no gap, while messages keep coming.
+func TestJoinFollowsChannel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d := newDeployment(t, ctx)
+	a := d.start(true, nil)
+	b := d.start(false, nil)
+	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
+	require.NoError(t, err)
+	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
+	require.NoError(t, err)
+	defer sub.Close()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var posted atomic.Int64
+	go func() {
+		defer close(done)
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := a.svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("n" + strconv.Itoa(i))}); err != nil {
+				return
+			}
+			posted.Store(int64(i))
+		}
+	}()
+	require.Eventually(t, func() bool { return posted.Load() >= 5 }, 20*time.Second, time.Millisecond)
+	_, err = a.svc.AddUsers(ctx, admin.UserID, "c", []string{"alice"})
+	require.NoError(t, err)
+	f := next(t, sub)
+	require.Equal(t, chat.EventChannelDidAddUsers, f.Event)
+	// The writer posts n1, n2, ... one after the other: after the add,
+	// the stream must get consecutive numbers.
+	prev := 0
+	for range 30 {
+		f := next(t, sub)
+		require.Equal(t, chat.EventMessageDidCreate, f.Event)
+		n, err := strconv.Atoi(text(t, f)[1:])
+		require.NoError(t, err)
+		if prev != 0 {
+			require.Equal(t, prev+1, n, "no gap, no repeat after the user joined")
+		}
+		prev = n
+	}
+	close(stop)
+	<-done
+}
