@@ -272,3 +272,182 @@ func TestJoinFollowsChannel(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// crashTest: process a publishes until crash is set, then dies at the
+// hook; process b, a candidate from then on, takes the lease over and
+// publishes what a did not. A stream on b gets every message once, in
+// order; the JetStream stream keeps each (event, subject) once.
+func crashTest(t *testing.T, at func(b *Broker, crash *atomic.Bool)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d := newDeployment(t, ctx)
+	var crash atomic.Bool
+	a := d.start(true, func(b *Broker) { at(b, &crash) })
+	require.Eventually(t, a.br.Publishing, 20*time.Second, 5*time.Millisecond)
+	b := d.start(true, nil)
+	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	require.NoError(t, err)
+	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
+	require.NoError(t, err)
+	defer sub.Close()
+	expectTexts(t, sub, nil)
+	before := texts("before", 3)
+	for _, w := range before {
+		post(t, ctx, a, "alice", "c", w)
+	}
+	expectTexts(t, sub, before)
+	require.True(t, a.br.Publishing(), "a still publishes")
+	crash.Store(true)
+	after := texts("after", 10)
+	for _, w := range after {
+		post(t, ctx, a, "alice", "c", w)
+	}
+	expectTexts(t, sub, after)
+	require.False(t, a.br.Publishing())
+	require.Eventually(t, b.br.Publishing, 20*time.Second, 5*time.Millisecond, "b took the lease over")
+
+	// JetStream holds each event once per subject.
+	var es []*chat.Event
+	require.NoError(t, a.st.View(ctx, func(tx chat.Tx) (err error) {
+		es, err = tx.ReadEvents(ctx, 0, 1000)
+		return err
+	}))
+	want := 0
+	for _, e := range es {
+		want += len(b.br.subjects(e))
+	}
+	s, err := b.br.js.Stream(ctx, b.br.cfg.Stream)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		return info.State.Msgs == uint64(want)
+	}, 20*time.Second, 10*time.Millisecond, "%d messages, no duplicate", want)
+}
+
+// TestCrashBeforePublish: the events committed after the publisher died
+// before publishing them are published by the next one.
+func TestCrashBeforePublish(t *testing.T) {
+	t.Parallel()
+	crashTest(t, func(b *Broker, crash *atomic.Bool) {
+		b.beforePublish = func() error {
+			if crash.Load() {
+				return errAbandon
+			}
+			return nil
+		}
+	})
+}
+
+// TestCrashBeforeAdvance: a publisher that died after publishing and
+// before recording it: the next one publishes the same events again, and
+// the stream still gets each once (dropped by id), JetStream keeps each
+// once (Nats-Msg-Id).
+func TestCrashBeforeAdvance(t *testing.T) {
+	t.Parallel()
+	crashTest(t, func(b *Broker, crash *atomic.Bool) {
+		b.beforeAdvance = func() error {
+			if crash.Load() {
+				return errAbandon
+			}
+			return nil
+		}
+	})
+}
+
+// TestEphemeralAcrossProcesses: typing on one process reaches the stream
+// of the channel's other member on the other, through NATS, once; the
+// typist's stream does not get it; a read marker reaches the user's own
+// stream on the other process.
+func TestEphemeralAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d := newDeployment(t, ctx)
+	a := d.start(true, nil)
+	b := d.start(false, nil)
+	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	require.NoError(t, err)
+	bob, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "bob"}, nil)
+	require.NoError(t, err)
+	defer bob.Close()
+	alice, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
+	require.NoError(t, err)
+	defer alice.Close()
+
+	require.NoError(t, a.svc.Typing(ctx, "alice", "c"))
+	f := next(t, bob)
+	require.Equal(t, chat.EventChannelDidStartTyping, f.Event)
+	require.JSONEq(t, `{"channelId":"c","userId":"alice"}`, string(f.Data))
+	require.Empty(t, f.ID)
+
+	post(t, ctx, a, "bob", "c", "hi")
+	require.Equal(t, "hi", text(t, next(t, alice)), "the typist's own stream has no typing event")
+	require.Equal(t, "hi", text(t, next(t, bob)), "the typing came once")
+
+	_, err = a.svc.MarkRead(ctx, "alice", "c", 0)
+	require.NoError(t, err)
+	f = next(t, alice)
+	require.Equal(t, chat.EventChannelDidMarkRead, f.Event)
+}
+
+// TestRevocationAcrossProcesses: revoking a user's tokens on one process
+// ends that user's stream on the other (the internal event reaches the
+// process through the user's subject).
+func TestRevocationAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d := newDeployment(t, ctx)
+	a := d.start(true, nil)
+	b := d.start(false, nil)
+	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	ut, err := b.svc.MintUserToken(ctx, "alice", time.Hour)
+	require.NoError(t, err)
+	ua, err := b.svc.UserTokenAccess(ut.Token)
+	require.NoError(t, err)
+	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice", Access: &ua}, nil)
+	require.NoError(t, err)
+	defer sub.Close()
+	require.NoError(t, a.svc.RevokeUserTokens(ctx, admin.UserID, "alice"))
+	wait, cancelWait := context.WithTimeout(ctx, 20*time.Second)
+	defer cancelWait()
+	_, err = sub.Next(wait)
+	require.ErrorIs(t, err, stream.ErrRevoked)
+}
+
+// TestServerRestart: the NATS server dies and comes back while messages
+// are posted; the stream on the other process gets every one, in order,
+// once: the new connection's Epoch, the barrier and a read of the log
+// close the gap.
+func TestServerRestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	d := newDeployment(t, ctx)
+	a := d.start(true, nil)
+	b := d.start(false, nil)
+	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	require.NoError(t, err)
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	require.NoError(t, err)
+	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
+	require.NoError(t, err)
+	defer sub.Close()
+	want := texts("m", 30)
+	for i, w := range want {
+		if i == 10 {
+			d.ns.Stop()
+		}
+		if i == 20 {
+			d.ns.Restart()
+		}
+		post(t, ctx, a, "alice", "c", w)
+	}
+	expectTexts(t, sub, want)
+}
