@@ -280,6 +280,8 @@ func (h *Hub) Stop(ctx context.Context) error {
 	}
 	h.stopped = true
 	h.cancel()
+	close(h.syncWait) // subscriptions waiting for the broker's interest see h.stopped
+	h.syncWait = make(chan struct{})
 	for s := range h.live {
 		s.end(ErrStopped)
 	}
@@ -1135,6 +1137,11 @@ func (s *Subscription) catchUp(ctx context.Context) {
 						return
 					}
 					h.mu.Lock()
+					if h.stopped {
+						h.mu.Unlock()
+						s.close(ErrStopped)
+						return
+					}
 					wait = h.syncWait
 				}
 				h.mu.Unlock()

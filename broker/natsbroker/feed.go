@@ -119,10 +119,12 @@ func (f *feed) owns(s *nats.Subscription) bool {
 // dialing runs before each dial of the feed's connection: the client
 // dials only after the reader of the previous connection ended, so the
 // marker follows every message of that connection in the channel.
+// A full channel has dropped messages already: the hub resets.
 func (f *feed) dialing() {
 	select {
 	case f.in <- &nats.Msg{Subject: epochSubject}:
-	case <-f.done:
+	default:
+		f.Push(broker.Note{Kind: broker.Reset})
 	}
 }
 

@@ -110,6 +110,10 @@ type Config struct {
 	// PollInterval is how often the publisher reads the log without a
 	// commit signal, and the candidates try the lease. Default 1 s.
 	PollInterval time.Duration
+	// StartTimeout bounds how long New waits for the servers and the
+	// stream (a cluster that is starting elects its JetStream leader
+	// first). Default 30 s.
+	StartTimeout time.Duration
 	// Logger receives the errors of the background work. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -193,6 +197,9 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
 	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -206,14 +213,29 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		nc.Close()
 		return nil, err
 	}
-	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       cfg.Stream,
-		Subjects:   []string{cfg.Prefix + ".ev.>"},
-		Storage:    jetstream.FileStorage,
-		Replicas:   cfg.Replicas,
-		MaxAge:     cfg.MaxAge,
-		Duplicates: 2 * time.Minute,
-	})
+	// A cluster that is starting may not have elected its JetStream
+	// leader yet: try for up to StartTimeout.
+	start, cancelStart := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancelStart()
+	for {
+		try, cancelTry := context.WithTimeout(start, 5*time.Second)
+		_, err = js.CreateOrUpdateStream(try, jetstream.StreamConfig{
+			Name:       cfg.Stream,
+			Subjects:   []string{cfg.Prefix + ".ev.>"},
+			Storage:    jetstream.FileStorage,
+			Replicas:   cfg.Replicas,
+			MaxAge:     cfg.MaxAge,
+			Duplicates: 2 * time.Minute,
+		})
+		cancelTry()
+		if err == nil || start.Err() != nil {
+			break
+		}
+		select {
+		case <-start.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("natsbroker: stream %s: %w", cfg.Stream, err)

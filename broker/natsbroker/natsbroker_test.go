@@ -379,7 +379,18 @@ func TestEphemeralAcrossProcesses(t *testing.T) {
 	require.NoError(t, err)
 	defer alice.Close()
 
+	got := make(chan chat.EphemeralEvent, 10)
+	cancelEph := b.svc.SubscribeEphemeral(func(ev chat.EphemeralEvent) { got <- ev })
+	defer cancelEph()
+
 	require.NoError(t, a.svc.Typing(ctx, "alice", "c"))
+	select {
+	case ev := <-got:
+		require.Equal(t, chat.EventChannelDidStartTyping, ev.Event)
+		require.Equal(t, "alice", ev.UserID)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the Service on the other process got no ephemeral event")
+	}
 	f := next(t, bob)
 	require.Equal(t, chat.EventChannelDidStartTyping, f.Event)
 	require.JSONEq(t, `{"channelId":"c","userId":"alice"}`, string(f.Data))
