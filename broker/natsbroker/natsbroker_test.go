@@ -408,7 +408,8 @@ func TestEphemeralAcrossProcesses(t *testing.T) {
 
 // TestRevocationAcrossProcesses: revoking a user's tokens on one process
 // ends that user's stream on the other (the internal event reaches the
-// process through the user's subject).
+// process through the user's subject), and rotating an admin's token ends
+// that admin's channel-filtered stream (through the admin's subject).
 func TestRevocationAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -425,11 +426,23 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice", Access: &ua}, nil)
 	require.NoError(t, err)
 	defer sub.Close()
+	ops2, _, err := a.svc.CreateAdmin(ctx, "ops2", "")
+	require.NoError(t, err)
+	aa := chat.AdminAccess(ops2)
+	adm, err := b.hub.Subscribe(ctx, stream.Filter{Admin: true, ChannelIDs: []string{"c"}, Access: &aa}, nil)
+	require.NoError(t, err)
+	defer adm.Close()
+
 	require.NoError(t, a.svc.RevokeUserTokens(ctx, admin.UserID, "alice"))
 	wait, cancelWait := context.WithTimeout(ctx, 20*time.Second)
 	defer cancelWait()
 	_, err = sub.Next(wait)
 	require.ErrorIs(t, err, stream.ErrRevoked)
+
+	_, err = a.svc.RotateAdmin(ctx, "ops2")
+	require.NoError(t, err)
+	_, err = adm.Next(wait)
+	require.ErrorIs(t, err, stream.ErrAdminRevoked, "the admin's subject brought admin.didRevokeToken")
 }
 
 // TestServerRestart: the NATS server dies and comes back while messages
