@@ -515,8 +515,13 @@ func (b *Broker) publish(ctx context.Context, l broker.Lease) error {
 	}
 	poll := time.NewTicker(b.cfg.PollInterval)
 	defer poll.Stop()
+	// Only the lease's holder moves the position: read it once.
+	pos, err := l.Published(ctx)
+	if err != nil {
+		return err
+	}
 	for {
-		more, err := b.publishOnce(ctx, l)
+		more, err := b.publishOnce(ctx, l, &pos)
 		if err != nil {
 			return err
 		}
@@ -537,16 +542,12 @@ func (b *Broker) publish(ctx context.Context, l broker.Lease) error {
 	}
 }
 
-// publishOnce publishes one batch after the stored position; more is
-// true when the batch was full.
-func (b *Broker) publishOnce(ctx context.Context, l broker.Lease) (more bool, err error) {
-	pos, err := l.Published(ctx)
-	if err != nil {
-		return false, err
-	}
+// publishOnce publishes one batch after the position *pos, and advances
+// it; more is true when the batch was full.
+func (b *Broker) publishOnce(ctx context.Context, l broker.Lease, pos *int64) (more bool, err error) {
 	var es []*chat.Event
 	if err := b.cfg.Store.View(ctx, func(tx chat.Tx) (err error) {
-		es, err = tx.ReadEvents(ctx, pos, publishBatch)
+		es, err = tx.ReadEvents(ctx, *pos, publishBatch)
 		return err
 	}); err != nil {
 		return false, err
@@ -606,5 +607,6 @@ func (b *Broker) publishOnce(ctx context.Context, l broker.Lease) (more bool, er
 	if err := l.Advance(ctx, last); err != nil {
 		return false, err
 	}
+	*pos = last
 	return len(es) == publishBatch, nil
 }

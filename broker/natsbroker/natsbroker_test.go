@@ -475,3 +475,64 @@ func TestServerRestart(t *testing.T) {
 	}
 	expectTexts(t, sub, want)
 }
+
+// BenchmarkAcross: one message posted on a process until a stream on the
+// other has it, over the NATS broker and over the Postgres broker.
+func BenchmarkAcross(b *testing.B) {
+	for _, kind := range []string{"nats", "postgres"} {
+		b.Run(kind, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			ns := natstest.Start(b)
+			dsn := pgtest.URL(b)
+			schema := pgtest.SchemaName()
+			b.Cleanup(func() {
+				db, err := sql.Open("postgres", dsn)
+				if err == nil {
+					_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
+					db.Close()
+				}
+			})
+			var svcs []*chat.Service
+			var hubs []*stream.Hub
+			for range 2 {
+				st, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: schema, MaxOpenConns: 4})
+				require.NoError(b, err)
+				b.Cleanup(func() { _ = st.Close() })
+				cfg := chat.Config{}
+				var hcfg stream.Config
+				if kind == "nats" {
+					br, err := New(ctx, Config{URLs: []string{ns.URL()}, Store: st, Leaser: st})
+					require.NoError(b, err)
+					b.Cleanup(func() { _ = br.Close() })
+					cfg.EphemeralBroker, hcfg.Broker = br, br
+				}
+				svc, err := chat.New(ctx, st, cfg)
+				require.NoError(b, err)
+				hub := stream.New(svc, hcfg)
+				require.NoError(b, hub.Start(ctx))
+				b.Cleanup(func() { _ = hub.Stop(context.Background()) })
+				svcs, hubs = append(svcs, svc), append(hubs, hub)
+			}
+			admin, _, err := svcs[0].CreateAdmin(ctx, "ops", "")
+			require.NoError(b, err)
+			_, err = svcs[0].CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+			require.NoError(b, err)
+			sub, err := hubs[1].Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
+			require.NoError(b, err)
+			defer sub.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, err := svcs[0].CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("x")})
+				require.NoError(b, err)
+				for {
+					f, err := sub.Next(ctx)
+					require.NoError(b, err)
+					if f.Event == chat.EventMessageDidCreate {
+						break
+					}
+				}
+			}
+		})
+	}
+}
