@@ -331,9 +331,17 @@ func (h *Hub) follow(ctx context.Context) {
 func (h *Hub) note(ctx context.Context, n broker.Note) {
 	switch n.Kind {
 	case broker.Read:
-		h.pull(ctx)
+		_ = h.pull(ctx) // the next Read tries again
 	case broker.Sync:
-		h.pull(ctx)
+		// The interest is in place only once the log was read after the
+		// hub's position: try until it was (or the hub stops).
+		for wait := 10 * time.Millisecond; h.pull(ctx) != nil; wait = min(2*wait, time.Second) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
 		h.mu.Lock()
 		if n.Gen > h.synced {
 			h.synced = n.Gen
@@ -499,7 +507,7 @@ func (h *Hub) unfollow(s *Subscription) {
 
 // pull offers every new event of the log to the live set. Only the
 // follower moves h.last, so reading it without the lock here is safe.
-func (h *Hub) pull(ctx context.Context) {
+func (h *Hub) pull(ctx context.Context) error {
 	for {
 		h.mu.Lock()
 		after := h.last
@@ -509,10 +517,10 @@ func (h *Hub) pull(ctx context.Context) {
 			if ctx.Err() == nil {
 				h.cfg.Logger.Warn("stream: reading the event log", "err", err)
 			}
-			return
+			return err
 		}
 		if len(es) == 0 {
-			return
+			return nil
 		}
 		h.mu.Lock()
 		for _, e := range es {
@@ -520,7 +528,7 @@ func (h *Hub) pull(ctx context.Context) {
 		}
 		h.mu.Unlock()
 		if len(es) < readBatch {
-			return
+			return nil
 		}
 	}
 }
