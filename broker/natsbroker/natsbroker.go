@@ -495,6 +495,10 @@ func (b *Broker) candidate(ctx context.Context) {
 // publishBatch bounds the events of one batch.
 const publishBatch = 500
 
+// ackWait bounds the wait for a batch's acknowledgements; the batch is
+// then published again.
+const ackWait = 2 * time.Second
+
 // errAbandon ends a lease at a test's hook.
 var errAbandon = errors.New("natsbroker: publisher abandoned")
 
@@ -520,10 +524,33 @@ func (b *Broker) publish(ctx context.Context, l broker.Lease) error {
 	if err != nil {
 		return err
 	}
+	backoff := time.Duration(0)
 	for {
 		more, err := b.publishOnce(ctx, l, &pos)
-		if err != nil {
+		switch {
+		case err == nil:
+			backoff = 0
+		case errors.Is(err, errAbandon) || ctx.Err() != nil:
 			return err
+		default:
+			select {
+			case <-l.Lost():
+				return err
+			default:
+			}
+			// NATS or JetStream is unavailable (a node lost, a leader
+			// being elected): publish the batch again, the repeats are
+			// dropped.
+			b.cfg.Logger.Warn("natsbroker: publishing", "err", err)
+			backoff = min(max(2*backoff, 100*time.Millisecond), 2*time.Second)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-l.Lost():
+				return errors.New("natsbroker: the publisher's lease was lost")
+			case <-time.After(backoff):
+			}
+			continue
 		}
 		if more {
 			continue
@@ -584,7 +611,7 @@ func (b *Broker) publishOnce(ctx context.Context, l broker.Lease, pos *int64) (m
 			futures = append(futures, f)
 		}
 	}
-	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wait, cancel := context.WithTimeout(ctx, ackWait)
 	defer cancel()
 	for _, f := range futures {
 		select {
