@@ -97,8 +97,10 @@ type Config struct {
 	// Stream is the JetStream stream that keeps the published events.
 	// Default "CHAT_EVENTS".
 	Stream string
-	// Replicas is the stream's replica count. Default 3 with three URLs
-	// or more (a cluster), else 1.
+	// Replicas is the replica count of the stream when this process
+	// creates it (an existing stream keeps its own). Default 3 when the
+	// URLs, or the servers the cluster announces, are three or more,
+	// else 1.
 	Replicas int
 	// MaxAge is how long the stream keeps an event. Default 24 h.
 	MaxAge time.Duration
@@ -185,12 +187,6 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.Stream == "" {
 		cfg.Stream = "CHAT_EVENTS"
 	}
-	if cfg.Replicas <= 0 {
-		cfg.Replicas = 1
-		if len(cfg.URLs) >= 3 {
-			cfg.Replicas = 3
-		}
-	}
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = 24 * time.Hour
 	}
@@ -219,14 +215,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	defer cancelStart()
 	for {
 		try, cancelTry := context.WithTimeout(start, 5*time.Second)
-		_, err = js.CreateOrUpdateStream(try, jetstream.StreamConfig{
-			Name:       cfg.Stream,
-			Subjects:   []string{cfg.Prefix + ".ev.>"},
-			Storage:    jetstream.FileStorage,
-			Replicas:   cfg.Replicas,
-			MaxAge:     cfg.MaxAge,
-			Duplicates: 2 * time.Minute,
-		})
+		err = b.ensureStream(try, nc, js)
 		cancelTry()
 		if err == nil || start.Err() != nil {
 			break
@@ -257,6 +246,37 @@ func (b *Broker) startCandidate() {
 		defer b.wg.Done()
 		b.candidate(b.ctx)
 	}()
+}
+
+// ensureStream creates the stream unless it exists; an existing stream
+// keeps its configuration (every process would otherwise impose its own),
+// so that its replicas, say, are changed with the nats tool.
+func (b *Broker) ensureStream(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+	_, err := js.Stream(ctx, b.cfg.Stream)
+	if err == nil || !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err
+	}
+	replicas := b.cfg.Replicas
+	if replicas <= 0 {
+		// Three in a cluster of three nodes or more: the servers given
+		// and those the server told of.
+		replicas = 1
+		if max(len(b.cfg.URLs), len(nc.Servers())) >= 3 {
+			replicas = 3
+		}
+	}
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+		Name:       b.cfg.Stream,
+		Subjects:   []string{b.cfg.Prefix + ".ev.>"},
+		Storage:    jetstream.FileStorage,
+		Replicas:   replicas,
+		MaxAge:     b.cfg.MaxAge,
+		Duplicates: 2 * time.Minute,
+	})
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return nil // another process created it meanwhile
+	}
+	return err
 }
 
 // connect opens a connection that reconnects forever; dial, when not nil,
