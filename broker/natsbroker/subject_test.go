@@ -1,12 +1,16 @@
 package natsbroker
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
 	"github.com/chatengine/chat/broker"
+	"github.com/chatengine/chat/internal/natstest"
+	"github.com/chatengine/chat/store/memory"
 )
 
 // TestParseURLs: the -broker syntax, nats://host:port[,host:port...].
@@ -43,4 +47,28 @@ func TestSubjects(t *testing.T) {
 	require.Equal(t, []string{"chat.ev.u.alice", "chat.eph.u.alice"}, b.keySubjects(broker.KeyUser("alice")))
 	require.Equal(t, []string{"chat.ev.a.ops"}, b.keySubjects(broker.KeyAdmin("ops")))
 	require.Equal(t, []string{"chat.ev.>", "chat.eph.>"}, b.keySubjects(broker.KeyAll))
+}
+
+// TestStreamKept: the first broker creates the stream; a later one with
+// another configuration finds it and changes nothing.
+func TestStreamKept(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ns := natstest.Start(t)
+	st := memory.New()
+	first, err := New(ctx, Config{URLs: []string{ns.URL()}, Store: st, MaxAge: time.Hour})
+	require.NoError(t, err)
+	defer first.Close()
+	second, err := New(ctx, Config{URLs: []string{ns.URL()}, Store: st, MaxAge: 2 * time.Hour})
+	require.NoError(t, err)
+	defer second.Close()
+	s, err := second.js.Stream(ctx, "CHAT_EVENTS")
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, info.Config.MaxAge)
+	require.Equal(t, 1, info.Config.Replicas, "one server: one replica")
+	require.Equal(t, 2*time.Minute, info.Config.Duplicates)
+	require.Equal(t, []string{"chat.ev.>"}, info.Config.Subjects)
 }
