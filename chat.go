@@ -137,6 +137,13 @@ type Config struct {
 	// pushes to the push outbox committed, and after no other (the push
 	// worker's Wake fits here). Default nil.
 	OnPush func()
+	// EphemeralBroker, when not nil, carries the ephemeral events
+	// (typing, read markers) between processes: Typing and MarkRead
+	// publish through it, and SubscribeEphemeral relays what it receives
+	// (the NATS broker, package broker/natsbroker, is one). Default nil:
+	// the store's, when the store is an EphemeralBroker (Postgres), else
+	// none (the events stay in the process).
+	EphemeralBroker EphemeralBroker
 }
 
 // Service implements the chat rules on top of a Store. It is safe for

@@ -98,8 +98,8 @@ func (s *Service) SubscribeEphemeral(fn func(EphemeralEvent)) (cancel func()) {
 	copy(list, e.list)
 	e.list = append(list, ephemeralSub{id: id, fn: fn})
 	var relay context.Context
-	b, ok := s.store.(EphemeralBroker)
-	if ok && e.stopRelay == nil {
+	b := s.ephemeralBroker()
+	if b != nil && e.stopRelay == nil {
 		var stop context.CancelFunc
 		relay, stop = context.WithCancel(context.Background())
 		e.stopRelay = stop
@@ -263,12 +263,27 @@ func (s *Service) Typing(ctx context.Context, actorID, channelID string) error {
 }
 
 // emitEphemeral sends ev to the ephemeral subscribers of every process
-// sharing the store when it is an EphemeralBroker (Postgres), else to
-// this Service's.
+// through the broker (Config.EphemeralBroker, or the store when it is an
+// EphemeralBroker: Postgres), else to this Service's.
+//
+// It is the one way ephemeral events leave the Service: every kind
+// (typing, read markers, and any later one) goes through the broker.
 func (s *Service) emitEphemeral(ctx context.Context, ev EphemeralEvent) error {
-	if b, ok := s.store.(EphemeralBroker); ok {
+	if b := s.ephemeralBroker(); b != nil {
 		return b.PublishEphemeral(ctx, ev)
 	}
 	s.publishEphemeral(ev)
+	return nil
+}
+
+// ephemeralBroker returns Config.EphemeralBroker, else the store when it
+// is an EphemeralBroker, else nil.
+func (s *Service) ephemeralBroker() EphemeralBroker {
+	if s.cfg.EphemeralBroker != nil {
+		return s.cfg.EphemeralBroker
+	}
+	if b, ok := s.store.(EphemeralBroker); ok {
+		return b
+	}
 	return nil
 }

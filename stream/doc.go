@@ -2,11 +2,21 @@
 // (Hub.Subscribe) and the HTTP endpoint GET /events, over WebSocket or
 // Server-Sent Events (Hub.Handler, mounted by httpapi).
 //
-// One goroutine per Hub follows the log: it wakes when the store signals a
-// commit (chat.OutboxWatcher: in process for the memory and SQLite stores,
-// LISTEN/NOTIFY across processes for Postgres, so every process sees every
-// event) and every PollInterval as a safety net, reads the new events in
-// id order and offers each to every live subscriber whose filter admits it.
+// One goroutine per Hub follows a broker (Config.Broker, package broker)
+// and offers each event, in id order, to every live subscriber whose
+// filter admits it. With the in-process and Postgres brokers it reads the
+// log when the store signals a commit (in process for the memory and
+// SQLite stores, LISTEN/NOTIFY across processes for Postgres, so every
+// process sees every event) and every PollInterval as a safety net. With
+// the NATS broker (package broker/natsbroker) the events come with their
+// ids from the subjects of what the hub's subscriptions follow (their
+// channels, users, admin accounts, or everything): the hub tells the
+// broker its interest (Hub.want, Hub.follows) and a subscription joins
+// only once its interest is in place, after a read of the log from the
+// hub's position; an event at or below that position is a repeat and is
+// dropped. The hub's position only moves past an id when every event of
+// its interest up to it was offered, so a subscription that joins there
+// misses nothing and gets nothing twice.
 // It finds them through an index of the live set: by channel (an end
 // user's subscriptions under the channels where the user is a member, an
 // admin's under the channels it names), by user (the events about the
@@ -33,8 +43,9 @@
 //
 // Ephemeral events (channel.didStartTyping, channel.didMarkRead) are never
 // stored: the hub takes them from chat.Service.SubscribeEphemeral (which,
-// over Postgres, relays those of every process) and offers them to live
-// subscribers only, without an id. An end user receives the typing of the
+// over Postgres, relays those of every process), or, with the NATS broker,
+// from its feed (the subjects of its interest only), and offers them to
+// live subscribers only, without an id. An end user receives the typing of the
 // other members of its channels and its own read markers only (for its
 // other connections); an admin receives both kinds for every channel, or
 // for the channels it names.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/broker"
 )
 
 // Defaults of Config.
@@ -79,6 +80,11 @@ type Config struct {
 	// online while it has one (chat.Presence). Default nil: nothing is
 	// told, and user.didChangePresence events are still delivered.
 	Presence PresenceTracker
+	// Broker brings the hub the events of every process (package
+	// broker). Default broker.InProcess over the Service's store, which
+	// reads the log when the store signals a commit (across processes
+	// with Postgres) and every PollInterval.
+	Broker broker.Broker
 }
 
 func (c Config) withDefaults() Config {
@@ -196,8 +202,19 @@ type Hub struct {
 	offered func(s *Subscription, id int64, event, channelID string)
 	started bool
 	stopped bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// The broker's feed, and where the hub is with the interest it wants
+	// (see note): synced is the generation of the last Sync note taken
+	// (syncWait is closed then, and renewed), moved the generation of the
+	// interest the follower itself wanted while offering (an end user
+	// joining a channel), drop the generation until which Event and
+	// Position notes are dropped (0: none).
+	feed     broker.Feed
+	synced   uint64
+	syncWait chan struct{}
+	moved    uint64
+	drop     uint64
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 
 	conns atomic.Int64 // streams served by ServeEvents right now
 
@@ -211,43 +228,40 @@ type Hub struct {
 func New(svc *chat.Service, cfg Config) *Hub {
 	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: subSet{}, all: subSet{},
 		byChannel: bySet{}, byUser: bySet{}, byAdmin: bySet{},
-		slots: map[string]int{}, presq: make(chan chat.EphemeralEvent, presenceQueue)}
+		slots: map[string]int{}, presq: make(chan chat.EphemeralEvent, presenceQueue), syncWait: make(chan struct{})}
 }
 
-// Start reads the log's position and starts following it, and the
-// retention job. Subscriptions made before Start fail.
+// Start reads the log's position and starts following the broker
+// (Config.Broker), and the retention job. Subscriptions made before
+// Start fail.
 func (h *Hub) Start(ctx context.Context) error {
 	var last int64
 	if err := h.svc.Store().View(ctx, func(tx chat.Tx) (err error) { last, err = tx.LastEventID(ctx); return }); err != nil {
 		return err
 	}
-	var wake <-chan struct{}
 	runCtx, cancel := context.WithCancel(context.Background())
-	// Woken by the commits that appended events only (chat.EventWatcher),
-	// or by every commit the store signals (chat.OutboxWatcher).
-	var watch func(context.Context) (<-chan struct{}, error)
-	if w, ok := h.svc.Store().(chat.EventWatcher); ok {
-		watch = w.WatchEvents
-	} else if w, ok := h.svc.Store().(chat.OutboxWatcher); ok {
-		watch = w.WatchOutbox
+	b := h.cfg.Broker
+	if b == nil {
+		b = broker.InProcess(h.svc.Store(), h.cfg.PollInterval)
 	}
-	if watch != nil {
-		ch, err := watch(runCtx)
-		if err != nil {
-			cancel()
-			return err
-		}
-		wake = ch
+	feed, err := b.Follow(runCtx)
+	if err != nil {
+		cancel()
+		return err
 	}
 	h.mu.Lock()
 	if h.started {
 		h.mu.Unlock()
 		cancel()
+		feed.Close()
 		return errors.New("stream: hub already started")
 	}
-	h.started, h.last, h.cancel = true, last, cancel
+	h.started, h.last, h.cancel, h.feed = true, last, cancel, feed
 	h.mu.Unlock()
-	unsub := h.svc.SubscribeEphemeral(h.ephemeral)
+	unsub := func() {}
+	if !feed.Ephemeral() {
+		unsub = h.svc.SubscribeEphemeral(h.ephemeral)
+	}
 	h.wg.Add(3)
 	go func() {
 		defer h.wg.Done()
@@ -256,7 +270,8 @@ func (h *Hub) Start(ctx context.Context) error {
 	go func() {
 		defer h.wg.Done()
 		defer unsub()
-		h.follow(runCtx, wake)
+		defer feed.Close()
+		h.follow(runCtx)
 	}()
 	go func() {
 		defer h.wg.Done()
@@ -276,6 +291,8 @@ func (h *Hub) Stop(ctx context.Context) error {
 	}
 	h.stopped = true
 	h.cancel()
+	close(h.syncWait) // subscriptions waiting for the broker's interest see h.stopped
+	h.syncWait = make(chan struct{})
 	for s := range h.live {
 		s.end(ErrStopped)
 	}
@@ -298,26 +315,211 @@ func (h *Hub) Stop(ctx context.Context) error {
 // readBatch is how many events one read of the log takes.
 const readBatch = 500
 
-func (h *Hub) follow(ctx context.Context, wake <-chan struct{}) {
-	poll := time.NewTicker(h.cfg.PollInterval)
-	defer poll.Stop()
+func (h *Hub) follow(ctx context.Context) {
 	for {
-		h.pull(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case _, ok := <-wake:
-			if !ok {
-				wake = nil
+		case <-h.feed.Ready():
+		}
+		for _, n := range h.feed.Take() {
+			if ctx.Err() != nil {
+				return
 			}
-		case <-poll.C:
+			h.note(ctx, n)
 		}
 	}
 }
 
+// note takes one note of the feed (see package broker). The hub's
+// position (h.last) is the id up to which it offered every event of its
+// interest: Event notes at or below it are repeats, dropped. After an
+// Epoch note, or when the follower itself wanted new interest while
+// offering (an end user's subscription joined a channel the hub did not
+// follow: see follows), Event and Position notes may have a gap until the
+// Sync note of that interest, so they are dropped until it; the Sync's
+// read of the log then offers everything after the position.
+func (h *Hub) note(ctx context.Context, n broker.Note) {
+	switch n.Kind {
+	case broker.Read:
+		_ = h.pull(ctx) // the next Read tries again
+	case broker.Sync:
+		// The interest is in place only once the log was read after the
+		// hub's position: try until it was (or the hub stops).
+		for wait := 10 * time.Millisecond; h.pull(ctx) != nil; wait = min(2*wait, time.Second) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		h.mu.Lock()
+		if n.Gen > h.synced {
+			h.synced = n.Gen
+			close(h.syncWait)
+			h.syncWait = make(chan struct{})
+		}
+		if h.drop <= h.synced {
+			h.drop = 0
+		}
+		h.mu.Unlock()
+	case broker.Epoch:
+		h.mu.Lock()
+		h.drop = max(h.drop, n.Gen)
+		h.mu.Unlock()
+	case broker.Position:
+		h.mu.Lock()
+		if h.drop == 0 && n.Pos > h.last {
+			h.last = n.Pos
+		}
+		h.mu.Unlock()
+	case broker.Event:
+		h.mu.Lock()
+		skip := h.drop != 0 || n.Event.ID <= h.last
+		h.mu.Unlock()
+		if skip {
+			return
+		}
+		e := n.Event
+		if e.Data == nil {
+			// Too large for the broker: the log has it.
+			es, err := h.read(ctx, e.ID-1, 1)
+			if err != nil {
+				if ctx.Err() == nil {
+					h.cfg.Logger.Warn("stream: reading the event log", "err", err)
+				}
+				return
+			}
+			if len(es) == 0 || es[0].ID != e.ID {
+				return // deleted by retention
+			}
+			e = es[0]
+		}
+		h.mu.Lock()
+		h.offer(e)
+		h.mu.Unlock()
+	case broker.Ephemeral:
+		h.ephemeral(n.Ephemeral)
+	case broker.Reset:
+		h.reset(ctx)
+	}
+	h.mu.Lock()
+	if h.moved > h.synced && h.moved > h.drop {
+		h.drop = h.moved
+	}
+	h.mu.Unlock()
+}
+
+// reset ends every live subscription as too slow (their clients resume
+// from the log) and moves the hub's position to the log's last id.
+func (h *Hub) reset(ctx context.Context) {
+	var last int64
+	if err := h.svc.Store().View(ctx, func(tx chat.Tx) (err error) { last, err = tx.LastEventID(ctx); return }); err != nil {
+		if ctx.Err() == nil {
+			h.cfg.Logger.Warn("stream: reading the event log", "err", err)
+		}
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.live {
+		h.leave(s)
+		s.end(ErrTooSlow)
+	}
+	h.last = max(h.last, last)
+}
+
+// keys returns the broker keys (see package broker) of what s follows.
+func (s *Subscription) brokerKeys() []string {
+	var ks []string
+	switch {
+	case !s.f.Admin:
+		ks = append(ks, broker.KeyUser(s.f.UserID), broker.KeyPresence)
+		for c := range s.members {
+			ks = append(ks, broker.KeyChannel(c))
+		}
+		return ks
+	case s.chans == nil:
+		ks = append(ks, broker.KeyAll)
+	default:
+		ks = append(ks, broker.KeyPresence)
+		for c := range s.chans {
+			ks = append(ks, broker.KeyChannel(c))
+		}
+	}
+	if s.f.Access != nil {
+		ks = append(ks, broker.KeyAdmin(s.f.Access.AdminName))
+	}
+	return ks
+}
+
+// want adds to the broker's interest the keys of s it does not hold yet,
+// with h.mu held, and returns the generation to wait for (0: none).
+func (h *Hub) want(s *Subscription) uint64 {
+	if !h.feed.Keyed() {
+		return 0
+	}
+	var missing []string
+	for _, k := range s.brokerKeys() {
+		if !s.keys[k] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return 0
+	}
+	if s.keys == nil {
+		s.keys = map[string]bool{}
+	}
+	for _, k := range missing {
+		s.keys[k] = true
+	}
+	if g := h.feed.Want(missing); g > h.synced {
+		return g
+	}
+	return 0
+}
+
+// follows keeps the broker's interest in step when an end user's live
+// subscription joins (now) or leaves a channel, with h.mu held. Interest
+// the follower adds here is in place only at its Sync note: until then
+// the follower drops Event notes and reads the log at the Sync (see note).
+func (h *Hub) follows(s *Subscription, channelID string, now bool) {
+	if !h.feed.Keyed() {
+		return
+	}
+	k := broker.KeyChannel(channelID)
+	switch {
+	case now && !s.keys[k]:
+		if s.keys == nil {
+			s.keys = map[string]bool{}
+		}
+		s.keys[k] = true
+		if g := h.feed.Want([]string{k}); g > h.moved {
+			h.moved = g
+		}
+	case !now && s.keys[k]:
+		delete(s.keys, k)
+		h.feed.Release([]string{k})
+	}
+}
+
+// unfollow releases the broker's interest of s, with h.mu held.
+func (h *Hub) unfollow(s *Subscription) {
+	if len(s.keys) == 0 {
+		return
+	}
+	ks := make([]string, 0, len(s.keys))
+	for k := range s.keys {
+		ks = append(ks, k)
+	}
+	s.keys = nil
+	h.feed.Release(ks)
+}
+
 // pull offers every new event of the log to the live set. Only the
 // follower moves h.last, so reading it without the lock here is safe.
-func (h *Hub) pull(ctx context.Context) {
+func (h *Hub) pull(ctx context.Context) error {
 	for {
 		h.mu.Lock()
 		after := h.last
@@ -327,10 +529,10 @@ func (h *Hub) pull(ctx context.Context) {
 			if ctx.Err() == nil {
 				h.cfg.Logger.Warn("stream: reading the event log", "err", err)
 			}
-			return
+			return err
 		}
 		if len(es) == 0 {
-			return
+			return nil
 		}
 		h.mu.Lock()
 		for _, e := range es {
@@ -338,7 +540,7 @@ func (h *Hub) pull(ctx context.Context) {
 		}
 		h.mu.Unlock()
 		if len(es) < readBatch {
-			return
+			return nil
 		}
 	}
 }
@@ -438,6 +640,7 @@ func (h *Hub) offerTo(s *Subscription, e *chat.Event, f *Frame, by *eventActors,
 		} else {
 			h.byChannel.remove(c, s)
 		}
+		h.follows(s, c, now)
 	}
 	if ok {
 		s.push(f)
@@ -479,6 +682,7 @@ func (h *Hub) join(s *Subscription) {
 
 // leave removes s from the live set and its indexes, with h.mu held.
 func (h *Hub) leave(s *Subscription) {
+	h.unfollow(s)
 	if _, ok := h.live[s]; !ok {
 		return
 	}
@@ -728,6 +932,9 @@ type Subscription struct {
 	// blocked holds the users the subscriber blocks (user subscriptions;
 	// nil when none): their messages, reactions and typing are not sent.
 	blocked map[string]bool
+	// keys is the broker interest the subscription holds (see Hub.want),
+	// guarded by h.mu.
+	keys map[string]bool
 	// The queue: a slice that grows with the backlog, up to
 	// Config.QueueSize, and is released when drained, so that an idle
 	// subscription holds no buffer. Frames are shared by every
@@ -955,9 +1162,37 @@ func (s *Subscription) catchUp(ctx context.Context) {
 			// ended meanwhile (close ends it with h.mu held) stays out.
 			select {
 			case <-s.done:
+				h.mu.Unlock()
+				return
 			default:
-				h.join(s)
 			}
+			// The broker must deliver what s follows before s joins:
+			// new interest is in place at its Sync note, whose read of
+			// the log moves h.last; the replay then goes on to it.
+			if g := h.want(s); g != 0 {
+				wait := h.syncWait
+				for h.synced < g {
+					h.mu.Unlock()
+					select {
+					case <-wait:
+					case <-s.done:
+						return
+					case <-ctx.Done():
+						s.close(ctx.Err())
+						return
+					}
+					h.mu.Lock()
+					if h.stopped {
+						h.mu.Unlock()
+						s.close(ErrStopped)
+						return
+					}
+					wait = h.syncWait
+				}
+				h.mu.Unlock()
+				continue
+			}
+			h.join(s)
 			h.mu.Unlock()
 			return
 		}

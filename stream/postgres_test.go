@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/broker"
 	"github.com/chatengine/chat/internal/pgtest"
 	"github.com/chatengine/chat/store/postgres"
 	"github.com/chatengine/chat/stream"
@@ -46,7 +47,8 @@ func TestPostgresAcrossStores(t *testing.T) {
 	require.NoError(t, err)
 	svcB, err := chat.New(ctx, b, chat.Config{})
 	require.NoError(t, err)
-	hub := stream.New(svcB, stream.Config{PollInterval: time.Hour})
+	// The Postgres broker, named (the default with a Postgres store).
+	hub := stream.New(svcB, stream.Config{Broker: broker.Postgres(b, time.Hour)})
 	require.NoError(t, hub.Start(ctx))
 	defer func() { _ = hub.Stop(context.Background()) }()
 	sub, err := hub.Subscribe(ctx, stream.Filter{Admin: true}, nil)

@@ -59,6 +59,7 @@ type config struct {
 	userTokenSecret string
 	eventRetention  time.Duration
 	presenceGrace   time.Duration
+	broker          string
 	maxStreams      int
 	adminRate       float64
 	adminBurst      int
@@ -157,6 +158,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
 	fs.DurationVar(&c.eventRetention, "event-retention", c.eventRetention, "how long events stay in the log, and so how far back an event stream may resume (a Go duration)")
 	fs.DurationVar(&c.presenceGrace, "presence-grace", c.presenceGrace, "how long a user stays online after its last event stream closed, so that a reconnect does not show it offline (a Go duration; the same on every process)")
+	fs.StringVar(&c.broker, "broker", "", "how events reach the event streams of every process: inprocess | postgres | nats://HOST:PORT[,HOST:PORT...] (NATS JetStream, a server or cluster; needs a Postgres store); default postgres with a Postgres store, else inprocess (see docs/operations.md)")
 	fs.IntVar(&c.maxStreams, "max-streams-per-caller", c.maxStreams, "event streams each end user and each admin account may have open at once on this process (one more: 429); 0 turns the cap off")
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
 	fs.BoolVar(&c.chatPage, "chat-page", c.chatPage, "serve the end users' chat page at /chat/")
@@ -406,6 +408,8 @@ func (cfg *config) validate() error {
 		return usagef("-presence-grace must be positive")
 	case cfg.maxStreams < 0:
 		return usagef("-max-streams-per-caller must be 0 (no cap) or positive")
+	case cfg.broker != "" && cfg.broker != "inprocess" && cfg.broker != "postgres" && !strings.HasPrefix(cfg.broker, "nats://"):
+		return usagef("-broker must be inprocess, postgres or nats://HOST:PORT[,HOST:PORT...], not %q", cfg.broker)
 	case cfg.gcPercent != 0 && cfg.gcPercent < 25:
 		return usagef("-gc-percent must be 0 (automatic) or at least 25")
 	case cfg.webhookURL != "" && cfg.webhookSecret == "":

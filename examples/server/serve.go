@@ -19,6 +19,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	chat "github.com/chatengine/chat"
+	"github.com/chatengine/chat/broker"
+	"github.com/chatengine/chat/broker/natsbroker"
 	"github.com/chatengine/chat/httpapi"
 	"github.com/chatengine/chat/push"
 	"github.com/chatengine/chat/store/memory"
@@ -58,6 +60,42 @@ func openStore(ctx context.Context, cfg *config) (chat.Store, string, error) {
 		return st, "postgres", nil
 	}
 	return nil, "", usagef("-store must be memory, sqlite:PATH or postgres://..., not %q", redactStore(s))
+}
+
+// openBroker returns the broker of -broker for the hub, and the one the
+// Service publishes ephemeral events through (nil: the store's, or in
+// process). The timed store wraps st; the brokers use st itself.
+func openBroker(ctx context.Context, cfg *config, st chat.Store, kind string, log *slog.Logger) (broker.Broker, chat.EphemeralBroker, error) {
+	b := cfg.broker
+	if b == "" {
+		b = "inprocess"
+		if kind == "postgres" {
+			b = "postgres"
+		}
+	}
+	pg, isPG := st.(*postgres.Store)
+	switch {
+	case b == "inprocess":
+		return nil, nil, nil
+	case b == "postgres":
+		if !isPG {
+			return nil, nil, usagef("-broker postgres needs a Postgres store (-store postgres://...)")
+		}
+		return broker.Postgres(pg, 0), nil, nil
+	}
+	if !isPG {
+		return nil, nil, usagef("-broker nats://... needs a Postgres store (-store postgres://...): its publisher's lease and position live there")
+	}
+	urls, err := natsbroker.ParseURLs(b)
+	if err != nil {
+		return nil, nil, usagef("-broker: %v", err)
+	}
+	nb, err := natsbroker.New(ctx, natsbroker.Config{URLs: urls, Store: st, Leaser: pg, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("-broker %s: %w", b, err)
+	}
+	log.Info("event broker: NATS JetStream", "servers", strings.Join(urls, ","))
+	return nb, nb, nil
 }
 
 // redactStore hides a password in a Postgres URL.
@@ -162,7 +200,15 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		}
 		preSend = h
 	}
+	evBroker, ephBroker, err := openBroker(ctx, cfg, st, kind, log)
+	if err != nil {
+		return err
+	}
+	if c, ok := evBroker.(interface{ Close() error }); ok {
+		defer func() { _ = c.Close() }()
+	}
 	svc, err := chat.New(ctx, timed, chat.Config{
+		EphemeralBroker: ephBroker,
 		PreSendHook:     preSend,
 		Logger:          log,
 		UserTokenSecret: userSecret,
@@ -209,7 +255,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	// process (the hub tells it), and for -presence-grace after.
 	presence := chat.NewPresence(svc, chat.PresenceConfig{Grace: cfg.presenceGrace, Logger: log})
 	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, MaxStreamsPerCaller: maxStreams, Logger: log,
-		Presence: presence})
+		Presence: presence, Broker: evBroker})
 	// One bucket per client address for every request without a
 	// credential: the API's and the sign-in forms beside it.
 	anon := httpapi.NewAnonLimiter(httpapi.RateLimit{Rate: cfg.anonRate, Burst: cfg.anonBurst}, clientAddr(cfg.clientHeader))

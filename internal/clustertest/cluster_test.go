@@ -28,12 +28,10 @@ import (
 )
 
 // brokerArgs are the flags that choose how the chat server processes
-// deliver events to each other: none keeps the store's own delivery
-// (Postgres LISTEN/NOTIFY), beside which the NATS cluster runs idle.
-// With a NATS broker, the test also checks its JetStream streams.
+// deliver events to each other: the NATS broker over the three-node
+// cluster (the test also checks its JetStream streams).
 func brokerArgs(natsURLs []string) []string {
-	_ = natsURLs
-	return nil
+	return []string{"-broker", strings.Join(natsURLs, ",")}
 }
 
 const (

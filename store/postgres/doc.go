@@ -110,7 +110,17 @@
 // WatchEphemeral hands those events to its channels in every process.
 // Stream tickets (chat.TicketStore) are rows of stream_tickets keyed by
 // the ticket's SHA-256; TakeTicket is DELETE ... RETURNING, so one of
-// several processes redeeming a ticket at once gets it.
+// several processes redeeming a ticket at once gets it. With these it is
+// the Postgres broker (package broker, broker.Postgres).
+//
+// # The publisher's lease
+//
+// The Store is a broker.Leaser: AcquireLease takes a session advisory
+// lock on a connection of its own, so that one process of a deployment
+// at a time publishes the log to an outside broker (the NATS broker), and
+// keeps how far it published in broker_positions, written on that
+// connection only. When the holder dies its connection, and so the lock,
+// goes, and another process takes the lease from the stored position.
 //
 // # Errors
 //

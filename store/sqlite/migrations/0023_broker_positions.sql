@@ -1,0 +1,5 @@
+-- 0023_broker_positions: nothing to do on SQLite.
+--
+-- On Postgres this keeps how far the NATS broker's publisher published the
+-- event log. The NATS broker needs a Postgres store; with SQLite events
+-- reach the streams in process.
