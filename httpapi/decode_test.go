@@ -300,7 +300,7 @@ func TestRoutes(t *testing.T) {
 	sortRoutes := func(rs []httpapi.Route) {
 		slices.SortFunc(rs, func(a, b httpapi.Route) int { return strings.Compare(key(a), key(b)) })
 	}
-	require.Len(t, want, 82)
+	require.Len(t, want, 83)
 	sortRoutes(walked)
 	sortRoutes(want)
 	require.Equal(t, want, walked)
