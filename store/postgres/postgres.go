@@ -571,6 +571,10 @@ type tx struct {
 	retry    bool       // aborted by a serialization failure or a deadlock
 	rerun    bool       // wrote a user it read without a lock
 	again    error      // why retry or rerun, translated
+
+	n    int64       // statements run so far
+	pre  *prefetched // rows read by PrefetchPost
+	vers *versions   // versions read by PrefetchPost
 }
 
 // fail translates a statement error and remembers what it did to the
@@ -604,6 +608,10 @@ func (t *tx) lockRows() string {
 // nil and the SQL text when it is to run unprepared.
 func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 	t.s.statements.Add(1)
+	t.n++
+	if t.vers != nil && strings.Contains(tmpl, "{s}versions") {
+		t.vers = nil // a rule or webhook write may bump them
+	}
 	st := t.s.stmt(tmpl)
 	if t.s.opt.NoPrepare {
 		return nil, st.sql

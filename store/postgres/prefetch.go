@@ -1,0 +1,186 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	chat "github.com/chatengine/chat"
+)
+
+// prefetched holds rows that PrefetchPost read in one statement, for the
+// reads of the same transaction that follow it. The channel and the
+// channel-user rows are served only while no other statement has run since
+// (in an Update the prefetch locked them, so they cannot have changed
+// meanwhile, and this transaction did not write them); each is served
+// once, so callers never share a value.
+type prefetched struct {
+	at        int64 // tx.n when read
+	channelID string
+	userID    string
+
+	channel   *chat.Channel // nil: no such channel
+	hasChan   bool
+	cu        *chat.ChannelUser // nil: no relation
+	hasCU     bool
+	user      *chat.User // nil: no such user
+	hasUser   bool
+	userFresh bool // read the way GetUser would (not a user to lock)
+}
+
+// versions holds the counters of the versions table read by PrefetchPost,
+// served by RulesVersion and WebhooksVersion until a statement of this
+// transaction that names the versions table runs (a rule or webhook
+// write bumps them).
+type versions struct {
+	rules, webhooks int64
+}
+
+// column counts of the blocks of prefetchSQL
+var (
+	nChannelCols = strings.Count(channelCols, ",") + 1
+	nCUCols      = strings.Count(channelUserSel, ",") + 1
+	nUserCols    = strings.Count(userCols, ",") + 1
+)
+
+// prefetchSQL reads what the rules of a post read, in one row: the
+// channel (locked in an Update), the author's relation to it (locked after
+// the channel, the order every transaction takes them in), the author
+// (unlocked, as GetUser reads it) and the rules and webhooks versions.
+// {lock} becomes " FOR NO KEY UPDATE" in an Update and "" in a View. A
+// missing row leaves its block NULL.
+const prefetchSQL = `WITH c AS MATERIALIZED (
+		SELECT ` + channelCols + ` FROM {s}channels WHERE channel_id = $1{lock}
+	), m AS MATERIALIZED (
+		SELECT ` + channelUserSel + ` FROM {s}channel_users
+		WHERE channel_id = $1 AND user_id = $2 AND EXISTS (SELECT FROM c){lock}
+	)
+	SELECT c.*, m.*, u.*,
+		(SELECT value FROM {s}versions WHERE name = 'rules'),
+		(SELECT value FROM {s}versions WHERE name = 'webhooks')
+	FROM (VALUES (1)) AS one(x)
+		LEFT JOIN c ON true
+		LEFT JOIN m ON true
+		LEFT JOIN (SELECT ` + userCols + ` FROM {s}users WHERE user_id = $2) u ON true`
+
+// PrefetchPost implements chat.PostPrefetcher: one statement reads the
+// channel, the author's relation to it, the author and the versions, and
+// the GetChannel, GetChannelUser, GetUser, RulesVersion and
+// WebhooksVersion calls that follow are answered from it.
+func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
+	tmpl := strings.ReplaceAll(prefetchSQL, "{lock}", t.lockRows())
+	var p prefetched
+	var v *versions
+	err := t.query(ctx, tmpl, []any{channelID, userID}, func(r *sql.Rows) error {
+		n := nChannelCols + nCUCols + nUserCols + 2
+		raw := make([]any, n)
+		ptrs := make([]any, n)
+		for i := range raw {
+			ptrs[i] = &raw[i]
+		}
+		if err := r.Scan(ptrs...); err != nil {
+			return err
+		}
+		var err error
+		if raw[0] != nil {
+			if p.channel, err = scanChannel(window{r, n, 0}); err != nil {
+				return err
+			}
+		}
+		if raw[nChannelCols] != nil {
+			if p.cu, err = scanChannelUser(window{r, n, nChannelCols}); err != nil {
+				return err
+			}
+		}
+		if raw[nChannelCols+nCUCols] != nil {
+			if p.user, err = scanUser(window{r, n, nChannelCols + nCUCols}); err != nil {
+				return err
+			}
+		}
+		var rv, wv sql.NullInt64
+		if err := (window{r, n, n - 2}).Scan(&rv, &wv); err != nil {
+			return err
+		}
+		if rv.Valid && wv.Valid {
+			v = &versions{rules: rv.Int64, webhooks: wv.Int64}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Marked held even when the channel does not exist, as lockChannel
+	// does: a row that is missing stays missing for the transaction.
+	t.lockedChannel(channelID)
+	p.at, p.channelID, p.userID = t.n, channelID, userID
+	// A relation found missing is not served: the statement's snapshot
+	// may predate the channel lock it waited for (see channelUser).
+	p.hasChan, p.hasCU, p.hasUser = true, p.cu != nil || !t.write, true
+	p.userFresh = !t.lockUsers[userID]
+	t.pre = &p
+	t.vers = v
+	return nil
+}
+
+// window scans the columns [from, from+len(dest)) of a row of n columns
+// into dest and discards the others.
+type window struct {
+	r       *sql.Rows
+	n, from int
+}
+
+func (w window) Scan(dest ...any) error {
+	all := make([]any, w.n)
+	for i := range all {
+		if i >= w.from && i < w.from+len(dest) {
+			all[i] = dest[i-w.from]
+		} else {
+			all[i] = new(any)
+		}
+	}
+	return w.r.Scan(all...)
+}
+
+// prefetch returns the prefetched rows while no statement ran since they
+// were read, or nil.
+func (t *tx) prefetch() *prefetched {
+	if t.pre == nil || t.pre.at != t.n {
+		t.pre = nil
+		return nil
+	}
+	return t.pre
+}
+
+// prefetchedChannel answers GetChannel from the prefetch when it can.
+func (t *tx) prefetchedChannel(channelID string) (c *chat.Channel, ok bool) {
+	p := t.prefetch()
+	if p == nil || !p.hasChan || p.channelID != channelID {
+		return nil, false
+	}
+	p.hasChan = false
+	return p.channel, true
+}
+
+// prefetchedChannelUser answers GetChannelUser from the prefetch when it
+// can.
+func (t *tx) prefetchedChannelUser(channelID, userID string) (cu *chat.ChannelUser, ok bool) {
+	p := t.prefetch()
+	if p == nil || !p.hasCU || p.channelID != channelID || p.userID != userID {
+		return nil, false
+	}
+	p.hasCU = false
+	return p.cu, true
+}
+
+// prefetchedUser answers GetUser from the prefetch when it can.
+func (t *tx) prefetchedUser(userID string) (u *chat.User, ok bool) {
+	p := t.prefetch()
+	if p == nil || !p.hasUser || !p.userFresh || p.userID != userID {
+		return nil, false
+	}
+	p.hasUser = false
+	if u = p.user; u != nil {
+		t.readUsers([]*chat.User{u}, false)
+	}
+	return u, true
+}
