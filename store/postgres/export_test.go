@@ -22,3 +22,7 @@ var DBErr = dbErr
 // run so far (each one round trip once prepared; BEGIN and COMMIT are not
 // counted).
 func (s *Store) StatementCount() int64 { return s.statements.Load() }
+
+// WaitPrepared waits until the background prepares started so far are
+// done.
+func (s *Store) WaitPrepared() { s.bgWG.Wait() }
