@@ -328,6 +328,9 @@ func (s *Store) run(ctx context.Context, write bool, lockUsers map[string]bool, 
 	defer func() { _ = stx.Rollback() }()
 	t := &tx{s: s, tx: stx, write: write, lockUsers: lockUsers}
 	err = fn(t)
+	if err == nil {
+		err = t.flushAppend(ctx) // a deferred AppendMessage
+	}
 	switch {
 	case t.rerun || t.retry:
 		return t, t.again
@@ -572,9 +575,10 @@ type tx struct {
 	rerun    bool       // wrote a user it read without a lock
 	again    error      // why retry or rerun, translated
 
-	n    int64       // statements run so far
-	pre  *prefetched // rows read by PrefetchPost
-	vers *versions   // versions read by PrefetchPost
+	n    int64          // statements run so far
+	pend *pendingAppend // a deferred AppendMessage
+	pre  *prefetched    // rows read by PrefetchPost
+	vers *versions      // versions read by PrefetchPost
 }
 
 // fail translates a statement error and remembers what it did to the
@@ -625,6 +629,9 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 // exec runs a statement template with bound arguments and returns the
 // number of rows it affected.
 func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) {
+	if err := t.flushAppend(ctx); err != nil {
+		return 0, err
+	}
 	p, q := t.txStmt(ctx, tmpl)
 	var (
 		res sql.Result
@@ -645,6 +652,9 @@ func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) 
 // query runs a query template with bound arguments and calls scan for each
 // row.
 func (t *tx) query(ctx context.Context, tmpl string, args []any, scan func(*sql.Rows) error) error {
+	if err := t.flushAppend(ctx); err != nil {
+		return err
+	}
 	var (
 		rows *sql.Rows
 		err  error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"time"
 
 	chat "github.com/chatengine/chat"
 )
@@ -20,6 +21,7 @@ type prefetched struct {
 	userID    string
 
 	channel   *chat.Channel // nil: no such channel
+	locked    *chat.Channel // a copy of channel for deferAppend, in an Update
 	hasChan   bool
 	cu        *chat.ChannelUser // nil: no relation
 	hasCU     bool
@@ -85,6 +87,11 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 		if raw[0] != nil {
 			if p.channel, err = scanChannel(window{r, n, 0}); err != nil {
 				return err
+			}
+			if t.write {
+				if p.locked, err = scanChannel(window{r, n, 0}); err != nil {
+					return err
+				}
 			}
 		}
 		if raw[nChannelCols] != nil {
@@ -184,3 +191,60 @@ func (t *tx) prefetchedUser(userID string) (u *chat.User, ok bool) {
 	}
 	return u, true
 }
+
+// pendingAppend is an AppendMessage whose statement has not run yet.
+type pendingAppend struct {
+	messageID, channelID string
+	segment              int64
+	args                 []any // appendSQL's
+}
+
+// deferAppend answers AppendMessage without a statement when PrefetchPost
+// locked the channel's row (which is open) and no statement ran since:
+// the row cannot have changed, so the updated channel is known. The
+// writes then run with the next statement of the transaction: with
+// AppendEvents in one statement (appendWithEventsSQL), else just before
+// it or before the commit (flushAppend). A duplicate message id or a value
+// the database refuses is reported there, and the transaction cannot
+// commit. It returns nil when the statement must run now.
+func (t *tx) deferAppend(m *chat.Message, now time.Time, args []any) *chat.Channel {
+	p := t.prefetch()
+	if !t.write || p == nil || p.locked == nil || p.locked.IsClosed || p.channelID != m.ChannelID {
+		return nil
+	}
+	c := p.locked
+	p.locked = nil
+	c.MessageCount++
+	c.LastActivity = chat.NewTime(now)
+	c.UpdatedAt = c.LastActivity
+	t.pend = &pendingAppend{messageID: m.MessageID, channelID: m.ChannelID, segment: c.MessageCount, args: args}
+	return c
+}
+
+// flushAppend runs the deferred AppendMessage, if any.
+func (t *tx) flushAppend(ctx context.Context) error {
+	p := t.pend
+	if p == nil {
+		return nil
+	}
+	t.pend = nil
+	_, err := t.appendNow(ctx, p.messageID, p.channelID, p.args)
+	if err != nil && t.failed == nil {
+		t.failed = err
+	}
+	return err
+}
+
+// appendWithEventsSQL is a deferred AppendMessage ($1-$18, as appendSQL)
+// and AppendEvents ($19-$23, as appendEventsSQL) in one statement. It
+// returns each event's key, the log's last id and the count of message
+// rows inserted.
+const appendWithEventsSQL = appendCTEs + `, ev AS (
+		INSERT INTO {s}events_pending (name, channel_id, user_ids, data, created_at)
+		SELECT x.n, x.c, x.u, x.d, x.t::timestamptz
+		FROM unnest($19::text[], $20::text[], $21::text[], $22::bytea[], $23::text[])
+			WITH ORDINALITY AS x(n, c, u, d, t, ord)
+		ORDER BY x.ord
+		RETURNING seq
+	)
+	SELECT ev.seq, (SELECT last_id FROM {s}event_log_head), (SELECT count(*) FROM ins) FROM ev`
