@@ -132,8 +132,8 @@ func (e extraScan) Scan(dest ...any) error { return e.r.Scan(append(dest, e.extr
 // AppendMessage implements chat.MessageAppender in one statement, so a
 // message costs one round trip between BEGIN and COMMIT. The channel row's
 // UPDATE takes its row lock, which orders posters to one channel in every
-// process (see NextSegment). After PrefetchPost locked the channel, with
-// no statement since, the statement is deferred (see deferAppend).
+// process (see NextSegment). After PrefetchPost locked the channel, while
+// its rows are valid, the statement is deferred (see deferAppend).
 func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) (*chat.Channel, error) {
 	data, err := jsonArg(m.Data)
 	if err != nil {

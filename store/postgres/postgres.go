@@ -616,6 +616,9 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 	if t.vers != nil && strings.Contains(tmpl, "{s}versions") {
 		t.vers = nil // a rule or webhook write may bump them
 	}
+	if t.pre != nil && touchesPrefetched(tmpl) {
+		t.pre = nil
+	}
 	st := t.s.stmt(tmpl)
 	if t.s.opt.NoPrepare {
 		return nil, st.sql

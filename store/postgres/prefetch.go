@@ -10,13 +10,13 @@ import (
 )
 
 // prefetched holds rows that PrefetchPost read in one statement, for the
-// reads of the same transaction that follow it. The channel and the
-// channel-user rows are served only while no other statement has run since
-// (in an Update the prefetch locked them, so they cannot have changed
-// meanwhile, and this transaction did not write them); each is served
-// once, so callers never share a value.
+// reads of the same transaction that follow it. They are served only until
+// a statement of this transaction names the channels, channel_users or
+// users table (touchesPrefetched): in an Update the prefetch locked the
+// channel and channel-user rows, so only this transaction can change them,
+// and it has not; the user was read without a lock, as GetUser reads it.
+// Each is served once, so callers never share a value.
 type prefetched struct {
-	at        int64 // tx.n when read
 	channelID string
 	userID    string
 
@@ -119,7 +119,7 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 	// Marked held even when the channel does not exist, as lockChannel
 	// does: a row that is missing stays missing for the transaction.
 	t.lockedChannel(channelID)
-	p.at, p.channelID, p.userID = t.n, channelID, userID
+	p.channelID, p.userID = channelID, userID
 	// A relation found missing is not served: the statement's snapshot
 	// may predate the channel lock it waited for (see channelUser).
 	p.hasChan, p.hasCU, p.hasUser = true, p.cu != nil || !t.write, true
@@ -148,14 +148,16 @@ func (w window) Scan(dest ...any) error {
 	return w.r.Scan(all...)
 }
 
-// prefetch returns the prefetched rows while no statement ran since they
-// were read, or nil.
-func (t *tx) prefetch() *prefetched {
-	if t.pre == nil || t.pre.at != t.n {
-		t.pre = nil
-		return nil
-	}
-	return t.pre
+// prefetch returns the prefetched rows while they are valid, or nil.
+func (t *tx) prefetch() *prefetched { return t.pre }
+
+// touchesPrefetched reports whether a statement template names a table of
+// the prefetched rows. Statements that do not (reads of roles, of
+// messages...) leave them valid. The triggers of those tables write only
+// those tables.
+func touchesPrefetched(tmpl string) bool {
+	return strings.Contains(tmpl, "{s}channels") || strings.Contains(tmpl, "{s}channel_users") ||
+		strings.Contains(tmpl, "{s}users")
 }
 
 // prefetchedChannel answers GetChannel from the prefetch when it can.
@@ -200,8 +202,8 @@ type pendingAppend struct {
 }
 
 // deferAppend answers AppendMessage without a statement when PrefetchPost
-// locked the channel's row (which is open) and no statement ran since:
-// the row cannot have changed, so the updated channel is known. The
+// locked the channel's row (which is open) and it is still valid: the row
+// cannot have changed, so the updated channel is known. The
 // writes then run with the next statement of the transaction: with
 // AppendEvents in one statement (appendWithEventsSQL), else just before
 // it or before the commit (flushAppend). A duplicate message id or a value
@@ -213,7 +215,7 @@ func (t *tx) deferAppend(m *chat.Message, now time.Time, args []any) *chat.Chann
 		return nil
 	}
 	c := p.locked
-	p.locked = nil
+	t.pre = nil // the channel row changes
 	c.MessageCount++
 	c.LastActivity = chat.NewTime(now)
 	c.UpdatedAt = c.LastActivity

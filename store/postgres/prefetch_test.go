@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -74,6 +75,17 @@ func TestPrefetchPost(t *testing.T) {
 		require.Equal(t, c.MessageCount, again.MessageCount)
 		return nil
 	})
+	// A read of another table leaves the prefetch valid.
+	update(t, s, func(tx chat.Tx) error {
+		require.NoError(t, tx.(chat.PostPrefetcher).PrefetchPost(ctx, "c", "u"))
+		_, err := tx.GetMessage(ctx, "none")
+		require.Equal(t, chat.CodeNotFound, chat.ErrorCode(err))
+		n0 := s.StatementCount()
+		_, err = tx.GetChannel(ctx, "c")
+		require.NoError(t, err)
+		require.Equal(t, n0, s.StatementCount(), "served from the prefetch")
+		return nil
+	})
 	// A rule write between the prefetch and RulesVersion makes it run.
 	update(t, s, func(tx chat.Tx) error {
 		require.NoError(t, tx.(chat.PostPrefetcher).PrefetchPost(ctx, "c", "u"))
@@ -113,6 +125,16 @@ func TestDeferredAppend(t *testing.T) {
 		return tx.AppendEvents(ctx, event)
 	})
 	require.Equal(t, int64(2), s.StatementCount()-n0)
+	// A read of the channel after the deferred append sees the increment.
+	undone := errors.New("undone")
+	require.ErrorIs(t, s.Update(ctx, func(tx chat.Tx) error {
+		c, err := post(tx, "m0")
+		require.NoError(t, err)
+		again, err := tx.GetChannel(ctx, "c")
+		require.NoError(t, err)
+		require.Equal(t, c.MessageCount, again.MessageCount)
+		return undone
+	}), undone)
 	// Before another statement, which sees the message.
 	update(t, s, func(tx chat.Tx) error {
 		_, err := post(tx, "m2")
