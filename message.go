@@ -175,6 +175,11 @@ const (
 // checked as a user without roles otherwise (CheckPost, read-only).
 func (s *Service) checkPost(ctx context.Context, tx Tx, actorID, channelID, parentID string, texts []string, create bool) (*postContext, error) {
 	now := s.Now()
+	if p, ok := tx.(PostPrefetcher); ok {
+		if err := p.PrefetchPost(ctx, channelID, actorID); err != nil {
+			return nil, err
+		}
+	}
 	author, err := tx.GetUser(ctx, actorID)
 	if ErrorCode(err) == CodeNotFound {
 		if create {

@@ -242,6 +242,17 @@ type MessageAppender interface {
 	AppendMessage(ctx context.Context, m *Message, now time.Time) (*Channel, error)
 }
 
+// PostPrefetcher is an optional capability of a Tx: PrefetchPost reads
+// at once what the rules of a post by userID in channelID read next (the
+// user, the channel, the user's relation to it, the rules and webhooks
+// versions), so that the reads that follow cost no further round trip to
+// the store. Reads and locks are the same as those of GetUser,
+// GetChannelUser and GetChannel in this order, and a missing row is no
+// error here (the read that follows reports it).
+type PostPrefetcher interface {
+	PrefetchPost(ctx context.Context, channelID, userID string) error
+}
+
 // AppendMessage allocates the next segment of m.ChannelID and stores m with
 // it (see MessageAppender), through the adapter's one-step implementation
 // when tx has one, else with NextSegment and CreateMessage. m.ChannelSegment

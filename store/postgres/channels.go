@@ -85,6 +85,12 @@ func (t *tx) CreateChannel(ctx context.Context, c *chat.Channel) error {
 
 // GetChannel locks the row in an Update.
 func (t *tx) GetChannel(ctx context.Context, channelID string) (*chat.Channel, error) {
+	if c, ok := t.prefetchedChannel(channelID); ok {
+		if c == nil {
+			return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", channelID)
+		}
+		return c, nil
+	}
 	cs, err := t.channels(ctx, `SELECT `+channelCols+` FROM {s}channels WHERE channel_id = $1`+t.lockRows(), channelID)
 	if err != nil {
 		return nil, err
@@ -263,20 +269,28 @@ const channelUserSel = channelUserCols + `, read_to_segment`
 func (t *tx) channelUsers(ctx context.Context, tmpl string, args ...any) ([]*chat.ChannelUser, error) {
 	var out []*chat.ChannelUser
 	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
-		var (
-			cu               chat.ChannelUser
-			mute             sql.NullTime
-			created, updated time.Time
-		)
-		if err := r.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &mute, &created, &updated, &cu.ReadToSegment); err != nil {
-			return err
+		cu, err := scanChannelUser(r)
+		if err == nil {
+			out = append(out, cu)
 		}
-		cu.MuteTimeout = ctp(mute)
-		cu.CreatedAt, cu.UpdatedAt = ct(created), ct(updated)
-		out = append(out, &cu)
-		return nil
+		return err
 	})
 	return out, err
+}
+
+// scanChannelUser scans the columns of channelUserSel.
+func scanChannelUser(r scanner) (*chat.ChannelUser, error) {
+	var (
+		cu               chat.ChannelUser
+		mute             sql.NullTime
+		created, updated time.Time
+	)
+	if err := r.Scan(&cu.ChannelID, &cu.UserID, &cu.Membership, &mute, &created, &updated, &cu.ReadToSegment); err != nil {
+		return nil, err
+	}
+	cu.MuteTimeout = ctp(mute)
+	cu.CreatedAt, cu.UpdatedAt = ct(created), ct(updated)
+	return &cu, nil
 }
 
 // lockChannel takes the row lock of a channel (in an Update) before its
@@ -314,16 +328,46 @@ func (t *tx) LockChannelUser(ctx context.Context, channelID, userID string) erro
 
 // GetChannelUser locks the channel row and then the relation in an Update.
 func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
-	if err := t.lockChannel(ctx, channelID); err != nil {
-		return nil, err
+	cu, ok := t.prefetchedChannelUser(channelID, userID)
+	if !ok {
+		var err error
+		if cu, err = t.channelUser(ctx, channelID, userID); err != nil {
+			return nil, err
+		}
+	}
+	if cu == nil {
+		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no relation to channel %q", userID, channelID)
+	}
+	return cu, nil
+}
+
+// channelUser reads a relation, or nil. In an Update that does not hold
+// the channel's row yet, one statement locks the channel row and then the
+// relation. That statement's snapshot may predate the channel lock it
+// waited for, so a relation it finds missing (perhaps inserted or deleted
+// by the transaction it waited for) is read again by a statement of its
+// own, which sees every relation committed before the lock was granted.
+// One it finds present is current: the row lock rechecks the newest
+// version of a row that changed meanwhile.
+func (t *tx) channelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
+	if t.write && !t.heldChannels[channelID] {
+		cus, err := t.channelUsers(ctx, `WITH c AS MATERIALIZED (
+				SELECT 1 FROM {s}channels WHERE channel_id = $1 FOR NO KEY UPDATE
+			)
+			SELECT `+channelUserSel+` FROM {s}channel_users
+			WHERE channel_id = $1 AND user_id = $2 AND EXISTS (SELECT FROM c) FOR NO KEY UPDATE`, channelID, userID)
+		if err != nil {
+			return nil, err
+		}
+		t.lockedChannel(channelID)
+		if len(cus) > 0 {
+			return cus[0], nil
+		}
 	}
 	cus, err := t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
 		WHERE channel_id = $1 AND user_id = $2`+t.lockRows(), channelID, userID)
-	if err != nil {
+	if err != nil || len(cus) == 0 {
 		return nil, err
-	}
-	if len(cus) == 0 {
-		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no relation to channel %q", userID, channelID)
 	}
 	return cus[0], nil
 }

@@ -39,16 +39,30 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 		data[i] = bytesArg(e.Data)
 	}
 	seqs := make([]int64, 0, n)
-	var floor int64
-	err := t.query(ctx, appendEventsSQL, []any{textArray(names), textArray(chans), textArray(users), data,
-		textArray(createds)}, func(r *sql.Rows) error {
+	var floor, inserted int64
+	args := []any{textArray(names), textArray(chans), textArray(users), data, textArray(createds)}
+	tmpl, dest := appendEventsSQL, []any{nil, &floor}
+	pend := t.pend
+	if pend != nil {
+		// The deferred AppendMessage runs in the same statement.
+		t.pend = nil
+		tmpl, args, dest = appendWithEventsSQL, append(slices.Clip(pend.args), args...), append(dest, &inserted)
+	}
+	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
 		var seq int64
-		if err := r.Scan(&seq, &floor); err != nil {
+		dest[0] = &seq
+		if err := r.Scan(dest...); err != nil {
 			return err
 		}
 		seqs = append(seqs, seq)
 		return nil
 	})
+	if err == nil && pend != nil && inserted == 0 {
+		err = appendConflict(pend.messageID, pend.segment, pend.channelID)
+		if t.failed == nil {
+			t.failed = err
+		}
+	}
 	if err != nil {
 		return err
 	}

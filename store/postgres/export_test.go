@@ -1,6 +1,10 @@
 package postgres
 
-import chat "github.com/chatengine/chat"
+import (
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
 
 // MessageQuery returns the schema-qualified SQL and the arguments that
 // QueryMessages runs for f.
@@ -22,3 +26,22 @@ var DBErr = dbErr
 // run so far (each one round trip once prepared; BEGIN and COMMIT are not
 // counted).
 func (s *Store) StatementCount() int64 { return s.statements.Load() }
+
+// WaitPrepared waits until no statement is being prepared in the
+// background.
+func (s *Store) WaitPrepared() {
+	for {
+		busy := false
+		s.sqlMu.RLock()
+		for _, st := range s.sqls {
+			st.mu.Lock()
+			busy = busy || st.preparing
+			st.mu.Unlock()
+		}
+		s.sqlMu.RUnlock()
+		if !busy {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

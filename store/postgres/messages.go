@@ -103,7 +103,11 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 // appendSQL is AppendMessage in one statement: the channel row's increment
 // (as NextSegment), the message row with the new segment unless the channel
 // is closed (as CreateMessage), and the parent's childrenNumber.
-const appendSQL = `WITH c AS (
+const appendSQL = appendCTEs + `
+	SELECT ` + channelCols + `, (SELECT count(*) FROM ins) FROM c`
+
+// appendCTEs are the writes of appendSQL, parameters $1-$19.
+const appendCTEs = `WITH c AS (
 		UPDATE {s}channels
 		SET message_count = message_count + 1, last_activity = $2, updated_at = $2
 		WHERE channel_id = $1 RETURNING ` + channelCols + `
@@ -117,8 +121,7 @@ const appendSQL = `WITH c AS (
 	), parent AS (
 		UPDATE {s}messages p SET children_number = p.children_number + 1
 		FROM ins WHERE ins.parent_id IS NOT NULL AND p.message_id = ins.parent_id
-	)
-	SELECT ` + channelCols + `, (SELECT count(*) FROM ins) FROM c`
+	)`
 
 // extraScan scans a row's trailing columns into extra after the ones the
 // wrapped scan asks for.
@@ -132,23 +135,41 @@ func (e extraScan) Scan(dest ...any) error { return e.r.Scan(append(dest, e.extr
 // AppendMessage implements chat.MessageAppender in one statement, so a
 // message costs one round trip between BEGIN and COMMIT. The channel row's
 // UPDATE takes its row lock, which orders posters to one channel in every
-// process (see NextSegment).
+// process (see NextSegment). After PrefetchPost locked the channel, while
+// its rows are valid, the statement is deferred (see deferAppend).
 func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) (*chat.Channel, error) {
 	data, err := jsonArg(m.Data)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		c *chat.Channel
-		n int64
-	)
-	err = t.query(ctx, appendSQL, []any{
+	args := []any{
 		m.ChannelID, now.UTC().Truncate(time.Millisecond),
 		m.MessageID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
 		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt),
 		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
 		searchArg(m), tagsArg(m.MentionedUserIDs),
-	}, func(r *sql.Rows) error {
+	}
+	// A message that mentions users runs now: its mention rows follow it
+	// (insertMentions reads the stored row).
+	if len(m.MentionedUserIDs) == 0 {
+		if c := t.deferAppend(m, now, args); c != nil {
+			return c, nil
+		}
+	}
+	c, err := t.appendNow(ctx, m.MessageID, m.ChannelID, args)
+	if err != nil || c.IsClosed {
+		return c, err
+	}
+	return c, t.insertMentions(ctx, m)
+}
+
+// appendNow runs appendSQL.
+func (t *tx) appendNow(ctx context.Context, messageID, channelID string, args []any) (*chat.Channel, error) {
+	var (
+		c *chat.Channel
+		n int64
+	)
+	err := t.query(ctx, appendSQL, args, func(r *sql.Rows) error {
 		var err error
 		c, err = scanChannel(extraScan{r, []any{&n}})
 		return err
@@ -157,17 +178,21 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 		return nil, err
 	}
 	if c == nil {
-		return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", m.ChannelID)
+		return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", channelID)
 	}
-	t.lockedChannel(m.ChannelID)
+	t.lockedChannel(channelID)
 	if c.IsClosed {
 		return c, nil
 	}
 	if n == 0 {
-		return nil, chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
-			m.MessageID, c.MessageCount, m.ChannelID)
+		return nil, appendConflict(messageID, c.MessageCount, channelID)
 	}
-	return c, t.insertMentions(ctx, m)
+	return c, nil
+}
+
+func appendConflict(messageID string, segment int64, channelID string) error {
+	return chat.Errorf(chat.CodeConflict, "message %q or segment %d of channel %q already exists",
+		messageID, segment, channelID)
 }
 
 func (t *tx) GetMessage(ctx context.Context, messageID string) (*chat.Message, error) {

@@ -156,6 +156,9 @@ func (t *tx) RenameRule(ctx context.Context, list chat.RuleList, oldID string, r
 }
 
 func (t *tx) RulesVersion(ctx context.Context) (int64, error) {
+	if t.vers != nil {
+		return t.vers.rules, nil
+	}
 	var v int64
 	err := t.queryRow(ctx, `SELECT value FROM {s}versions WHERE name = 'rules'`, nil, &v)
 	return v, err

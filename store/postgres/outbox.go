@@ -113,6 +113,9 @@ func (t *tx) DeleteWebhook(ctx context.Context, webhookID string) error {
 }
 
 func (t *tx) WebhooksVersion(ctx context.Context) (int64, error) {
+	if t.vers != nil {
+		return t.vers.webhooks, nil
+	}
 	var v int64
 	err := t.queryRow(ctx, `SELECT value FROM {s}versions WHERE name = 'webhooks'`, nil, &v)
 	return v, err

@@ -328,6 +328,9 @@ func (s *Store) run(ctx context.Context, write bool, lockUsers map[string]bool, 
 	defer func() { _ = stx.Rollback() }()
 	t := &tx{s: s, tx: stx, write: write, lockUsers: lockUsers}
 	err = fn(t)
+	if err == nil {
+		err = t.flushAppend(ctx) // a deferred AppendMessage
+	}
 	switch {
 	case t.rerun || t.retry:
 		return t, t.again
@@ -571,6 +574,14 @@ type tx struct {
 	retry    bool       // aborted by a serialization failure or a deadlock
 	rerun    bool       // wrote a user it read without a lock
 	again    error      // why retry or rerun, translated
+
+	n    int64          // statements run so far
+	pend *pendingAppend // a deferred AppendMessage
+	pre  *prefetched    // rows read by PrefetchPost
+	vers *versions      // versions read by PrefetchPost
+	// targets are the push targets read by PrefetchPost, served once by
+	// ListPushTargets until a statement names a table they come from.
+	targets *prefetchedTargets
 }
 
 // fail translates a statement error and remembers what it did to the
@@ -604,6 +615,16 @@ func (t *tx) lockRows() string {
 // nil and the SQL text when it is to run unprepared.
 func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 	t.s.statements.Add(1)
+	t.n++
+	if t.vers != nil && strings.Contains(tmpl, "{s}versions") {
+		t.vers = nil // a rule or webhook write may bump them
+	}
+	if t.pre != nil && touchesPrefetched(tmpl) {
+		t.pre = nil
+	}
+	if t.targets != nil && touchesTargets(tmpl) {
+		t.targets = nil
+	}
 	st := t.s.stmt(tmpl)
 	if t.s.opt.NoPrepare {
 		return nil, st.sql
@@ -617,6 +638,9 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 // exec runs a statement template with bound arguments and returns the
 // number of rows it affected.
 func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) {
+	if err := t.flushAppend(ctx); err != nil {
+		return 0, err
+	}
 	p, q := t.txStmt(ctx, tmpl)
 	var (
 		res sql.Result
@@ -637,6 +661,9 @@ func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) 
 // query runs a query template with bound arguments and calls scan for each
 // row.
 func (t *tx) query(ctx context.Context, tmpl string, args []any, scan func(*sql.Rows) error) error {
+	if err := t.flushAppend(ctx); err != nil {
+		return err
+	}
 	var (
 		rows *sql.Rows
 		err  error

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -40,13 +42,15 @@ func (t *tx) pushes(ctx context.Context, tmpl string, extra bool, args ...any) (
 // (primary key range) joined with their devices (devices_user_idx) and
 // levels (primary key).
 func (t *tx) ListPushTargets(ctx context.Context, channelID, excludeUserID string) ([]*chat.PushTarget, error) {
+	if p := t.targets; p != nil && p.channelID == channelID && p.userID == excludeUserID {
+		// Read by PrefetchPost in this transaction, with the post's
+		// other rows: the create costs no round trip more.
+		t.targets = nil
+		return p.list, nil
+	}
 	var out []*chat.PushTarget
 	err := t.query(ctx, `SELECT cu.user_id, d.device_id, coalesce(nu.level, ''), coalesce(nc.level, '')
-		FROM {s}channel_users cu
-		JOIN {s}devices d ON d.user_id = cu.user_id
-		LEFT JOIN {s}notification_levels nu ON nu.user_id = cu.user_id AND nu.channel_id = ''
-		LEFT JOIN {s}notification_levels nc ON nc.user_id = cu.user_id AND nc.channel_id = cu.channel_id
-		WHERE cu.channel_id = $1 AND cu.membership = 'member' AND cu.user_id <> $2
+		`+pushTargetsFrom+`
 		ORDER BY cu.user_id, d.device_id`, []any{channelID, excludeUserID}, func(r *sql.Rows) error {
 		var p chat.PushTarget
 		var own, ch string
@@ -195,4 +199,53 @@ func (t *tx) DeleteFinishedPushes(ctx context.Context, before time.Time, limit i
 	n, err := t.exec(ctx, `DELETE FROM {s}pushes WHERE push_id IN (SELECT push_id FROM {s}pushes
 		WHERE state <> 'pending' AND updated_at < $1 ORDER BY updated_at, push_id LIMIT $2)`, msTime(before), lim)
 	return int(n), err
+}
+
+// pushTargetsFrom selects the devices of the channel's members ($1) but
+// the author ($2), with their notification levels (user and channel).
+const pushTargetsFrom = `FROM {s}channel_users cu
+		JOIN {s}devices d ON d.user_id = cu.user_id
+		LEFT JOIN {s}notification_levels nu ON nu.user_id = cu.user_id AND nu.channel_id = ''
+		LEFT JOIN {s}notification_levels nc ON nc.user_id = cu.user_id AND nc.channel_id = cu.channel_id
+		WHERE cu.channel_id = $1 AND cu.membership = 'member' AND cu.user_id <> $2`
+
+// pushTargetsJSON is ListPushTargets's read as one JSON column of
+// PrefetchPost's row: an array of [userId, deviceId, userLevel,
+// channelLevel], NULL when there are none.
+const pushTargetsJSON = `(SELECT json_agg(json_build_array(cu.user_id, d.device_id,
+		coalesce(nu.level, ''), coalesce(nc.level, '')) ORDER BY cu.user_id, d.device_id)
+		` + pushTargetsFrom + `)`
+
+// prefetchedTargets are the push targets of a message by userID in
+// channelID, read by PrefetchPost. Like every read of that statement they
+// come from its snapshot: a member whose join committed while the post
+// waited for the channel's lock is not among them (its first push is for
+// the next message).
+type prefetchedTargets struct {
+	channelID, userID string
+	list              []*chat.PushTarget
+}
+
+// decodePushTargets decodes pushTargetsJSON's column.
+func decodePushTargets(b []byte) ([]*chat.PushTarget, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var rows [][4]string
+	if err := json.Unmarshal(b, &rows); err != nil {
+		return nil, err
+	}
+	out := make([]*chat.PushTarget, len(rows))
+	for i, r := range rows {
+		out[i] = &chat.PushTarget{UserID: r[0], DeviceID: r[1],
+			UserLevel: chat.NotificationLevel(r[2]), ChannelLevel: chat.NotificationLevel(r[3])}
+	}
+	return out, nil
+}
+
+// touchesTargets reports whether a statement template names a table that
+// the prefetched push targets come from.
+func touchesTargets(tmpl string) bool {
+	return strings.Contains(tmpl, "{s}channel_users") || strings.Contains(tmpl, "{s}devices") ||
+		strings.Contains(tmpl, "{s}notification_levels")
 }

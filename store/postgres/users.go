@@ -180,6 +180,12 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 }
 
 func (t *tx) GetUser(ctx context.Context, userID string) (*chat.User, error) {
+	if u, ok := t.prefetchedUser(userID); ok {
+		if u == nil {
+			return nil, chat.Errorf(chat.CodeNotFound, "user %q not found", userID)
+		}
+		return u, nil
+	}
 	lock := t.lockUsersOf(userID)
 	us, err := t.users(ctx, `SELECT `+userReadCols+` FROM {s}users WHERE user_id = $1`+lock, userID)
 	if err != nil {

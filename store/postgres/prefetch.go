@@ -1,0 +1,270 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	chat "github.com/chatengine/chat"
+)
+
+// prefetched holds rows that PrefetchPost read in one statement, for the
+// reads of the same transaction that follow it. They are served only until
+// a statement of this transaction names the channels, channel_users or
+// users table (touchesPrefetched): in an Update the prefetch locked the
+// channel and channel-user rows, so only this transaction can change them,
+// and it has not; the user was read without a lock, as GetUser reads it.
+// Each is served once, so callers never share a value.
+type prefetched struct {
+	channelID string
+	userID    string
+
+	channel   *chat.Channel // nil: no such channel
+	locked    *chat.Channel // a copy of channel for deferAppend, in an Update
+	hasChan   bool
+	cu        *chat.ChannelUser // nil: no relation
+	hasCU     bool
+	user      *chat.User // nil: no such user
+	hasUser   bool
+	userFresh bool // read the way GetUser would (not a user to lock)
+}
+
+// versions holds the counters of the versions table read by PrefetchPost,
+// served by RulesVersion and WebhooksVersion until a statement of this
+// transaction that names the versions table runs (a rule or webhook
+// write bumps them).
+type versions struct {
+	rules, webhooks int64
+}
+
+// column counts of the blocks of prefetchSQL
+var (
+	nChannelCols = strings.Count(channelCols, ",") + 1
+	nCUCols      = strings.Count(channelUserSel, ",") + 1
+	nUserCols    = strings.Count(userReadCols, ",") + 1
+)
+
+// prefetchSQL reads what the rules of a post read, in one row: the
+// channel (locked in an Update), the author's relation to it (locked after
+// the channel, the order every transaction takes them in), the author
+// (unlocked, as GetUser reads it) and the rules and webhooks versions.
+// {lock} becomes " FOR NO KEY UPDATE" in an Update and "" in a View;
+// {targets} becomes, in an Update, the push targets of the channel for a
+// message by the author (pushTargetsJSON), and NULL in a View. A missing
+// row leaves its block NULL.
+const prefetchSQL = `WITH c AS MATERIALIZED (
+		SELECT ` + channelCols + ` FROM {s}channels WHERE channel_id = $1{lock}
+	), m AS MATERIALIZED (
+		SELECT ` + channelUserSel + ` FROM {s}channel_users
+		WHERE channel_id = $1 AND user_id = $2 AND EXISTS (SELECT FROM c){lock}
+	)
+	SELECT c.*, m.*, u.*,
+		(SELECT value FROM {s}versions WHERE name = 'rules'),
+		(SELECT value FROM {s}versions WHERE name = 'webhooks'),
+		{targets}
+	FROM (VALUES (1)) AS one(x)
+		LEFT JOIN c ON true
+		LEFT JOIN m ON true
+		LEFT JOIN (SELECT ` + userReadCols + ` FROM {s}users WHERE user_id = $2) u ON true`
+
+// PrefetchPost implements chat.PostPrefetcher: one statement reads the
+// channel, the author's relation to it, the author and the versions, and
+// the GetChannel, GetChannelUser, GetUser, RulesVersion and
+// WebhooksVersion calls that follow are answered from it.
+func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
+	targets := "NULL::json"
+	if t.write {
+		targets = pushTargetsJSON
+	}
+	tmpl := strings.NewReplacer("{lock}", t.lockRows(), "{targets}", targets).Replace(prefetchSQL)
+	var p prefetched
+	var v *versions
+	var pt []*chat.PushTarget
+	err := t.query(ctx, tmpl, []any{channelID, userID}, func(r *sql.Rows) error {
+		n := nChannelCols + nCUCols + nUserCols + 3
+		raw := make([]any, n)
+		ptrs := make([]any, n)
+		for i := range raw {
+			ptrs[i] = &raw[i]
+		}
+		if err := r.Scan(ptrs...); err != nil {
+			return err
+		}
+		var err error
+		if raw[0] != nil {
+			if p.channel, err = scanChannel(window{r, n, 0}); err != nil {
+				return err
+			}
+			if t.write {
+				if p.locked, err = scanChannel(window{r, n, 0}); err != nil {
+					return err
+				}
+			}
+		}
+		if raw[nChannelCols] != nil {
+			if p.cu, err = scanChannelUser(window{r, n, nChannelCols}); err != nil {
+				return err
+			}
+		}
+		if raw[nChannelCols+nCUCols] != nil {
+			if p.user, err = scanUser(window{r, n, nChannelCols + nCUCols}); err != nil {
+				return err
+			}
+		}
+		var rv, wv sql.NullInt64
+		var tj []byte
+		if err := (window{r, n, n - 3}).Scan(&rv, &wv, &tj); err != nil {
+			return err
+		}
+		if t.write {
+			if pt, err = decodePushTargets(tj); err != nil {
+				return err
+			}
+		}
+		if rv.Valid && wv.Valid {
+			v = &versions{rules: rv.Int64, webhooks: wv.Int64}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Marked held even when the channel does not exist, as lockChannel
+	// does: a row that is missing stays missing for the transaction.
+	t.lockedChannel(channelID)
+	p.channelID, p.userID = channelID, userID
+	// A relation found missing is not served: the statement's snapshot
+	// may predate the channel lock it waited for (see channelUser).
+	p.hasChan, p.hasCU, p.hasUser = true, p.cu != nil || !t.write, true
+	p.userFresh = !t.lockUsers[userID]
+	t.pre = &p
+	t.vers = v
+	t.targets = nil
+	if t.write {
+		t.targets = &prefetchedTargets{channelID: channelID, userID: userID, list: pt}
+	}
+	return nil
+}
+
+// window scans the columns [from, from+len(dest)) of a row of n columns
+// into dest and discards the others.
+type window struct {
+	r       *sql.Rows
+	n, from int
+}
+
+func (w window) Scan(dest ...any) error {
+	all := make([]any, w.n)
+	for i := range all {
+		if i >= w.from && i < w.from+len(dest) {
+			all[i] = dest[i-w.from]
+		} else {
+			all[i] = new(any)
+		}
+	}
+	return w.r.Scan(all...)
+}
+
+// prefetch returns the prefetched rows while they are valid, or nil.
+func (t *tx) prefetch() *prefetched { return t.pre }
+
+// touchesPrefetched reports whether a statement template names a table of
+// the prefetched rows. Statements that do not (reads of roles, of
+// messages...) leave them valid. The triggers of those tables write only
+// those tables.
+func touchesPrefetched(tmpl string) bool {
+	return strings.Contains(tmpl, "{s}channels") || strings.Contains(tmpl, "{s}channel_users") ||
+		strings.Contains(tmpl, "{s}users")
+}
+
+// prefetchedChannel answers GetChannel from the prefetch when it can.
+func (t *tx) prefetchedChannel(channelID string) (c *chat.Channel, ok bool) {
+	p := t.prefetch()
+	if p == nil || !p.hasChan || p.channelID != channelID {
+		return nil, false
+	}
+	p.hasChan = false
+	return p.channel, true
+}
+
+// prefetchedChannelUser answers GetChannelUser from the prefetch when it
+// can.
+func (t *tx) prefetchedChannelUser(channelID, userID string) (cu *chat.ChannelUser, ok bool) {
+	p := t.prefetch()
+	if p == nil || !p.hasCU || p.channelID != channelID || p.userID != userID {
+		return nil, false
+	}
+	p.hasCU = false
+	return p.cu, true
+}
+
+// prefetchedUser answers GetUser from the prefetch when it can.
+func (t *tx) prefetchedUser(userID string) (u *chat.User, ok bool) {
+	p := t.prefetch()
+	if p == nil || !p.hasUser || !p.userFresh || p.userID != userID {
+		return nil, false
+	}
+	p.hasUser = false
+	if u = p.user; u != nil {
+		t.readUsers([]*chat.User{u}, false)
+	}
+	return u, true
+}
+
+// pendingAppend is an AppendMessage whose statement has not run yet.
+type pendingAppend struct {
+	messageID, channelID string
+	segment              int64
+	args                 []any // appendSQL's
+}
+
+// deferAppend answers AppendMessage without a statement when PrefetchPost
+// locked the channel's row (which is open) and it is still valid: the row
+// cannot have changed, so the updated channel is known. The
+// writes then run with the next statement of the transaction: with
+// AppendEvents in one statement (appendWithEventsSQL), else just before
+// it or before the commit (flushAppend). A duplicate message id or a value
+// the database refuses is reported there, and the transaction cannot
+// commit. It returns nil when the statement must run now.
+func (t *tx) deferAppend(m *chat.Message, now time.Time, args []any) *chat.Channel {
+	p := t.prefetch()
+	if !t.write || p == nil || p.locked == nil || p.locked.IsClosed || p.channelID != m.ChannelID {
+		return nil
+	}
+	c := p.locked
+	t.pre = nil // the channel row changes
+	c.MessageCount++
+	c.LastActivity = chat.NewTime(now)
+	c.UpdatedAt = c.LastActivity
+	t.pend = &pendingAppend{messageID: m.MessageID, channelID: m.ChannelID, segment: c.MessageCount, args: args}
+	return c
+}
+
+// flushAppend runs the deferred AppendMessage, if any.
+func (t *tx) flushAppend(ctx context.Context) error {
+	p := t.pend
+	if p == nil {
+		return nil
+	}
+	t.pend = nil
+	_, err := t.appendNow(ctx, p.messageID, p.channelID, p.args)
+	if err != nil && t.failed == nil {
+		t.failed = err
+	}
+	return err
+}
+
+// appendWithEventsSQL is a deferred AppendMessage ($1-$19, as appendSQL)
+// and AppendEvents ($20-$24, as appendEventsSQL) in one statement. It
+// returns each event's key, the log's last id and the count of message
+// rows inserted.
+const appendWithEventsSQL = appendCTEs + `, ev AS (
+		INSERT INTO {s}events_pending (name, channel_id, user_ids, data, created_at)
+		SELECT x.n, x.c, x.u, x.d, x.t::timestamptz
+		FROM unnest($20::text[], $21::text[], $22::text[], $23::bytea[], $24::text[])
+			WITH ORDINALITY AS x(n, c, u, d, t, ord)
+		ORDER BY x.ord
+		RETURNING seq
+	)
+	SELECT ev.seq, (SELECT last_id FROM {s}event_log_head), (SELECT count(*) FROM ins) FROM ev`
