@@ -216,29 +216,8 @@ func (s *Service) QueryMentions(ctx context.Context, actorID string, q MentionQu
 		if err != nil {
 			return err
 		}
-		more := len(ms) > limit
-		if more {
-			ms = ms[:limit]
-		}
-		if f.Before != nil {
-			reverse(ms)
-		}
-		if out, err = s.messageList(ctx, tx, ms); err != nil {
-			return err
-		}
-		out.Paging = &Paging{}
-		if len(ms) > 0 {
-			first, last := ms[0], ms[len(ms)-1]
-			hasNext := (tok == nil || tok.D == "n") && more || tok != nil && tok.D == "p"
-			hasPrev := tok != nil && (tok.D == "n" || more)
-			if hasNext {
-				out.Paging.Next = s.encodeToken(pageToken{K: "mentions", Q: qh, D: "n", T: last.CreatedAt.UnixMilli(), ID: last.MessageID})
-			}
-			if hasPrev {
-				out.Paging.Previous = s.encodeToken(pageToken{K: "mentions", Q: qh, D: "p", T: first.CreatedAt.UnixMilli(), ID: first.MessageID})
-			}
-		}
-		return nil
+		out, err = s.newestFirstPage(ctx, tx, ms, limit, f.Before != nil, tok, "mentions", qh)
+		return err
 	})
 	return out, err
 }

@@ -360,29 +360,40 @@ func (s *Service) SearchMessages(ctx context.Context, actorID string, q SearchMe
 		if err != nil {
 			return err
 		}
-		more := len(ms) > limit
-		if more {
-			ms = ms[:limit]
-		}
-		if f.Before != nil {
-			reverse(ms)
-		}
-		if out, err = s.messageList(ctx, tx, ms); err != nil {
-			return err
-		}
-		out.Paging = &Paging{}
-		if len(ms) > 0 {
-			first, last := ms[0], ms[len(ms)-1]
-			hasNext := (tok == nil || tok.D == "n") && more || tok != nil && tok.D == "p"
-			hasPrev := tok != nil && (tok.D == "n" || more)
-			if hasNext {
-				out.Paging.Next = s.encodeToken(pageToken{K: "search", Q: qh, D: "n", T: last.CreatedAt.UnixMilli(), ID: last.MessageID})
-			}
-			if hasPrev {
-				out.Paging.Previous = s.encodeToken(pageToken{K: "search", Q: qh, D: "p", T: first.CreatedAt.UnixMilli(), ID: first.MessageID})
-			}
-		}
-		return nil
+		out, err = s.newestFirstPage(ctx, tx, ms, limit, f.Before != nil, tok, "search", qh)
+		return err
 	})
 	return out, err
+}
+
+// newestFirstPage makes the page of a newest-first keyset query (search,
+// mentions) from ms, the rows it read: up to limit+1 of them, oldest first
+// when it read backwards (before the token's row). The paging tokens carry
+// kind and the query's hash qh; tok is the request's token, nil on the
+// first page.
+func (s *Service) newestFirstPage(ctx context.Context, tx Tx, ms []*Message, limit int, backwards bool, tok *pageToken, kind, qh string) (*MessageList, error) {
+	more := len(ms) > limit
+	if more {
+		ms = ms[:limit]
+	}
+	if backwards {
+		reverse(ms)
+	}
+	out, err := s.messageList(ctx, tx, ms)
+	if err != nil {
+		return nil, err
+	}
+	out.Paging = &Paging{}
+	if len(ms) > 0 {
+		first, last := ms[0], ms[len(ms)-1]
+		hasNext := (tok == nil || tok.D == "n") && more || tok != nil && tok.D == "p"
+		hasPrev := tok != nil && (tok.D == "n" || more)
+		if hasNext {
+			out.Paging.Next = s.encodeToken(pageToken{K: kind, Q: qh, D: "n", T: last.CreatedAt.UnixMilli(), ID: last.MessageID})
+		}
+		if hasPrev {
+			out.Paging.Previous = s.encodeToken(pageToken{K: kind, Q: qh, D: "p", T: first.CreatedAt.UnixMilli(), ID: first.MessageID})
+		}
+	}
+	return out, nil
 }
