@@ -447,11 +447,17 @@ func unreadArgs(cus []*chat.ChannelUser) []any {
 // counts, never a read of the unread messages themselves. It takes no
 // locks.
 func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+	return t.countPerRelation(ctx, "unread counts", unreadQuery, cus)
+}
+
+// countPerRelation runs query, a statement over unreadArgs(cus) that
+// answers one count per relation, in order.
+func (t *tx) countPerRelation(ctx context.Context, what, query string, cus []*chat.ChannelUser) ([]int64, error) {
 	if len(cus) == 0 {
 		return nil, nil
 	}
 	out := make([]int64, 0, len(cus))
-	err := t.query(ctx, unreadQuery, unreadArgs(cus), func(r *sql.Rows) error {
+	err := t.query(ctx, query, unreadArgs(cus), func(r *sql.Rows) error {
 		var n int64
 		err := r.Scan(&n)
 		out = append(out, n)
@@ -461,7 +467,7 @@ func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64
 		return nil, err
 	}
 	if len(out) != len(cus) {
-		return nil, fmt.Errorf("postgres: unread counts: %d rows for %d relations", len(out), len(cus))
+		return nil, fmt.Errorf("postgres: %s: %d rows for %d relations", what, len(out), len(cus))
 	}
 	return out, nil
 }

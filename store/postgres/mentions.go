@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"strings"
 
 	chat "github.com/chatengine/chat"
@@ -32,23 +30,7 @@ const unreadMentionQuery = `SELECT (SELECT count(*) FROM {s}message_mentions mm 
 
 // UnreadMentionCounts implements chat.MentionStore in one statement.
 func (t *tx) UnreadMentionCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
-	if len(cus) == 0 {
-		return nil, nil
-	}
-	out := make([]int64, 0, len(cus))
-	err := t.query(ctx, unreadMentionQuery, unreadArgs(cus), func(r *sql.Rows) error {
-		var n int64
-		err := r.Scan(&n)
-		out = append(out, n)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(out) != len(cus) {
-		return nil, fmt.Errorf("postgres: unread mention counts: %d rows for %d relations", len(out), len(cus))
-	}
-	return out, nil
+	return t.countPerRelation(ctx, "unread mention counts", unreadMentionQuery, cus)
 }
 
 // QueryMentions implements chat.MentionStore: the user's rows of

@@ -347,6 +347,13 @@ ORDER BY q.i`
 // UnreadCounts implements chat.ChannelStore with one statement (see
 // unreadQuery).
 func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+	return t.countPerRelation(ctx, "unread counts", unreadQuery, cus)
+}
+
+// countPerRelation runs query, a statement that answers one count for each
+// [channelId, userId, readToSegment] of its JSON array argument, in order,
+// for the relations cus.
+func (t *tx) countPerRelation(ctx context.Context, what, query string, cus []*chat.ChannelUser) ([]int64, error) {
 	if len(cus) == 0 {
 		return nil, nil
 	}
@@ -361,12 +368,12 @@ func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64
 	out, err := list(t, ctx, func(sc scanner) (int64, error) {
 		var n int64
 		return n, sc.Scan(&n)
-	}, unreadQuery, string(arg))
+	}, query, string(arg))
 	if err != nil {
 		return nil, err
 	}
 	if len(out) != len(cus) {
-		return nil, fmt.Errorf("sqlite: unread counts: %d rows for %d relations", len(out), len(cus))
+		return nil, fmt.Errorf("sqlite: %s: %d rows for %d relations", what, len(out), len(cus))
 	}
 	return out, nil
 }

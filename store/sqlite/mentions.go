@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	chat "github.com/chatengine/chat"
@@ -42,28 +41,7 @@ ORDER BY q.i`
 
 // UnreadMentionCounts implements chat.MentionStore with one statement.
 func (t *tx) UnreadMentionCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
-	if len(cus) == 0 {
-		return nil, nil
-	}
-	in := make([][3]any, len(cus))
-	for i, cu := range cus {
-		in[i] = [3]any{cu.ChannelID, cu.UserID, cu.ReadToSegment}
-	}
-	arg, err := json.Marshal(in)
-	if err != nil {
-		return nil, err
-	}
-	out, err := list(t, ctx, func(sc scanner) (int64, error) {
-		var n int64
-		return n, sc.Scan(&n)
-	}, unreadMentionQuery, string(arg))
-	if err != nil {
-		return nil, err
-	}
-	if len(out) != len(cus) {
-		return nil, fmt.Errorf("sqlite: unread mention counts: %d rows for %d relations", len(out), len(cus))
-	}
-	return out, nil
+	return t.countPerRelation(ctx, "unread mention counts", unreadMentionQuery, cus)
 }
 
 // QueryMentions implements chat.MentionStore: the user's rows of
