@@ -225,7 +225,7 @@ type Hub struct {
 	presq chan chat.EphemeralEvent // user.didChangePresence events to deliver
 }
 
-// New returns a hub over svc's store. It starts nothing: call Start.
+// New returns a hub over svc (its event log). It starts nothing: call Start.
 func New(svc *chat.Service, cfg Config) *Hub {
 	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: subSet{}, all: subSet{},
 		byChannel: bySet{}, byUser: bySet{}, byAdmin: bySet{},
