@@ -97,7 +97,8 @@ func TestHubFollowsFeed(t *testing.T) {
 		done <- result{s, err}
 	}()
 	g := <-feed.wants
-	require.Equal(t, map[string]int{broker.KeyUser("alice"): 1, broker.KeyPresence: 1, broker.KeyChannel("c"): 1}, feed.interest())
+	require.Equal(t, map[string]int{broker.KeyUser("alice"): 1, broker.KeyChannel("c"): 1, broker.KeyPresence: 1}, feed.interest(),
+		"its user, its channels and the presence events of its contacts")
 	select {
 	case <-done:
 		t.Fatal("the subscription joined before the Sync of its interest")
