@@ -83,6 +83,7 @@ const (
 	AuditWebhookUpdate      = "webhook.update"      // target webhook; details url, events
 	AuditWebhookDelete      = "webhook.delete"      // target webhook
 	AuditWebhookRotate      = "webhook.rotate"      // target webhook (secret rotated)
+	AuditWebhookDisable     = "webhook.disable"     // target webhook; details reason
 	AuditAdminCreate        = "admin.create"        // target admin (its name); details userId
 	AuditAdminRevoke        = "admin.revoke"        // target admin
 	AuditAdminRotate        = "admin.rotate"        // target admin
@@ -99,7 +100,7 @@ var AuditActions = []string{
 	AuditUserPurgeMessages, AuditBlacklistAdd, AuditBlacklistDelete, AuditBlacklistUpdate,
 	AuditWhitelistAdd, AuditWhitelistDelete, AuditWhitelistUpdate, AuditRolePut,
 	AuditWebhookCreate, AuditWebhookUpdate, AuditWebhookDelete, AuditWebhookRotate,
-	AuditAdminCreate, AuditAdminRevoke, AuditAdminRotate, AuditReportResolve, AuditUserErase,
+	AuditWebhookDisable, AuditAdminCreate, AuditAdminRevoke, AuditAdminRotate, AuditReportResolve, AuditUserErase,
 }
 
 // The target types of audit entries.

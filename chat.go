@@ -269,9 +269,6 @@ func sharedKey(ctx context.Context, store Store, name string, key []byte) ([]byt
 	return k, nil
 }
 
-// Store returns the store the Service uses.
-func (s *Service) Store() Store { return s.store }
-
 // Limits returns the effective limits.
 func (s *Service) Limits() Limits { return s.lim }
 

@@ -51,7 +51,7 @@ func TestOnlineReadsTheStore(t *testing.T) {
 	m, err = other.Online(ctx, []string{"u2400"})
 	require.NoError(t, err)
 	require.False(t, m["u2400"], "no open stream, grace period or not")
-	require.NoError(t, other.Store().View(ctx, func(tx chat.Tx) error {
+	require.NoError(t, st.View(ctx, func(tx chat.Tx) error {
 		u, err := tx.GetUser(ctx, "u2400")
 		require.True(t, u.Online, "online during the grace period")
 		return err

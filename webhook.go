@@ -194,6 +194,35 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, actorID, webhookID st
 	return w, err
 }
 
+// DisableWebhook disables a webhook, recording why (its disabledReason),
+// with a webhook.disable audit entry in the same transaction; the actor
+// is the server (the webhook dispatcher, for a receiver that answered
+// 410 Gone), or the user named by WithActor. A webhook already disabled
+// stays as it is, with no entry. Errors: CodeNotFound, CodeBadRequest
+// (an empty reason).
+func (s *Service) DisableWebhook(ctx context.Context, webhookID, reason string) error {
+	if reason == "" {
+		return invalid("reason", "is required")
+	}
+	now := s.Now()
+	return s.update(ctx, func(tx Tx, _ *events) error {
+		w, err := tx.GetWebhook(ctx, webhookID)
+		if err != nil {
+			return notFound(err, "webhook", webhookID)
+		}
+		if w.IsDisabled {
+			return nil
+		}
+		w.IsDisabled, w.DisabledReason, w.UpdatedAt = true, reason, now
+		w.Events = emptyIfNil(w.Events)
+		if err := tx.UpdateWebhook(ctx, w); err != nil {
+			return notFound(err, "webhook", webhookID)
+		}
+		return s.audit(ctx, tx, actorFrom(ctx), AuditWebhookDisable, AuditTargetWebhook, webhookID, "",
+			map[string]any{"reason": reason})
+	})
+}
+
 // ListDeliveries returns a webhook's deliveries, newest first, with their
 // attempts. Token continues the listing. Errors: CodeNotFound,
 // CodeBadRequest.

@@ -171,13 +171,14 @@ func (q *Queue) Take() []Note {
 }
 
 // InProcess returns the broker of one process (the default with every
-// store): the hub reads the log when the store signals a commit
-// (chat.EventWatcher, else chat.OutboxWatcher) and every poll interval;
-// the ephemeral events go through chat.Service (in process, or through
-// the store when it is a chat.EphemeralBroker). With a Postgres store the
-// store's signals come from every process: see Postgres.
-func InProcess(st chat.Store, poll time.Duration) Broker {
-	return &logBroker{st: st, poll: poll}
+// store): the hub reads the log when w signals a commit (give it the
+// chat.Service, whose WatchEvents passes on the store's signals, or an
+// event-watching store) and every poll interval; the ephemeral events go
+// through chat.Service (in process, or through the store when it is a
+// chat.EphemeralBroker). With a Postgres store the store's signals come
+// from every process: see Postgres.
+func InProcess(w chat.EventWatcher, poll time.Duration) Broker {
+	return &logBroker{w: w, poll: poll}
 }
 
 // Postgres returns the broker of several processes on one Postgres
@@ -191,27 +192,21 @@ func Postgres(st interface {
 	chat.EventWatcher
 	chat.EphemeralBroker
 }, poll time.Duration) Broker {
-	return &logBroker{st: st, poll: poll}
+	return &logBroker{w: st, poll: poll}
 }
 
 // logBroker is InProcess and Postgres: Read notes from the store's
 // signals and a ticker.
 type logBroker struct {
-	st   chat.Store
+	w    chat.EventWatcher
 	poll time.Duration
 }
 
 func (b *logBroker) Follow(ctx context.Context) (Feed, error) {
 	runCtx, cancel := context.WithCancel(ctx)
-	var watch func(context.Context) (<-chan struct{}, error)
-	if w, ok := b.st.(chat.EventWatcher); ok {
-		watch = w.WatchEvents
-	} else if w, ok := b.st.(chat.OutboxWatcher); ok {
-		watch = w.WatchOutbox
-	}
-	var wake <-chan struct{}
-	if watch != nil {
-		ch, err := watch(runCtx)
+	var wake <-chan struct{} // nil when w cannot signal: poll only
+	if b.w != nil {
+		ch, err := b.w.WatchEvents(runCtx)
 		if err != nil {
 			cancel()
 			return nil, err

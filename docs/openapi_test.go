@@ -150,9 +150,10 @@ func newFixture(t *testing.T, open func(t *testing.T) chat.Store) *fixture {
 	ctx := context.Background()
 	st := open(t)
 	t.Cleanup(func() { st.Close() })
-	disp := webhook.New(st, webhook.Config{AllowPrivate: true, Schedule: []time.Duration{0, time.Millisecond}})
-	svc, err := chat.New(ctx, st, chat.Config{OnCommit: disp.Wake})
+	var disp *webhook.Dispatcher
+	svc, err := chat.New(ctx, st, chat.Config{OnCommit: func() { disp.Wake() }})
 	require.NoError(t, err)
+	disp = webhook.New(svc, st, webhook.Config{AllowPrivate: true, Schedule: []time.Duration{0, time.Millisecond}})
 	require.NoError(t, disp.Start(ctx))
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

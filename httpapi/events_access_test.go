@@ -82,11 +82,8 @@ func (p *process) userToken(t *testing.T, userID string, ttl time.Duration) stri
 // lastID returns the id of the log's last event.
 func (p *process) lastID(t *testing.T) int64 {
 	t.Helper()
-	var id int64
-	require.NoError(t, p.svc.Store().View(context.Background(), func(tx chat.Tx) (err error) {
-		id, err = tx.LastEventID(context.Background())
-		return err
-	}))
+	id, err := p.svc.LastEventID(context.Background())
+	require.NoError(t, err)
 	return id
 }
 

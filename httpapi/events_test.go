@@ -159,8 +159,8 @@ func TestEventsSSE(t *testing.T) {
 	t.Parallel()
 	f := newStreamFixture(t, stream.Config{})
 	f.post(t, "one")
-	var first int64
-	require.NoError(t, f.svc.Store().View(context.Background(), func(tx chat.Tx) (err error) { first, err = tx.LastEventID(context.Background()); return }))
+	first, err := f.svc.LastEventID(context.Background())
+	require.NoError(t, err)
 	f.post(t, "two")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -103,10 +103,7 @@ func (h *Hub) IssueTicket(ctx context.Context, c Caller) (string, time.Time, err
 	case !c.Admin:
 		tk.TokenIssuedAt = &now
 	}
-	err := h.svc.Store().Update(ctx, func(tx chat.Tx) error {
-		return tx.PutTicket(ctx, tk)
-	})
-	if err != nil {
+	if err := h.svc.SaveStreamTicket(ctx, tk); err != nil {
 		return "", time.Time{}, err
 	}
 	return t, exp.Time, nil
@@ -122,42 +119,15 @@ func (h *Hub) RedeemTicket(ctx context.Context, t string) (c Caller, ok bool, er
 	if t == "" || len(t) > 128 {
 		return Caller{}, false, nil
 	}
-	var tk *chat.StreamTicket
-	var invalid error // the access's: the ticket is spent all the same
-	now := h.svc.Now().Time
-	err = h.svc.Store().Update(ctx, func(tx chat.Tx) (err error) {
-		if tk, err = tx.TakeTicket(ctx, ticketHash(t)); err != nil {
-			return err
-		}
-		if a := ticketAccess(tk); a != nil && now.Before(tk.ExpiresAt.Time) {
-			invalid = a.Check(ctx, tx, now)
-		}
-		return nil
-	})
-	switch {
-	case chat.ErrorCode(err) == chat.CodeNotFound:
+	tk, err := h.svc.RedeemStreamTicket(ctx, ticketHash(t))
+	switch code := chat.ErrorCode(err); {
+	case err == nil:
+	case code == chat.CodeNotFound, code == chat.CodeUnauthorized:
 		return Caller{}, false, nil
-	case err != nil:
+	default:
 		return Caller{}, false, err
-	case !now.Before(tk.ExpiresAt.Time), chat.ErrorCode(invalid) == chat.CodeUnauthorized:
-		return Caller{}, false, nil
-	case invalid != nil:
-		return Caller{}, false, invalid
 	}
-	return Caller{UserID: tk.UserID, Admin: tk.Admin, Access: ticketAccess(tk)}, true, nil
-}
-
-// ticketAccess returns the access a ticket was issued under: an admin
-// account's, an end user's token, or nil for an admin ticket issued
-// without one.
-func ticketAccess(tk *chat.StreamTicket) *chat.Access {
-	if tk.Admin {
-		if len(tk.TokenHash) == 0 {
-			return nil
-		}
-		return &chat.Access{AdminName: tk.AdminName, TokenHash: tk.TokenHash}
-	}
-	return &chat.Access{UserID: tk.UserID, IssuedAt: tk.TokenIssuedAt, ExpiresAt: tk.TokenExpiresAt}
+	return Caller{UserID: tk.UserID, Admin: tk.Admin, Access: tk.Access()}, true, nil
 }
 
 // slotKey names whom Config.MaxStreamsPerCaller counts a stream against.

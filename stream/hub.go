@@ -81,7 +81,8 @@ type Config struct {
 	// told, and user.didChangePresence events are still delivered.
 	Presence PresenceTracker
 	// Broker brings the hub the events of every process (package
-	// broker). Default broker.InProcess over the Service's store, which
+	// broker). Default broker.InProcess over the Service (its
+	// WatchEvents passes on the store's signals), which
 	// reads the log when the store signals a commit (across processes
 	// with Postgres) and every PollInterval.
 	Broker broker.Broker
@@ -224,7 +225,7 @@ type Hub struct {
 	presq chan chat.EphemeralEvent // user.didChangePresence events to deliver
 }
 
-// New returns a hub over svc's store. It starts nothing: call Start.
+// New returns a hub over svc (its event log). It starts nothing: call Start.
 func New(svc *chat.Service, cfg Config) *Hub {
 	return &Hub{svc: svc, cfg: cfg.withDefaults(), live: subSet{}, all: subSet{},
 		byChannel: bySet{}, byUser: bySet{}, byAdmin: bySet{},
@@ -235,14 +236,14 @@ func New(svc *chat.Service, cfg Config) *Hub {
 // (Config.Broker), and the retention job. Subscriptions made before
 // Start fail.
 func (h *Hub) Start(ctx context.Context) error {
-	var last int64
-	if err := h.svc.Store().View(ctx, func(tx chat.Tx) (err error) { last, err = tx.LastEventID(ctx); return }); err != nil {
+	last, err := h.svc.LastEventID(ctx)
+	if err != nil {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	b := h.cfg.Broker
 	if b == nil {
-		b = broker.InProcess(h.svc.Store(), h.cfg.PollInterval)
+		b = broker.InProcess(h.svc, h.cfg.PollInterval)
 	}
 	feed, err := b.Follow(runCtx)
 	if err != nil {
@@ -413,8 +414,8 @@ func (h *Hub) note(ctx context.Context, n broker.Note) {
 // reset ends every live subscription as too slow (their clients resume
 // from the log) and moves the hub's position to the log's last id.
 func (h *Hub) reset(ctx context.Context) {
-	var last int64
-	if err := h.svc.Store().View(ctx, func(tx chat.Tx) (err error) { last, err = tx.LastEventID(ctx); return }); err != nil {
+	last, err := h.svc.LastEventID(ctx)
+	if err != nil {
 		if ctx.Err() == nil {
 			h.cfg.Logger.Warn("stream: reading the event log", "err", err)
 		}
@@ -720,11 +721,7 @@ func (h *Hub) index(s *Subscription, add bool) {
 }
 
 func (h *Hub) read(ctx context.Context, after int64, limit int) (es []*chat.Event, err error) {
-	err = h.svc.Store().View(ctx, func(tx chat.Tx) error {
-		es, err = tx.ReadEvents(ctx, after, limit)
-		return err
-	})
-	return es, err
+	return h.svc.ReadEvents(ctx, after, limit)
 }
 
 // retentionBatch bounds one delete of the retention job.
@@ -750,11 +747,7 @@ func (h *Hub) retain(ctx context.Context) {
 func (h *Hub) deleteOld(ctx context.Context) {
 	cut := h.svc.Now().Add(-h.cfg.EventRetention)
 	for ctx.Err() == nil {
-		var n int
-		err := h.svc.Store().Update(ctx, func(tx chat.Tx) (err error) {
-			n, err = tx.DeleteEventsBefore(ctx, cut, retentionBatch)
-			return err
-		})
+		n, err := h.svc.DeleteEventsBefore(ctx, cut, retentionBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				h.cfg.Logger.Warn("stream: deleting old events", "err", err)
@@ -768,11 +761,7 @@ func (h *Hub) deleteOld(ctx context.Context) {
 	// Expired tickets, likewise.
 	now := h.svc.Now().Time
 	for ctx.Err() == nil {
-		var n int
-		err := h.svc.Store().Update(ctx, func(tx chat.Tx) (err error) {
-			n, err = tx.DeleteTicketsBefore(ctx, now, retentionBatch)
-			return err
-		})
+		n, err := h.svc.DeleteStreamTicketsBefore(ctx, now, retentionBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				h.cfg.Logger.Warn("stream: deleting expired tickets", "err", err)
@@ -849,33 +838,18 @@ func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func
 			s.chans[c] = true
 		}
 	}
-	var last int64
-	if err := h.svc.Store().View(ctx, func(tx chat.Tx) error {
-		var err error
-		if last, err = tx.LastEventID(ctx); err != nil {
-			return err
-		}
-		// The access is checked after the log's position is read (and
-		// in the same snapshot): a revocation it does not see has a
-		// greater event id, which the subscription receives.
-		if f.Access != nil {
-			if err := f.Access.Check(ctx, tx, h.svc.Now().Time); err != nil {
-				return err
-			}
-		}
-		if after != nil && *after > 0 && *after <= last {
-			es, err := tx.ReadEvents(ctx, *after-1, 1)
-			if err != nil {
-				return err
-			}
-			s.Resumed = len(es) == 1 && es[0].ID == *after
-		}
-		if !f.Admin {
-			return s.loadMembership(ctx, tx)
-		}
-		return nil
-	}); err != nil {
+	var from int64
+	if after != nil {
+		from = *after
+	}
+	st, err := h.svc.OpenStream(ctx, f.UserID, f.Admin, f.Access, from)
+	if err != nil {
 		return nil, err
+	}
+	last := st.LastEventID
+	s.Resumed = st.Resumed
+	if !f.Admin {
+		s.loadMembership(st)
 	}
 	if after != nil && (*after < 0 || *after > last) {
 		return nil, chat.Errorf(chat.CodeBadRequest, "after: %d is not an event id", *after)
@@ -1029,40 +1003,15 @@ func (s *Subscription) enqueueWait(f *Frame) bool {
 	return true
 }
 
-// loadMembership reads the channels where the user is a member. A
-// globally banned user gets no stream (CodeGlobalBanned), whatever
-// brought it here (a ticket issued before the ban).
-func (s *Subscription) loadMembership(ctx context.Context, tx chat.Tx) error {
-	u, err := tx.GetUser(ctx, s.f.UserID)
-	switch {
-	case chat.ErrorCode(err) == chat.CodeNotFound:
-	case err != nil:
-		return err
-	case u.IsGlobalBan:
-		return chat.Errorf(chat.CodeGlobalBanned, "user %q is globally banned", s.f.UserID)
+// loadMembership takes the user's blocks and member channels from the
+// stream's start.
+func (s *Subscription) loadMembership(st *chat.StreamStart) {
+	for _, b := range st.Blocked {
+		s.block(chat.EventUserDidBlock, b)
 	}
-	bs, err := tx.ListBlocks(ctx, s.f.UserID)
-	if err != nil {
-		return err
-	}
-	for _, b := range bs {
-		s.block(chat.EventUserDidBlock, b.BlockedID)
-	}
-	s.members = map[string]bool{}
-	var cur *chat.ChannelCursor
-	for {
-		cs, err := tx.QueryChannels(ctx, chat.ChannelFilter{MemberOf: s.f.UserID, After: cur, Limit: 500})
-		if err != nil {
-			return err
-		}
-		for _, c := range cs {
-			s.members[c.ChannelID] = true
-		}
-		if len(cs) < 500 {
-			return nil
-		}
-		l := cs[len(cs)-1]
-		cur = &chat.ChannelCursor{CreatedAt: l.CreatedAt.Time, ChannelID: l.ChannelID}
+	s.members = make(map[string]bool, len(st.Channels))
+	for _, c := range st.Channels {
+		s.members[c] = true
 	}
 }
 

@@ -99,24 +99,5 @@ func (h *Hub) offerPresence(s *Subscription, ev chat.EphemeralEvent, f *Frame) {
 // memberChannels returns the ids of the channels where the user is a
 // member.
 func (h *Hub) memberChannels(ctx context.Context, userID string) ([]string, error) {
-	var out []string
-	err := h.svc.Store().View(ctx, func(tx chat.Tx) error {
-		out = out[:0]
-		var cur *chat.ChannelCursor
-		for {
-			cs, err := tx.QueryChannels(ctx, chat.ChannelFilter{MemberOf: userID, After: cur, Limit: 500})
-			if err != nil {
-				return err
-			}
-			for _, c := range cs {
-				out = append(out, c.ChannelID)
-			}
-			if len(cs) < 500 {
-				return nil
-			}
-			l := cs[len(cs)-1]
-			cur = &chat.ChannelCursor{CreatedAt: l.CreatedAt.Time, ChannelID: l.ChannelID}
-		}
-	})
-	return out, err
+	return h.svc.MemberChannelIDs(ctx, userID)
 }

@@ -84,7 +84,7 @@ func TestResumeMembershipAtEventTime(t *testing.T) {
 
 func lastID(t *testing.T, e *env) int64 {
 	t.Helper()
-	var last int64
-	require.NoError(t, e.svc.Store().View(e.ctx, func(tx chat.Tx) (err error) { last, err = tx.LastEventID(e.ctx); return }))
+	last, err := e.svc.LastEventID(e.ctx)
+	require.NoError(t, err)
 	return last
 }

@@ -127,8 +127,8 @@ func writerWakeups(t *testing.T) {
 	post := func() int64 {
 		_, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("x")})
 		require.NoError(t, err)
-		var last int64
-		require.NoError(t, e.svc.Store().View(e.ctx, func(tx chat.Tx) (err error) { last, err = tx.LastEventID(e.ctx); return }))
+		last, err := e.svc.LastEventID(e.ctx)
+		require.NoError(t, err)
 		return last
 	}
 

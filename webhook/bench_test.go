@@ -131,7 +131,7 @@ func latencies(tb testing.TB, s chat.Store, n int, pause time.Duration, cfg Conf
 	}))
 	tb.Cleanup(srv.Close)
 	hook := createHook(tb, s, srv.URL, "k")
-	d := New(s, cfg)
+	d := newDispatcher(tb, s, cfg)
 	require.NoError(tb, d.Start(context.Background()))
 	defer func() { require.NoError(tb, d.Stop(context.Background())) }()
 	_, watches := s.(chat.OutboxWatcher)

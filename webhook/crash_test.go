@@ -99,7 +99,7 @@ func crashChild(t *testing.T, path string) {
 	hook := createHook(t, s, os.Getenv(crashURLEnv), os.Getenv(crashSecretEnv))
 	ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, crashEvents))
 	fmt.Println("committed", strings.Join(ids, " "))
-	d := New(s, testConfig(func(c *Config) {
+	d := newDispatcher(t, s, testConfig(func(c *Config) {
 		c.Timeout = 500 * time.Millisecond
 		c.Lease = time.Second
 		c.Schedule = []time.Duration{0, time.Second, time.Second, time.Second}

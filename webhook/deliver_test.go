@@ -34,7 +34,7 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestRetryDelay(t *testing.T) {
 	t.Parallel()
-	d := New(nil, Config{})
+	d := New(nil, nil, Config{})
 	// Attempt n failed: the delay is Schedule[n] ±10 %.
 	for n, want := range DefaultSchedule[1:] {
 		for range 50 {
@@ -54,7 +54,7 @@ func TestRetryDelay(t *testing.T) {
 	got, _ = d.retryDelay(1, 48*time.Hour)
 	require.Equal(t, time.Hour, got)
 
-	exact := New(nil, Config{Schedule: []time.Duration{0, time.Millisecond, 2 * time.Millisecond}, Jitter: -1})
+	exact := New(nil, nil, Config{Schedule: []time.Duration{0, time.Millisecond, 2 * time.Millisecond}, Jitter: -1})
 	got, _ = exact.retryDelay(1, 0)
 	require.Equal(t, time.Millisecond, got)
 	got, _ = exact.retryDelay(2, 0)

@@ -22,6 +22,7 @@ import (
 // once. Create it with New, then Start and Stop it. It is safe for
 // concurrent use.
 type Dispatcher struct {
+	svc    *chat.Service
 	store  chat.Store
 	cfg    Config
 	client *http.Client
@@ -83,11 +84,15 @@ type result struct {
 	abandon bool   // hard stop: record nothing, the lease will expire
 }
 
-// New returns a Dispatcher over store. It starts no goroutines; call Start.
-// Zero fields of cfg take their defaults (see Config).
-func New(store chat.Store, cfg Config) *Dispatcher {
+// New returns a Dispatcher over store, the store of svc (or a wrapper of
+// it): it claims and records deliveries in store, and disables a webhook
+// whose receiver answered 410 Gone through svc (Service.DisableWebhook,
+// audited). It starts no goroutines; call Start. Zero fields of cfg take
+// their defaults (see Config).
+func New(svc *chat.Service, store chat.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	d := &Dispatcher{
+		svc:     svc,
 		store:   store,
 		cfg:     cfg,
 		client:  cfg.HTTPClient,
@@ -122,6 +127,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	defer d.mu.Unlock()
 	if d.store == nil {
 		return errors.New("webhook: nil store")
+	}
+	if d.svc == nil {
+		return errors.New("webhook: nil Service")
 	}
 	if d.state != stateNew {
 		return errors.New("webhook: dispatcher already started or stopped")
@@ -188,8 +196,11 @@ func (d *Dispatcher) InFlight() int { return int(d.inflight.Load()) }
 
 // Wake makes the dispatcher look for due deliveries now. The Service's
 // Config.OnCommit fits it when the store cannot signal commits. It never
-// blocks.
+// blocks; on a nil Dispatcher (one not yet made) it does nothing.
 func (d *Dispatcher) Wake() {
+	if d == nil {
+		return
+	}
 	select {
 	case d.wake <- struct{}{}:
 	default:
@@ -536,17 +547,15 @@ func (d *Dispatcher) finish(ctx context.Context, batch []*result) {
 	if len(live) == 0 || ctx.Err() != nil {
 		return
 	}
+	for _, r := range live {
+		d.disableHook(ctx, r)
+	}
 	var lost []error
 	fs := make([]chat.DeliveryFinish, len(live))
 	for i, r := range live {
 		fs[i] = chat.DeliveryFinish{Attempt: &r.attempt, State: r.state, NextAttemptAt: r.next}
 	}
 	err := d.store.Update(chat.WithOperation(ctx, OpFinish), func(tx chat.Tx) error {
-		for _, r := range live {
-			if err := d.disableHook(ctx, tx, r); err != nil {
-				return err
-			}
-		}
 		// One statement for the whole batch where the store can.
 		var err error
 		lost, err = chat.FinishDeliveries(ctx, tx, d.cfg.Owner, fs)
@@ -586,32 +595,24 @@ func leaseLost(err error) bool {
 	return c == chat.CodeConflict || c == chat.CodeNotFound
 }
 
-// finishOne records one attempt (and disables the webhook on 410).
+// finishOne records one attempt.
 func (d *Dispatcher) finishOne(ctx context.Context, tx chat.Tx, r *result) error {
-	if err := d.disableHook(ctx, tx, r); err != nil {
-		return err
-	}
 	return tx.FinishDelivery(ctx, d.cfg.Owner, &r.attempt, r.state, r.next)
 }
 
-// disableHook disables the webhook of a result that asks for it (410).
-func (d *Dispatcher) disableHook(ctx context.Context, tx chat.Tx, r *result) error {
-	if r.disable != "" {
-		w, err := tx.GetWebhook(ctx, r.d.WebhookID)
-		switch {
-		case chat.ErrorCode(err) == chat.CodeNotFound:
-		case err != nil:
-			return err
-		case !w.IsDisabled:
-			w.IsDisabled = true
-			w.DisabledReason = r.disable
-			w.UpdatedAt = chat.NewTime(d.cfg.Now())
-			if err := tx.UpdateWebhook(ctx, w); err != nil && chat.ErrorCode(err) != chat.CodeNotFound {
-				return err
-			}
-		}
+// disableHook disables the webhook of a result that asks for it (410),
+// through the Service, before the attempt is recorded. A webhook deleted
+// meanwhile is left alone; a failure is logged (the receiver's next 410
+// disables it).
+func (d *Dispatcher) disableHook(ctx context.Context, r *result) {
+	if r.disable == "" {
+		return
 	}
-	return nil
+	err := d.svc.DisableWebhook(ctx, r.d.WebhookID, r.disable)
+	if err != nil && chat.ErrorCode(err) != chat.CodeNotFound {
+		d.log.Warn("webhook: cannot disable the webhook", "webhookId", r.d.WebhookID, "reason", r.disable, "err", err)
+		r.disable = ""
+	}
 }
 
 // recorded logs a recorded attempt and remembers its retry time.

@@ -288,11 +288,19 @@ func codes(as []*chat.DeliveryAttempt) []int {
 	return out
 }
 
-// 410 Gone disables the webhook; the delivery fails, and no later delivery
-// is POSTed to it.
+// 410 Gone disables the webhook, with a webhook.disable audit entry by the
+// server; the delivery fails, and no later delivery is POSTed to it.
 func TestGoneDisablesWebhook(t *testing.T) {
 	t.Parallel()
-	s := memoryBackend.open(t)
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			goneDisablesWebhook(t, b.open(t))
+		})
+	}
+}
+
+func goneDisablesWebhook(t *testing.T, s chat.Store) {
 	rc := newReceiver(t, "k", func(w http.ResponseWriter, r *http.Request, _ string, _ int) bool {
 		http.Error(w, "gone", http.StatusGone)
 		return true
@@ -315,6 +323,16 @@ func TestGoneDisablesWebhook(t *testing.T) {
 	}))
 	require.True(t, w.IsDisabled)
 	require.Contains(t, w.DisabledReason, "410")
+	var es []*chat.AuditEntry
+	require.NoError(t, s.View(context.Background(), func(tx chat.Tx) (err error) {
+		es, err = tx.QueryAudit(context.Background(), chat.AuditFilter{TargetID: hook.WebhookID, Limit: 10})
+		return err
+	}))
+	require.Len(t, es, 1, "one entry: the webhook was disabled once")
+	require.Equal(t, chat.AuditWebhookDisable, es[0].Action)
+	require.Equal(t, chat.AuditTargetWebhook, es[0].TargetType)
+	require.Empty(t, es[0].ActorID, "the server's own action")
+	require.Equal(t, w.DisabledReason, es[0].Details["reason"])
 
 	// Later deliveries fail without a request.
 	more := enqueue(t, s, newDeliveries(t, hook.WebhookID, 2))
@@ -466,7 +484,7 @@ func TestStopWaitsForInFlight(t *testing.T) {
 		return false
 	})
 	hook := createHook(t, s, rc.URL, "k")
-	d := New(s, testConfig(func(c *Config) { c.Timeout, c.Lease = patience, 2*patience }))
+	d := newDispatcher(t, s, testConfig(func(c *Config) { c.Timeout, c.Lease = patience, 2*patience }))
 	require.NoError(t, d.Start(context.Background()))
 	require.Error(t, d.Start(context.Background()), "Start twice")
 	ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 2))
@@ -493,7 +511,7 @@ func TestStopWaitsForInFlight(t *testing.T) {
 	<-d.Done()
 	require.Error(t, d.Start(context.Background()), "no restart")
 
-	never := New(s, testConfig())
+	never := newDispatcher(t, s, testConfig())
 	require.NoError(t, never.Stop(context.Background()), "Stop before Start")
 	require.Error(t, never.Start(context.Background()))
 }
@@ -517,7 +535,7 @@ func TestHardStopLeavesLease(t *testing.T) {
 	})
 	hook := createHook(t, s, rc.URL, "k")
 	cfg := testConfig(func(c *Config) { c.Timeout = 5 * time.Second; c.Lease = 6 * time.Second })
-	a := New(s, cfg)
+	a := newDispatcher(t, s, cfg)
 	require.NoError(t, a.Start(context.Background()))
 	ids := enqueue(t, s, newDeliveries(t, hook.WebhookID, 1))
 	<-entered

@@ -84,10 +84,11 @@ func ExampleSign() {
 	// true
 }
 
-// A Dispatcher delivers the events the Service commits. Create it first, so
-// that its Wake can be the Service's OnCommit hook (stores that signal
-// commits themselves, like the memory and Postgres stores, do not need it),
-// then Start it, and Stop it on shutdown to let deliveries in flight finish.
+// A Dispatcher delivers the events the Service commits, over the
+// Service's store. Its Wake can be the Service's OnCommit hook (stores that
+// signal commits themselves, like the memory and Postgres stores, do not
+// need it; Wake on a Dispatcher not yet made does nothing). Start it, and
+// Stop it on shutdown to let deliveries in flight finish.
 func ExampleNew() {
 	ctx := context.Background()
 	store := memory.New()
@@ -100,15 +101,16 @@ func ExampleNew() {
 	defer recv.Close()
 	recvURL := "http://" + recv.Listener.Addr().String() + "/chat-events"
 
-	d := webhook.New(store, webhook.Config{AllowPrivate: true})
+	var d *webhook.Dispatcher
 	svc, err := chat.New(ctx, store, chat.Config{
-		OnCommit:        d.Wake,
+		OnCommit:        func() { d.Wake() },
 		WebhookURLCheck: func(u string) error { return webhook.CheckURL(u, true) },
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	d = webhook.New(svc, store, webhook.Config{AllowPrivate: true})
 	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
 	if err != nil {
 		fmt.Println(err)

@@ -81,10 +81,18 @@ func testConfig(mod ...func(*Config)) Config {
 	return c
 }
 
+// newDispatcher returns a dispatcher over s, with a Service over s.
+func newDispatcher(tb testing.TB, s chat.Store, cfg Config) *Dispatcher {
+	tb.Helper()
+	svc, err := chat.New(context.Background(), s, chat.Config{Logger: testLogger()})
+	require.NoError(tb, err)
+	return New(svc, s, cfg)
+}
+
 // start starts a dispatcher and stops it at cleanup.
 func start(t testing.TB, s chat.Store, cfg Config) *Dispatcher {
 	t.Helper()
-	d := New(s, cfg)
+	d := newDispatcher(t, s, cfg)
 	require.NoError(t, d.Start(context.Background()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)

@@ -214,7 +214,7 @@ func BenchmarkBesideHanging(b *testing.B) {
 				if mode == "limit=workers" {
 					cfg.Workers, cfg.PerWebhook = 32, 32
 				}
-				d := New(s, cfg)
+				d := newDispatcher(b, s, cfg)
 				require.NoError(b, d.Start(context.Background()))
 				_, watches := s.(chat.OutboxWatcher)
 				b.ResetTimer()

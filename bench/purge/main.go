@@ -103,7 +103,7 @@ func run() error {
 	if _, _, err := svc.CreateAdmin(ctx, "bench", "bench"); err != nil {
 		return err
 	}
-	if err := seed(ctx, svc, "spammer", "s", o); err != nil {
+	if err := seed(ctx, svc, ts, "spammer", "s", o); err != nil {
 		return err
 	}
 	if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: "quiet", Type: chat.ChannelTypeStandard, UserIDs: []string{"bystander"}}); err != nil {
@@ -143,7 +143,7 @@ func run() error {
 	fmt.Printf("concurrent create, during the purge:   %s\n", summary(during))
 
 	if o.compare {
-		if err := seed(ctx, svc, "spammer2", "t", o); err != nil {
+		if err := seed(ctx, svc, ts, "spammer2", "t", o); err != nil {
 			return err
 		}
 		ts.mu.Lock()
@@ -167,7 +167,7 @@ func run() error {
 
 // seed stores o.messages messages of userID spread over o.channels new
 // channels (ids prefixed with prefix), 2,000 per transaction.
-func seed(ctx context.Context, svc *chat.Service, userID, prefix string, o options) error {
+func seed(ctx context.Context, svc *chat.Service, st chat.Store, userID, prefix string, o options) error {
 	var ids []string
 	for i := range o.channels {
 		id := fmt.Sprintf("%s%03d", prefix, i)
@@ -180,7 +180,7 @@ func seed(ctx context.Context, svc *chat.Service, userID, prefix string, o optio
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for done := 0; done < o.messages; done += per {
 		n := min(per, o.messages-done)
-		err := svc.Store().Update(ctx, func(tx chat.Tx) error {
+		err := st.Update(ctx, func(tx chat.Tx) error {
 			for i := range n {
 				k := done + i
 				at := chat.NewTime(t0.Add(time.Duration(k) * time.Millisecond))

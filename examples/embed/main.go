@@ -31,16 +31,17 @@ func main() {
 	}
 	defer st.Close()
 
-	// The dispatcher delivers the events the Service writes to the outbox;
-	// the store wakes it when deliveries are committed (chat.DeliveryWatcher).
-	// A store that cannot would need OnCommit: hooks.Wake in chat.Config.
-	hooks := webhook.New(st, webhook.Config{})
 	svc, err := chat.New(ctx, st, chat.Config{
 		WebhookURLCheck: func(u string) error { return webhook.CheckURL(u, false) },
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
+	// The dispatcher delivers the events the Service writes to the outbox;
+	// the store wakes it when deliveries are committed (chat.DeliveryWatcher).
+	// A store that cannot would need OnCommit: func() { hooks.Wake() } in
+	// chat.Config, with hooks declared before.
+	hooks := webhook.New(svc, st, webhook.Config{})
 	if err := hooks.Start(ctx); err != nil {
 		log.Fatal(err)
 	}

@@ -167,12 +167,6 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	// relay (chat.EphemeralBroker) through.
 	timed := m.timeStore(st)
 	m.reportBacklog(timed)
-	disp = webhook.New(timed, webhook.Config{
-		AllowPrivate:    allowPrivate,
-		SignatureHeader: cfg.webhookHeader,
-		Logger:          log,
-		OnRecorded:      func(state string) { m.webhooks.WithLabelValues(state).Inc() },
-	})
 	var userSecret []byte
 	if cfg.userTokenSecret != "" {
 		userSecret = []byte(cfg.userTokenSecret)
@@ -181,7 +175,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	// OnCommit would wake it a second time for each (a second claim).
 	var onCommit func()
 	if _, signals := timed.(chat.DeliveryWatcher); !signals {
-		onCommit = disp.Wake
+		onCommit = func() { disp.Wake() } // made below, over the Service
 	}
 	var preSend chat.PreSendHook
 	if cfg.preSendURL != "" {
@@ -224,6 +218,14 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	if err != nil {
 		return fmt.Errorf("starting the chat service: %w", err)
 	}
+	// The dispatcher claims and records deliveries in the timed store, and
+	// disables a webhook whose receiver is gone through the Service.
+	disp = webhook.New(svc, timed, webhook.Config{
+		AllowPrivate:    allowPrivate,
+		SignatureHeader: cfg.webhookHeader,
+		Logger:          log,
+		OnRecorded:      func(state string) { m.webhooks.WithLabelValues(state).Inc() },
+	})
 
 	senders, err := pushSenders(cfg, svc, log)
 	if err != nil {

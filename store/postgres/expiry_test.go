@@ -34,12 +34,14 @@ func TestMuteExpiryTwoProcesses(t *testing.T) {
 	ctx := ctxT(t)
 	clk := &sharedClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	var svcs []*chat.Service
+	var stores []chat.Store
 	for range 2 {
-		svc, err := chat.New(ctx, openStore(t, schema), chat.Config{Now: clk.Now})
+		st := openStore(t, schema)
+		svc, err := chat.New(ctx, st, chat.Config{Now: clk.Now})
 		require.NoError(t, err)
-		svcs = append(svcs, svc)
+		svcs, stores = append(svcs, svc), append(stores, st)
 	}
-	st := svcs[0].Store()
+	st := stores[0]
 	a, _, err := svcs[0].CreateAdmin(ctx, "root", "admin")
 	require.NoError(t, err)
 
