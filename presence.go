@@ -382,85 +382,112 @@ func (p *Presence) Sync(ctx context.Context) error {
 	}
 	clear(p.dirty)
 	p.mu.Unlock()
-	users := make([]string, 0, len(want))
-	for u := range want {
-		users = append(users, u)
-	}
-	slices.Sort(users)
-	for i, u := range users {
-		if want[u] == p.stored[u] {
+	var opens, closes []string
+	for u, on := range want {
+		if on == p.stored[u] {
 			continue
 		}
-		var err error
-		if want[u] {
-			err = p.open(ctx, u)
+		if on {
+			opens = append(opens, u)
 		} else {
-			err = p.close(ctx, u)
+			closes = append(closes, u)
+		}
+	}
+	slices.Sort(opens)
+	slices.Sort(closes)
+	// Written presenceBatch users to a transaction: a burst of streams
+	// (a restart's reconnects) costs a commit per batch, not per user.
+	for len(opens)+len(closes) > 0 {
+		var err error
+		if len(opens) > 0 {
+			b := opens[:min(len(opens), presenceBatch)]
+			if err = p.open(ctx, b); err == nil {
+				for _, u := range b {
+					p.stored[u] = true
+				}
+				opens = opens[len(b):]
+			}
+		} else {
+			b := closes[:min(len(closes), presenceBatch)]
+			if err = p.close(ctx, b); err == nil {
+				for _, u := range b {
+					delete(p.stored, u)
+				}
+				closes = closes[len(b):]
+			}
 		}
 		if err != nil {
 			// Tried again at the next sync, with what is wanted then.
 			p.mu.Lock()
-			for _, v := range users[i:] {
+			for _, v := range opens {
+				p.dirty[v] = struct{}{}
+			}
+			for _, v := range closes {
 				p.dirty[v] = struct{}{}
 			}
 			p.mu.Unlock()
 			return err
 		}
-		if want[u] {
-			p.stored[u] = true
-		} else {
-			delete(p.stored, u)
-		}
 	}
 	return nil
 }
 
-// errNoUser rolls back the transaction of open for a user that does not
-// exist: there is nothing to show online.
-var errNoUser = errors.New("chat: no such user")
-
-// open records a stream of u on this process and, when u was offline,
-// brings it online and announces it. Like close and dropProcess, it
-// writes the stream rows before it takes the user's row, so that
-// transactions on one user's presence wait for each other in one order.
-func (p *Presence) open(ctx context.Context, u string) error {
+// open records a stream on this process of each of us (ascending) and
+// brings online, and announces, those that were offline. Like close and
+// dropProcess, it writes the stream rows before it takes the users' rows
+// (in ascending order), so that transactions on one user's presence wait
+// for each other in one order. A user that does not exist gets no row.
+func (p *Presence) open(ctx context.Context, us []string) error {
 	now := NewTime(p.svc.now())
-	var st *PresenceState
-	var changed bool
+	var changed []*PresenceState
 	err := p.update(ctx, "presence.open", func(tx Tx) error {
-		if err := tx.AddPresenceStream(ctx, p.id, u); err != nil {
-			return err
+		changed = changed[:0]
+		for _, u := range us {
+			if err := tx.AddPresenceStream(ctx, p.id, u); err != nil {
+				return err
+			}
 		}
-		s, err := tx.LockPresence(ctx, u)
-		if ErrorCode(err) == CodeNotFound {
-			return errNoUser
+		for _, u := range us {
+			s, err := tx.LockPresence(ctx, u)
+			if ErrorCode(err) == CodeNotFound {
+				if err := tx.RemovePresenceStream(ctx, p.id, u); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			was := s.Online
+			s.Online, s.OfflineSince, s.LastActiveAt = true, nil, &now
+			if err := tx.SetPresence(ctx, s); err != nil {
+				return err
+			}
+			if !was {
+				changed = append(changed, s)
+			}
 		}
-		if err != nil {
-			return err
-		}
-		changed = !s.Online
-		s.Online, s.OfflineSince, s.LastActiveAt = true, nil, &now
-		st = s
-		return tx.SetPresence(ctx, s)
-	})
-	if errors.Is(err, errNoUser) {
 		return nil
-	}
-	if err == nil && changed {
-		p.announce(ctx, st)
+	})
+	if err == nil {
+		for _, s := range changed {
+			p.announce(ctx, s)
+		}
 	}
 	return err
 }
 
-// close removes the stream row of u on this process; when u has no other
-// stream on a live process, its grace period starts.
-func (p *Presence) close(ctx context.Context, u string) error {
+// close removes the stream rows of us (ascending) on this process; the
+// grace period of each left with no stream on a live process starts.
+func (p *Presence) close(ctx context.Context, us []string) error {
 	now := p.svc.now()
 	return p.update(ctx, "presence.close", func(tx Tx) error {
-		if err := tx.RemovePresenceStream(ctx, p.id, u); err != nil {
-			return err
+		for _, u := range us {
+			if err := tx.RemovePresenceStream(ctx, p.id, u); err != nil {
+				return err
+			}
 		}
-		return p.settle(ctx, tx, []string{u}, now, now)
+		return p.settle(ctx, tx, us, now, now)
 	})
 }
 
