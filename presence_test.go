@@ -3,6 +3,7 @@ package chat_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,4 +104,76 @@ func TestPresenceLostLease(t *testing.T) {
 		require.Equal(t, []string{"alice"}, live, "the row is back, under a live lease")
 		return err
 	}))
+}
+
+// countingStore counts the write transactions of each operation.
+type countingStore struct {
+	chat.Store
+	mu  sync.Mutex
+	ops map[string]int
+}
+
+func (c *countingStore) Update(ctx context.Context, fn func(chat.Tx) error) error {
+	c.mu.Lock()
+	c.ops[chat.Operation(ctx)]++
+	c.mu.Unlock()
+	return c.Store.Update(ctx, fn)
+}
+
+// TestPresenceWritesInBatches: a burst of first streams (a restart's
+// reconnects, here all opened before Start) is written 100 users to a
+// transaction; every user ends online, then, its streams closed, in its
+// grace period.
+func TestPresenceWritesInBatches(t *testing.T) {
+	ctx := context.Background()
+	st := &countingStore{Store: memory.New(), ops: map[string]int{}}
+	svc, err := chat.New(ctx, st, chat.Config{})
+	require.NoError(t, err)
+	ids := make([]string, 250)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("u%03d", i)
+	}
+	require.NoError(t, st.Update(ctx, func(tx chat.Tx) error {
+		_, err := tx.EnsureUsers(ctx, ids, time.Now())
+		return err
+	}))
+	p := chat.NewPresence(svc, chat.PresenceConfig{Grace: time.Hour})
+	for _, u := range append(ids, "nobody") {
+		p.Open(u)
+	}
+	require.NoError(t, p.Start(ctx))
+	defer func() { require.NoError(t, p.Stop(ctx)) }()
+	require.NoError(t, p.Sync(ctx))
+	st.mu.Lock()
+	require.Equal(t, 3, st.ops["presence.open"], "251 users in batches of 100")
+	st.mu.Unlock()
+	users, err := svc.Online(ctx, append(ids, "nobody"))
+	require.NoError(t, err)
+	for _, u := range ids {
+		require.True(t, users[u], u)
+	}
+	require.NoError(t, st.View(ctx, func(tx chat.Tx) error {
+		_, err := tx.GetUser(ctx, "nobody")
+		require.Equal(t, chat.CodeNotFound, chat.ErrorCode(err), "no user made for a stream")
+		return nil
+	}))
+	for _, u := range ids {
+		p.Close(u)
+	}
+	// The closes race with the background sync, which may take them in
+	// parts: only the end state is certain.
+	require.NoError(t, p.Sync(ctx))
+	require.NoError(t, st.View(ctx, func(tx chat.Tx) error {
+		for _, u := range ids {
+			usr, err := tx.GetUser(ctx, u)
+			require.NoError(t, err)
+			require.True(t, usr.Online, "online during the grace period")
+		}
+		return nil
+	}))
+	users, err = svc.Online(ctx, ids)
+	require.NoError(t, err)
+	for _, u := range ids {
+		require.False(t, users[u], u)
+	}
 }
