@@ -61,12 +61,15 @@ func TestOnlineReadsTheStore(t *testing.T) {
 
 // TestPresenceLostLease: a process whose lease expired while it ran (its
 // rows were deleted by another process) writes its users again at its
-// next renewal, and they stay online.
+// next renewal, and they stay online. The renewal waits for the test's
+// gate, so that the sweep always comes first, as it does when a process
+// loses the store for longer than its lease.
 func TestPresenceLostLease(t *testing.T) {
 	ctx := context.Background()
-	st := memory.New()
+	gate := &gatedStore{Store: memory.New(), op: "presence.renew", open: make(chan struct{})}
+	st := gate.Store
 	clk := &clock{t: time.Now()}
-	svc, err := chat.New(ctx, st, chat.Config{Now: clk.Now})
+	svc, err := chat.New(ctx, gate, chat.Config{Now: clk.Now})
 	require.NoError(t, err)
 	require.NoError(t, st.Update(ctx, func(tx chat.Tx) error {
 		_, err := tx.EnsureUsers(ctx, []string{"alice"}, clk.Now())
@@ -75,6 +78,7 @@ func TestPresenceLostLease(t *testing.T) {
 	p := chat.NewPresence(svc, chat.PresenceConfig{Grace: time.Hour, Lease: 300 * time.Millisecond})
 	require.NoError(t, p.Start(ctx))
 	defer func() { require.NoError(t, p.Stop(ctx)) }()
+	defer gate.release() // before Stop, which waits for a renewal in progress
 	sweeper := chat.NewPresence(svc, chat.PresenceConfig{Grace: time.Hour})
 	p.Open("alice")
 	require.NoError(t, p.Sync(ctx))
@@ -94,6 +98,7 @@ func TestPresenceLostLease(t *testing.T) {
 	require.NotNil(t, s.OfflineSince, "alice's grace period started: p's rows are gone")
 	// p's next renewal (its goroutine, every Lease/3) finds the lease
 	// lost and writes alice again.
+	gate.release()
 	require.Eventually(t, func() bool {
 		s := state()
 		m, err := svc.Online(ctx, []string{"alice"})
@@ -105,6 +110,27 @@ func TestPresenceLostLease(t *testing.T) {
 		return err
 	}))
 }
+
+// gatedStore holds the write transactions of one operation until release.
+type gatedStore struct {
+	chat.Store
+	op   string
+	open chan struct{}
+	once sync.Once
+}
+
+func (g *gatedStore) Update(ctx context.Context, fn func(chat.Tx) error) error {
+	if chat.Operation(ctx) == g.op {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Store.Update(ctx, fn)
+}
+
+func (g *gatedStore) release() { g.once.Do(func() { close(g.open) }) }
 
 // countingStore counts the write transactions of each operation.
 type countingStore struct {
