@@ -831,7 +831,7 @@ func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func
 	if a := f.Access; a != nil && (a.IsAdmin() != f.Admin || !f.Admin && a.UserID != f.UserID) {
 		return nil, chat.Errorf(chat.CodeBadRequest, "stream: the access is not the subscriber's")
 	}
-	s := &Subscription{h: h, f: f, ready: make(chan struct{}, 1), done: make(chan struct{}), notify: notify}
+	s := &Subscription{h: h, f: f, ready: make(chan struct{}, 1), done: make(chan struct{}), ctxDone: ctx.Done(), notify: notify}
 	if f.Admin && len(f.ChannelIDs) > 0 {
 		s.chans = map[string]bool{}
 		for _, c := range f.ChannelIDs {
@@ -932,9 +932,15 @@ type Subscription struct {
 	expiry    *time.Timer // ends the subscription at the Access's deadline
 	present   bool        // counted by Config.Presence until it ends
 	done      chan struct{}
-	once      sync.Once
-	err       error
-	space     chan struct{} // holds a signal after a frame was taken; made by a waiting replay
+	// ctxDone is the Done channel of the context the subscription was
+	// made with: done closes when it does (see Hub.subscribe), so Next
+	// given that context waits on done alone (one channel less to lock
+	// and queue on each wait, and no wait queue shared by every
+	// subscription made with the same context).
+	ctxDone <-chan struct{}
+	once    sync.Once
+	err     error
+	space   chan struct{} // holds a signal after a frame was taken; made by a waiting replay
 }
 
 // enqueue queues f unless the queue holds QueueSize frames already.
@@ -1399,6 +1405,10 @@ func (s *Subscription) Next(ctx context.Context) (Frame, error) {
 
 // next is Next with a ticker: pinged is true when tick fired first.
 func (s *Subscription) next(ctx context.Context, tick <-chan time.Time) (f Frame, pinged bool, err error) {
+	ctxDone := ctx.Done()
+	if ctxDone == s.ctxDone {
+		ctxDone = nil // its end closes done
+	}
 	for {
 		select {
 		case <-s.done:
@@ -1414,7 +1424,7 @@ func (s *Subscription) next(ctx context.Context, tick <-chan time.Time) (f Frame
 		case <-s.done:
 		case <-tick:
 			return Frame{}, true, nil
-		case <-ctx.Done():
+		case <-ctxDone:
 			return Frame{}, false, ctx.Err()
 		}
 	}
