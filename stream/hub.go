@@ -915,7 +915,7 @@ type Subscription struct {
 	// subscriber: read only.
 	qmu   sync.Mutex
 	queue []*Frame
-	ready chan struct{} // holds a signal after a frame was queued
+	ready chan struct{} // holds a signal after a frame was queued and after the end
 	// notify, when not nil, is called after a frame was queued and when
 	// the subscription ends (see Hub.subscribe).
 	notify func()
@@ -952,14 +952,19 @@ func (s *Subscription) enqueue(f *Frame) bool {
 	}
 	s.queue = append(s.queue, f)
 	s.qmu.Unlock()
-	select {
-	case s.ready <- struct{}{}:
-	default:
-	}
+	s.signal()
 	if s.notify != nil {
 		s.notify()
 	}
 	return true
+}
+
+// signal leaves a signal on ready unless one is there.
+func (s *Subscription) signal() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
 }
 
 // dequeue takes the oldest queued frame, if any.
@@ -1361,6 +1366,7 @@ func (s *Subscription) end(err error) {
 		}
 		s.err = err
 		close(s.done)
+		s.signal() // wakes a Next waiting on ready alone
 		if s.present {
 			s.h.cfg.Presence.Close(s.f.UserID)
 		}
@@ -1412,12 +1418,22 @@ func (s *Subscription) next(ctx context.Context, tick <-chan time.Time) (f Frame
 	for {
 		select {
 		case <-s.done:
+			// Pass on end's signal on ready, which this call may have
+			// taken, to any other call waiting on ready alone.
+			s.signal()
 			f, err = s.drain()
 			return f, false, err
 		default:
 		}
 		if f, ok := s.dequeue(); ok {
 			return *f, false, nil
+		}
+		if ctxDone == nil && tick == nil {
+			// Nothing else to wait for: a frame and the end both
+			// signal ready. A plain receive wakes cheaper than a
+			// select.
+			<-s.ready
+			continue
 		}
 		select {
 		case <-s.ready:

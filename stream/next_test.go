@@ -2,6 +2,8 @@ package stream_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +73,69 @@ func TestNextEndsWithItsContext(t *testing.T) {
 		e.post("alice", "c", "still live")
 		require.Equal(t, "still live", text(t, next(t, s)))
 	})
+}
+
+// TestNextWaitersEnd: every Next waiting on one subscription returns
+// when it ends, whichever context each waits with (the subscription's
+// own, whose waits take a plain receive, or another).
+func TestNextWaitersEnd(t *testing.T) {
+	e := newEnv(t, memory.New(), stream.Config{})
+	for _, end := range []string{"close", "cancel"} {
+		t.Run(end, func(t *testing.T) {
+			own, cancel := context.WithCancel(e.ctx)
+			defer cancel()
+			s, err := e.hub.Subscribe(own, stream.Filter{UserID: "alice"}, nil)
+			require.NoError(t, err)
+			other, cancelOther := context.WithCancel(context.Background())
+			defer cancelOther()
+			res := []<-chan error{nextAsync(s, own), nextAsync(s, own), nextAsync(s, own), nextAsync(s, other)}
+			// End it once all four wait: three on ready alone, one in
+			// a select.
+			waitParked(t, map[string]int{"[chan receive": 3, "[select": 1})
+			want := stream.ErrClosed
+			if end == "close" {
+				s.Close()
+			} else {
+				cancel()
+				want = context.Canceled
+			}
+			for _, r := range res {
+				require.ErrorIs(t, waitErr(t, r), want)
+			}
+		})
+	}
+}
+
+// waitParked waits until the goroutines started by nextAsync that are
+// blocked in Next number want[state] for each goroutine state, as the
+// runtime's goroutine dump reports them.
+func waitParked(t *testing.T, want map[string]int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		got := map[string]int{}
+		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+			if !strings.Contains(g, "stream_test.nextAsync") || !strings.Contains(g, "stream.(*Subscription).next") {
+				continue
+			}
+			for state := range want {
+				if strings.Contains(g, state) {
+					got[state]++
+				}
+			}
+		}
+		done := true
+		for state, n := range want {
+			done = done && got[state] >= n
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting in Next: %v, want %v", got, want)
+		}
+		runtime.Gosched()
+	}
 }
