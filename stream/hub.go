@@ -933,10 +933,10 @@ type Subscription struct {
 	present   bool        // counted by Config.Presence until it ends
 	done      chan struct{}
 	// ctxDone is the Done channel of the context the subscription was
-	// made with: done closes when it does (see Hub.subscribe), so Next
-	// given that context waits on done alone (one channel less to lock
-	// and queue on each wait, and no wait queue shared by every
-	// subscription made with the same context).
+	// made with: the subscription ends when it closes (see
+	// Hub.subscribe), so Next given that context does not wait on it
+	// (no wait queue shared by every subscription made with the same
+	// context) and, without a ticker, waits on ready alone.
 	ctxDone <-chan struct{}
 	once    sync.Once
 	err     error
