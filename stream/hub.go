@@ -831,7 +831,7 @@ func (h *Hub) subscribe(ctx context.Context, f Filter, after *int64, notify func
 	if a := f.Access; a != nil && (a.IsAdmin() != f.Admin || !f.Admin && a.UserID != f.UserID) {
 		return nil, chat.Errorf(chat.CodeBadRequest, "stream: the access is not the subscriber's")
 	}
-	s := &Subscription{h: h, f: f, ready: make(chan struct{}, 1), done: make(chan struct{}), notify: notify}
+	s := &Subscription{h: h, f: f, ready: make(chan struct{}, 1), done: make(chan struct{}), ctxDone: ctx.Done(), notify: notify}
 	if f.Admin && len(f.ChannelIDs) > 0 {
 		s.chans = map[string]bool{}
 		for _, c := range f.ChannelIDs {
@@ -915,7 +915,7 @@ type Subscription struct {
 	// subscriber: read only.
 	qmu   sync.Mutex
 	queue []*Frame
-	ready chan struct{} // holds a signal after a frame was queued
+	ready chan struct{} // holds a signal after a frame was queued and after the end
 	// notify, when not nil, is called after a frame was queued and when
 	// the subscription ends (see Hub.subscribe).
 	notify func()
@@ -932,9 +932,15 @@ type Subscription struct {
 	expiry    *time.Timer // ends the subscription at the Access's deadline
 	present   bool        // counted by Config.Presence until it ends
 	done      chan struct{}
-	once      sync.Once
-	err       error
-	space     chan struct{} // holds a signal after a frame was taken; made by a waiting replay
+	// ctxDone is the Done channel of the context the subscription was
+	// made with: the subscription ends when it closes (see
+	// Hub.subscribe), so Next given that context does not wait on it
+	// (no wait queue shared by every subscription made with the same
+	// context) and, without a ticker, waits on ready alone.
+	ctxDone <-chan struct{}
+	once    sync.Once
+	err     error
+	space   chan struct{} // holds a signal after a frame was taken; made by a waiting replay
 }
 
 // enqueue queues f unless the queue holds QueueSize frames already.
@@ -946,14 +952,19 @@ func (s *Subscription) enqueue(f *Frame) bool {
 	}
 	s.queue = append(s.queue, f)
 	s.qmu.Unlock()
-	select {
-	case s.ready <- struct{}{}:
-	default:
-	}
+	s.signal()
 	if s.notify != nil {
 		s.notify()
 	}
 	return true
+}
+
+// signal leaves a signal on ready unless one is there.
+func (s *Subscription) signal() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
 }
 
 // dequeue takes the oldest queued frame, if any.
@@ -1355,6 +1366,7 @@ func (s *Subscription) end(err error) {
 		}
 		s.err = err
 		close(s.done)
+		s.signal() // wakes a Next waiting on ready alone
 		if s.present {
 			s.h.cfg.Presence.Close(s.f.UserID)
 		}
@@ -1399,9 +1411,16 @@ func (s *Subscription) Next(ctx context.Context) (Frame, error) {
 
 // next is Next with a ticker: pinged is true when tick fired first.
 func (s *Subscription) next(ctx context.Context, tick <-chan time.Time) (f Frame, pinged bool, err error) {
+	ctxDone := ctx.Done()
+	if ctxDone == s.ctxDone {
+		ctxDone = nil // its end closes done
+	}
 	for {
 		select {
 		case <-s.done:
+			// Pass on end's signal on ready, which this call may have
+			// taken, to any other call waiting on ready alone.
+			s.signal()
 			f, err = s.drain()
 			return f, false, err
 		default:
@@ -1409,12 +1428,19 @@ func (s *Subscription) next(ctx context.Context, tick <-chan time.Time) (f Frame
 		if f, ok := s.dequeue(); ok {
 			return *f, false, nil
 		}
+		if ctxDone == nil && tick == nil {
+			// Nothing else to wait for: a frame and the end both
+			// signal ready. A plain receive wakes cheaper than a
+			// select.
+			<-s.ready
+			continue
+		}
 		select {
 		case <-s.ready:
 		case <-s.done:
 		case <-tick:
 			return Frame{}, true, nil
-		case <-ctx.Done():
+		case <-ctxDone:
 			return Frame{}, false, ctx.Err()
 		}
 	}
