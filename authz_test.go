@@ -19,10 +19,10 @@ func TestEndUserRights(t *testing.T) {
 	theirs := e.mustPost("bob", "c", "theirs")
 
 	// A user creating a channel becomes its member; an admin does not.
-	out, err := e.svc.CreateChannel(e.ctx, "carol", chat.CreateChannel{ChannelID: "carols", Type: chat.ChannelTypeStandard})
+	out, err := e.svc.CreateChannel(e.ctx, "carol", chat.CreateChannelInput{ChannelID: "carols", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Equal(t, 1, out.Channels[0].MemberCount)
-	out, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "admins", Type: chat.ChannelTypeStandard})
+	out, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "admins", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Equal(t, 0, out.Channels[0].MemberCount)
 

@@ -54,7 +54,7 @@ func benchService(b *testing.B, blackWords int) (*chat.Service, string) {
 	if _, err := svc.AddRules(ctx, a.UserID, chat.Whitelist, white, false); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "bench", Type: "standard"}); err != nil {
+	if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "bench", Type: "standard"}); err != nil {
 		b.Fatal(err)
 	}
 	return svc, a.UserID

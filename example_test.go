@@ -20,7 +20,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"},
 	}); err != nil {
 		panic(err)
@@ -56,7 +56,7 @@ func ExampleService_MuteUsers() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
 	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
 	})
 
@@ -90,7 +90,7 @@ func ExampleService_SetChannelRateLimit() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
 	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
 	})
 	out, err := svc.SetChannelRateLimit(ctx, admin.UserID, "general", 30*time.Second)
@@ -116,7 +116,7 @@ func ExampleMessage_DecodeData() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
 	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard})
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard})
 
 	type Poll struct {
 		Question string   `json:"question"`
@@ -144,7 +144,7 @@ func ExampleMessage_Image() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
 	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard})
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard})
 
 	// Package media makes the renditions from an upload.
 	out, err := svc.CreateImageMessage(ctx, admin.UserID, chat.CreateImage{
@@ -169,7 +169,7 @@ func ExampleService_CheckMessage() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
 	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
 	})
 	_ = svc.MuteUsers(ctx, admin.UserID, "general", []string{"alice"}, time.Hour)

@@ -273,7 +273,7 @@ func TestFileLinkTTL(t *testing.T) {
 	require.NoError(t, err)
 	admin, _, err := svc.CreateAdmin(t.Context(), "root", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(t.Context(), admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(t.Context(), admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	out, err := svc.CreateFileMessage(t.Context(), admin.UserID, chat.CreateFile{ChannelID: "c", FileName: "f", Data: []byte("x")})
 	require.NoError(t, err)

@@ -22,7 +22,7 @@ func TestPurgeWhileTheUserPosts(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = svc.CreateAdmin(ctx, "root", "root")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"sp"}})
+	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"sp"}})
 	require.NoError(t, err)
 	post := func() string {
 		m, err := svc.CreateMessage(ctx, "sp", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "spam"}})

@@ -22,7 +22,7 @@ func TestResolveReportOnce(t *testing.T) {
 		_, _, err = svc.CreateAdmin(ctx, name, name)
 		require.NoError(t, err)
 	}
-	_, err = svc.CreateChannel(ctx, "a1", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u", "v"}})
+	_, err = svc.CreateChannel(ctx, "a1", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u", "v"}})
 	require.NoError(t, err)
 	rl, err := svc.CreateReport(ctx, "u", chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "v", Reason: "spam"})
 	require.NoError(t, err)

@@ -31,7 +31,7 @@ func ExampleService_SearchMessages() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "zoo", Type: chat.ChannelTypeStandard}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "zoo", Type: chat.ChannelTypeStandard}); err != nil {
 		panic(err)
 	}
 	for _, text := range []string{"The Zebra Keeper is here", "zebras everywhere", "Lions only"} {

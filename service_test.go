@@ -57,7 +57,7 @@ func newEnvStore(t *testing.T, st chat.Store) *env {
 
 func (e *env) channel(id string, members ...string) {
 	e.t.Helper()
-	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: id, Type: "standard", UserIDs: members})
+	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: id, Type: "standard", UserIDs: members})
 	require.NoError(e.t, err)
 }
 
@@ -145,7 +145,7 @@ func TestTimeJSONMatchesLayout(t *testing.T) {
 
 func TestChannelCreateAndConflict(t *testing.T) {
 	e := newEnv(t)
-	out, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "general", Type: "standard",
+	out, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "general", Type: "standard",
 		Tags: []string{"a", "b"}, UserIDs: []string{"alice", "bob"}, Metadata: map[string]any{"k": "v"}})
 	require.NoError(t, err)
 	require.Len(t, out.Channels, 1)
@@ -156,22 +156,22 @@ func TestChannelCreateAndConflict(t *testing.T) {
 	require.Len(t, out.Users, 2)
 	require.Equal(t, "alice", out.Users[0].DisplayName, "users are created on first reference")
 
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "general", Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "general", Type: "standard"})
 	requireCode(t, err, chat.CodeConflict)
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "x", Type: "private"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "x", Type: "private"})
 	requireCode(t, err, chat.CodeBadRequest)
 	require.Contains(t, err.Error(), "type")
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "", Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "", Type: "standard"})
 	requireCode(t, err, chat.CodeBadRequest)
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "bad\x00id", Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "bad\x00id", Type: "standard"})
 	requireCode(t, err, chat.CodeBadRequest)
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: strings.Repeat("x", 257), Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: strings.Repeat("x", 257), Type: "standard"})
 	requireCode(t, err, chat.CodeBadRequest)
 
 	// A rejected request changes nothing: the channel with a banned member
 	// is not created.
 	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "alice", false))
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "nope", Type: "standard", UserIDs: []string{"alice"}})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "nope", Type: "standard", UserIDs: []string{"alice"}})
 	requireCode(t, err, chat.CodeGlobalBanned)
 	_, err = e.svc.GetChannel(e.ctx, e.admin, "nope")
 	requireCode(t, err, chat.CodeNotFound)
@@ -373,7 +373,7 @@ func TestCloseIsAtomicAndFinal(t *testing.T) {
 	requireCode(t, e.svc.MuteChannel(e.ctx, e.admin, "c", 10*time.Millisecond), chat.CodeForbidden)
 	_, err = e.svc.RenameChannel(e.ctx, e.admin, "c", "x")
 	requireCode(t, err, chat.CodeForbidden)
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "c", Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: "standard"})
 	requireCode(t, err, chat.CodeConflict)
 
 	q, err := e.svc.QueryChannels(e.ctx, e.admin, chat.ChannelQuery{})
@@ -989,7 +989,7 @@ func TestChannelQueryFilters(t *testing.T) {
 		if i%2 == 1 {
 			tags = []string{"odd"}
 		}
-		_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: fmt.Sprintf("c%02d", i), Type: "standard", Tags: tags, UserIDs: []string{"u" + fmt.Sprint(i%3)}})
+		_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: fmt.Sprintf("c%02d", i), Type: "standard", Tags: tags, UserIDs: []string{"u" + fmt.Sprint(i%3)}})
 		require.NoError(t, err)
 	}
 	_, err := e.svc.JoinChannel(e.ctx, e.admin, "c05")

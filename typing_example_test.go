@@ -22,7 +22,7 @@ func ExampleService_SubscribeEphemeral() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"},
 	}); err != nil {
 		panic(err)
@@ -51,7 +51,7 @@ func ExampleService_OpenLink() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard}); err != nil {
 		panic(err)
 	}
 	out, err := svc.CreateFileMessage(ctx, admin.UserID, chat.CreateFile{ChannelID: "general", FileName: "notes.txt", MimeType: "text/plain", Data: []byte("hello")})

@@ -51,7 +51,7 @@ func TestExportStreams(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = svc.CreateAdmin(ctx, "root", "root")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u"}})
+	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u"}})
 	require.NoError(t, err)
 	long := strings.Repeat("words to export ", 200) // 3,200 bytes
 	const n = 60                                    // 12 pages, about 190 KB

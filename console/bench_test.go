@@ -28,7 +28,7 @@ func BenchmarkChannelPage(b *testing.B) {
 	for i := range 20 {
 		members = append(members, "user-"+strconv.Itoa(i))
 	}
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: members})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: members})
 	require.NoError(b, err)
 	for i := range 60 {
 		_, err := svc.CreateMessage(ctx, members[i%20], chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText,

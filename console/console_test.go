@@ -378,7 +378,7 @@ func TestInjectionIsEscaped(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.svc.PutRoles(ctx, actor, []string{evilID}, []string{evil})
 	require.NoError(t, err)
-	_, err = p.svc.CreateChannel(ctx, actor, chat.CreateChannel{ChannelID: evilID, Type: chat.ChannelTypeStandard,
+	_, err = p.svc.CreateChannel(ctx, actor, chat.CreateChannelInput{ChannelID: evilID, Type: chat.ChannelTypeStandard,
 		DisplayName: name, Tags: []string{evil}, Metadata: meta, UserIDs: []string{evilID}})
 	require.NoError(t, err)
 	_, err = p.svc.CreateMessage(ctx, actor, chat.CreateMessage{ChannelID: evilID, Type: chat.MessageTypeText, Data: map[string]any{"text": evil}})

@@ -18,7 +18,7 @@ func TestDevicesCard(t *testing.T) {
 	t.Parallel()
 	p := newPanel(t, false)
 	ctx := context.Background()
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
 	require.NoError(t, err)
 	apn, err := p.svc.RegisterDevice(ctx, "ann", chat.RegisterDevice{UserID: "ann", Provider: chat.ProviderAPN, Token: "00112233445566778899aabbccddeeff"})
 	require.NoError(t, err)

@@ -84,7 +84,7 @@ func TestUsersSearchAndFlags(t *testing.T) {
 	require.Contains(t, page, `<span id="user-flags">0 flag(s)</span>`)
 
 	// A global ban with its messages deleted, then unbanned.
-	_, err = p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"amy"}})
+	_, err = p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"amy"}})
 	require.NoError(t, err)
 	tok, err := p.svc.MintUserToken(ctx, "amy", 0)
 	require.NoError(t, err)
@@ -220,7 +220,7 @@ func TestWebhooksAndAdmins(t *testing.T) {
 	require.Contains(t, page, "flash-error")
 
 	// A delivery, its log and a redelivery.
-	_, err = p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err = p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	_, page = b.get("/admin/webhooks/" + w.WebhookID)
 	require.Contains(t, page, "channel.didCreate")
@@ -286,7 +286,7 @@ func TestIDsWithSlashesAndSpaces(t *testing.T) {
 	p := newPanel(t, false)
 	ctx := context.Background()
 	const id = "team/a b?c#d"
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{"x/y"}})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{"x/y"}})
 	require.NoError(t, err)
 	b := p.browser("10.6.0.1")
 	token := b.signedIn()
@@ -312,7 +312,7 @@ func TestMessageComments(t *testing.T) {
 	t.Parallel()
 	p := newPanel(t, false)
 	ctx := context.Background()
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	parent, err := p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "the post"}})
 	require.NoError(t, err)
@@ -335,7 +335,7 @@ func TestChannelSearch(t *testing.T) {
 	t.Parallel()
 	p := newPanel(t, false)
 	ctx := context.Background()
-	for i, c := range []chat.CreateChannel{
+	for i, c := range []chat.CreateChannelInput{
 		{ChannelID: "zoo", DisplayName: "The Zebra Keepers"},
 		{ChannelID: "night-shift", DisplayName: "Owls <b>"},
 		{ChannelID: "team-1", DisplayName: "Team"},

@@ -61,7 +61,7 @@ func TestRulesPageDescribesThePreSendHook(t *testing.T) {
 
 	// The "Test a message" box runs the rules only: the hook is not asked,
 	// neither for the content alone nor for a post in a channel.
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
 	require.NoError(t, err)
 	for _, form := range []url.Values{
 		{"csrf": {token}, "text": {"spam spam"}},

@@ -31,7 +31,7 @@ func TestAnonRateLimit(t *testing.T) {
 		matrixConfig(c, sc)
 	})
 	bg := context.Background()
-	_, err := e.svc.CreateChannel(bg, e.admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "gb"}})
+	_, err := e.svc.CreateChannel(bg, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "gb"}})
 	require.NoError(t, err)
 	fl, err := e.svc.CreateFileMessage(bg, "ann", chat.CreateFile{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("bytes")})
 	require.NoError(t, err)

@@ -276,7 +276,7 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	roles := []string{"moderator"}
 	_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUser{UserID: modID, Roles: &roles})
 	require.NoError(t, err)
-	_, err = e.svc.CreateChannel(bg, e.admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard,
+	_, err = e.svc.CreateChannel(bg, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard,
 		UserIDs: []string{memberID, revokedID, bannedID}})
 	require.NoError(t, err)
 	for _, id := range []string{outsideID, "zed"} {

@@ -98,7 +98,7 @@ func benchHTTP(b *testing.B, st chat.Store, op, caller string) {
 		b.Fatal(err)
 	}
 	for _, c := range []string{"bench", "query"} {
-		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: c, Type: "standard", UserIDs: []string{"bench", "member"}}); err != nil {
+		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannelInput{ChannelID: c, Type: "standard", UserIDs: []string{"bench", "member"}}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -58,7 +58,7 @@ func benchMessagePage(tb testing.TB, n int) *chat.MessageList {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: "standard", UserIDs: authors}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: "standard", UserIDs: authors}); err != nil {
 		tb.Fatal(err)
 	}
 	for i := 0; i < n; i++ {

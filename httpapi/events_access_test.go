@@ -61,7 +61,7 @@ func newAccessEnv(t *testing.T, cfg stream.Config) *accessEnv {
 	p := startProcess(t, memory.New(), clk, cfg)
 	a, token, err := p.svc.CreateAdmin(ctx, "ops", "")
 	require.NoError(t, err)
-	_, err = p.svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err = p.svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 	return &accessEnv{process: p, ctx: ctx, clk: clk, token: token, admin: a.UserID}
 }

@@ -40,7 +40,7 @@ func TestEventsPresence(t *testing.T) {
 		_ = pres.Stop(context.Background())
 		srv.Close()
 	})
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/events"
 	dial := func(user string) *websocket.Conn {

@@ -40,7 +40,7 @@ func newStreamFixture(t *testing.T, cfg stream.Config) *streamFixture {
 		_ = hub.Stop(ctx)
 		srv.Close()
 	})
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	return &streamFixture{svc: svc, srv: srv, token: token, admin: a.UserID}
 }
@@ -197,7 +197,7 @@ func TestEventsEndUser(t *testing.T) {
 	f := newStreamFixture(t, stream.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := f.svc.CreateChannel(ctx, f.admin, chat.CreateChannel{ChannelID: "elsewhere", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
+	_, err := f.svc.CreateChannel(ctx, f.admin, chat.CreateChannelInput{ChannelID: "elsewhere", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
 	require.NoError(t, err)
 	ut, err := f.svc.MintUserToken(ctx, "alice", time.Hour)
 	require.NoError(t, err)

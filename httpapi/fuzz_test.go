@@ -47,7 +47,7 @@ func newPagingFixture(tb testing.TB) *pagingFixture {
 		tb.Fatal(err)
 	}
 	for i := range 7 {
-		if _, err := svc.CreateChannel(context.Background(), "admin", chat.CreateChannel{
+		if _, err := svc.CreateChannel(context.Background(), "admin", chat.CreateChannelInput{
 			ChannelID: fmt.Sprintf("c%d", i), Type: "standard", UserIDs: []string{fmt.Sprintf("u%d", i)},
 		}); err != nil {
 			tb.Fatal(err)

@@ -101,7 +101,7 @@ func TestEventsAccessPostgres(t *testing.T) {
 	require.NoError(t, err)
 	_, tok3, err := a.svc.CreateAdmin(ctx, "ops3", "")
 	require.NoError(t, err)
-	_, err = a.svc.CreateChannel(ctx, ops.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err = a.svc.CreateChannel(ctx, ops.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 
 	alice := a.userToken(t, "alice", time.Hour)

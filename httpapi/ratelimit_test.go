@@ -187,7 +187,7 @@ func TestRateLimitSeparateBuckets(t *testing.T) {
 func TestRateLimitStreamCountsOnce(t *testing.T) {
 	t.Parallel()
 	e, _ := limitedEnv(t, httpapi.RateLimit{}, httpapi.RateLimit{Rate: 1, Burst: 5})
-	_, err := e.svc.CreateChannel(ctx(t), e.admin, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"carol"}})
+	_, err := e.svc.CreateChannel(ctx(t), e.admin, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"carol"}})
 	require.NoError(t, err)
 	tok := userToken(t, e, "carol")
 

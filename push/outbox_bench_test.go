@@ -77,7 +77,7 @@ func bigChannel(b *testing.B, st chat.Store, members int, devices bool) *chat.Se
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: "standard", DisplayName: "Lobby"}); err != nil {
+	if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: "standard", DisplayName: "Lobby"}); err != nil {
 		b.Fatal(err)
 	}
 	var ids []string

@@ -33,7 +33,7 @@ func newChatEnv(t *testing.T, members ...string) *chatEnv {
 	require.NoError(t, err)
 	a, _, err := svc.CreateAdmin(ctx, "root", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: "standard", DisplayName: "Lobby", UserIDs: members})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: "standard", DisplayName: "Lobby", UserIDs: members})
 	require.NoError(t, err)
 	return &chatEnv{t: t, ctx: ctx, svc: svc, store: st, clk: clk}
 }
@@ -266,7 +266,7 @@ func TestWorkerStartStop(t *testing.T) {
 	require.NoError(t, err)
 	a, _, err := svc.CreateAdmin(ctx, "root", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: "standard", UserIDs: []string{"ann", "bob"}})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: "standard", UserIDs: []string{"ann", "bob"}})
 	require.NoError(t, err)
 	_, err = svc.RegisterDevice(ctx, "bob", chat.RegisterDevice{UserID: "bob", Provider: chat.ProviderWebPush, Token: wpIn.subscription(wpURL + "/ok")})
 	require.NoError(t, err)

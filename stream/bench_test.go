@@ -25,7 +25,7 @@ func benchService(b *testing.B) (*chat.Service, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}}); err != nil {
 		b.Fatal(err)
 	}
 	return svc, admin.UserID
@@ -209,7 +209,7 @@ func benchFanoutChannels(b *testing.B, subs int, mode string) {
 		for i := range members {
 			members[i] = "u" + strconv.Itoa(c*size+i)
 		}
-		if _, err := svc.CreateChannel(ctx, admin, chat.CreateChannel{ChannelID: "c" + strconv.Itoa(c), Type: chat.ChannelTypeStandard, UserIDs: members}); err != nil {
+		if _, err := svc.CreateChannel(ctx, admin, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(c), Type: chat.ChannelTypeStandard, UserIDs: members}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,8 +16,8 @@ func Example() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
 	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "staff", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "staff", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
 
 	hub := stream.New(svc, stream.Config{})
 	if err := hub.Start(ctx); err != nil {

@@ -21,7 +21,7 @@ func TestFrameEncodedOnce(t *testing.T) {
 	require.NoError(t, err)
 	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	h := New(svc, Config{})
 	require.NoError(t, h.Start(ctx))

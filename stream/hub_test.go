@@ -39,7 +39,7 @@ func newEnv(t *testing.T, store chat.Store, cfg stream.Config) *env {
 
 func (e *env) channel(id string, members ...string) {
 	e.t.Helper()
-	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: members})
+	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: members})
 	require.NoError(e.t, err)
 }
 
@@ -255,7 +255,7 @@ func TestResumeBounds(t *testing.T) {
 	require.NoError(t, err)
 	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	var first int64
 	require.NoError(t, store.View(ctx, func(tx chat.Tx) (err error) { first, err = tx.LastEventID(ctx); return }))

@@ -72,7 +72,7 @@ func newIndexEnv(t *testing.T) *indexEnv {
 
 func (e *indexEnv) channel(id string, members ...string) {
 	e.t.Helper()
-	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: members})
+	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: members})
 	require.NoError(e.t, err)
 }
 

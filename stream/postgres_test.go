@@ -57,7 +57,7 @@ func TestPostgresAcrossStores(t *testing.T) {
 
 	admin, _, err := svcA.CreateAdmin(ctx, "ops", "")
 	require.NoError(t, err)
-	_, err = svcA.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = svcA.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	const n = 50
 	go func() {
@@ -205,7 +205,7 @@ func TestPostgresTypingAcrossProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	a, b, admin := twoProcesses(t, ctx, newClock(), stream.Config{PollInterval: time.Hour})
-	_, err := a.svc.CreateChannel(ctx, admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err := a.svc.CreateChannel(ctx, admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 	bob, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "bob"}, nil)
 	require.NoError(t, err)

@@ -191,7 +191,7 @@ func crash2Child(t *testing.T, backend, where string) {
 	svc := adminService(t, s)
 	h, err := svc.CreateWebhook(ctx, "admin", os.Getenv(crash2URLEnv), nil)
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	const messages = 5
 	for i := range messages {

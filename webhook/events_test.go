@@ -157,7 +157,7 @@ func TestEveryEventDelivered(t *testing.T) {
 			start(t, s, testConfig(func(c *Config) { c.PollInterval = 20 * time.Millisecond }))
 
 			const admin = "admin"
-			_, err = svc.CreateChannel(ctx, admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+			_, err = svc.CreateChannel(ctx, admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 			require.NoError(t, err)
 			_, err = svc.AddUsers(ctx, admin, "c", []string{"carol"})
 			require.NoError(t, err)
@@ -406,7 +406,7 @@ func TestRotateSecretReenables(t *testing.T) {
 	require.NoError(t, err)
 	start(t, s, testConfig(func(c *Config) { c.PollInterval = 20 * time.Millisecond }))
 
-	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		l, err := svc.ListWebhooks(ctx, "admin")
@@ -425,7 +425,7 @@ func TestRotateSecretReenables(t *testing.T) {
 	require.False(t, l.Webhooks[0].IsDisabled)
 	sink.setSecret(rotated.Secret)
 
-	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "d", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannelInput{ChannelID: "d", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(sink.byName()[chat.EventChannelDidCreate]) == 1 },
 		patience, 10*time.Millisecond, "the next event is delivered with the new secret")

@@ -113,7 +113,7 @@ func newHookEnv(t *testing.T, h *hookServer, mod func(*webhook.PreSendConfig)) *
 	a, _, err := e.svc.CreateAdmin(e.ctx, "root", "")
 	require.NoError(t, err)
 	e.admin = a.UserID
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	return e
 }

@@ -107,7 +107,7 @@ func TestCreatesWithoutWebhookCauseNoClaim(t *testing.T) {
 			t.Cleanup(func() { _ = hub.Stop(context.Background()) })
 			admin, _, err := svc.CreateAdmin(ctx, "ops", "")
 			require.NoError(t, err)
-			_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+			_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 			require.NoError(t, err)
 			require.Eventually(t, func() bool { return cs.snapshot()["update "+OpClaim] >= 1 }, patience, time.Millisecond,
 				"the dispatcher's first claim, at start")

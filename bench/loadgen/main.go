@@ -291,7 +291,7 @@ func startTarget(name string, o options, addr ...string) (*target, error) {
 		}
 		token = tok
 		for _, c := range []string{"bench", "query"} {
-			if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: c, Type: "standard", UserIDs: []string{"bench"}}); err != nil {
+			if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannelInput{ChannelID: c, Type: "standard", UserIDs: []string{"bench"}}); err != nil {
 				return nil, err
 			}
 		}

@@ -106,7 +106,7 @@ func run() error {
 	if err := seed(ctx, svc, ts, "spammer", "s", o); err != nil {
 		return err
 	}
-	if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: "quiet", Type: chat.ChannelTypeStandard, UserIDs: []string{"bystander"}}); err != nil {
+	if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannelInput{ChannelID: "quiet", Type: chat.ChannelTypeStandard, UserIDs: []string{"bystander"}}); err != nil {
 		return err
 	}
 	fmt.Printf("store %s, %d messages of one user in %d channels, batch %d\n", kind(o.store), o.messages, o.channels, o.batch)
@@ -172,7 +172,7 @@ func seed(ctx context.Context, svc *chat.Service, st chat.Store, userID, prefix 
 	for i := range o.channels {
 		id := fmt.Sprintf("%s%03d", prefix, i)
 		ids = append(ids, id)
-		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{userID}}); err != nil {
+		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{userID}}); err != nil {
 			return err
 		}
 	}

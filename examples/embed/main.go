@@ -61,7 +61,7 @@ func main() {
 			log.Fatal(err)
 		}
 		log.Printf("admin token (shown once): %s", token)
-		if _, err := svc.CreateChannel(ctx, "ops", chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}}); err != nil {
+		if _, err := svc.CreateChannel(ctx, "ops", chat.CreateChannelInput{ChannelID: "lobby", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}}); err != nil {
 			log.Fatal(err)
 		}
 		// Lengths of time are durations (or chat.MuteForever, chat.Unmute).

@@ -551,7 +551,7 @@ func TestPanelMountKeepsEscapedIDs(t *testing.T) {
 	require.NoError(t, err)
 	a, _, err := svc.CreateAdminWithPassword(ctx, "ops", "", "ops password 123")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "team/one", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "team/one", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	r := chi.NewRouter()
 	cfg := defaults

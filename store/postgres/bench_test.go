@@ -359,7 +359,7 @@ func BenchmarkVsRaw32(b *testing.B) {
 	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
 	require.NoError(b, err)
 	for w := 0; w < writers; w++ {
-		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c" + strconv.Itoa(w),
+		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(w),
 			Type: chat.ChannelTypeStandard, UserIDs: []string{"u" + strconv.Itoa(w)}})
 		require.NoError(b, err)
 	}

@@ -53,7 +53,7 @@ func TestMuteExpiryTwoProcesses(t *testing.T) {
 			ids = append(ids, fmt.Sprintf("u%d", j))
 		}
 		svc := svcs[i%2]
-		_, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: ids})
+		_, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: ids})
 		require.NoError(t, err)
 		require.NoError(t, svc.MuteChannel(ctx, a.UserID, id, time.Duration(i+1)*time.Second))
 		for j, u := range ids {

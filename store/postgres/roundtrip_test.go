@@ -208,7 +208,7 @@ func TestCreateMessageRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard,
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard,
 		UserIDs: []string{"u"}})
 	require.NoError(t, err)
 	post := func() {

@@ -35,7 +35,7 @@ func TestSlowModeConcurrentPosts(t *testing.T) {
 	for r := range rounds {
 		members = append(members, fmt.Sprintf("u%d", r))
 	}
-	_, err = svcs[0].CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "slow", Type: "standard", UserIDs: members})
+	_, err = svcs[0].CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "slow", Type: "standard", UserIDs: members})
 	require.NoError(t, err)
 	_, err = svcs[0].SetChannelRateLimit(ctx, a.UserID, "slow", time.Minute)
 	require.NoError(t, err)

@@ -60,7 +60,7 @@ func TestMuteExpiryAcrossRestart(t *testing.T) {
 	require.NoError(t, x.Start(ctx))
 	a, _, err := svc.CreateAdmin(ctx, "root", "admin")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 	require.NoError(t, svc.MuteUsers(ctx, a.UserID, "room", []string{"alice", "bob"}, time.Minute))
 	require.NoError(t, svc.MuteChannel(ctx, a.UserID, "room", time.Minute))

@@ -47,7 +47,7 @@ func BenchCreateWAL(b *testing.B, open func(b *testing.B) chat.Store, ready func
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "wal", Type: chat.ChannelTypeStandard}); err != nil {
+			if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "wal", Type: chat.ChannelTypeStandard}); err != nil {
 				b.Fatal(err)
 			}
 			ix := chat.NewIndexer(s, chat.IndexerConfig{})
