@@ -28,9 +28,9 @@ func TestEndUserRights(t *testing.T) {
 
 	// Own messages: edit and delete; others': refused, and unchanged.
 	text := map[string]any{"text": "edited"}
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: mine.MessageID, Data: &text})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: mine.MessageID, Data: &text})
 	require.NoError(t, err)
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: theirs.MessageID, Data: &text})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: theirs.MessageID, Data: &text})
 	requireTokenCode(t, err, chat.CodePermissionDenied)
 	requireTokenCode(t, e.svc.DeleteMessage(e.ctx, "alice", theirs.MessageID), chat.CodePermissionDenied)
 	got, err := e.svc.GetMessage(e.ctx, e.admin, theirs.MessageID)

@@ -28,7 +28,7 @@ func Example() {
 	if _, err := svc.AddRules(ctx, admin.UserID, chat.Blacklist, []string{"darn"}, true); err != nil {
 		panic(err)
 	}
-	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessage{
+	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("darn it"),
 	})
 	var rule chat.RuleRef
@@ -36,7 +36,7 @@ func Example() {
 		fmt.Println("refused by rule", rule.RuleID)
 	}
 
-	out, err := svc.CreateMessage(ctx, "alice", chat.CreateMessage{
+	out, err := svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("hello"),
 	})
 	if err != nil {
@@ -63,13 +63,13 @@ func ExampleService_MuteUsers() {
 	if err := svc.MuteUsers(ctx, admin.UserID, "general", []string{"alice"}, 10*time.Minute); err != nil {
 		panic(err)
 	}
-	_, err := svc.CreateMessage(ctx, "alice", chat.CreateMessage{
+	_, err := svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("hi"),
 	})
 	fmt.Println(errors.Is(err, chat.ErrUserMuted))
 
 	_ = svc.MuteUsers(ctx, admin.UserID, "general", []string{"alice"}, chat.Unmute)
-	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessage{
+	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("hi"),
 	})
 	fmt.Println(err)
@@ -99,7 +99,7 @@ func ExampleService_SetChannelRateLimit() {
 	}
 	fmt.Println(out.Channels[0].RateLimit())
 
-	post := chat.CreateMessage{ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("one")}
+	post := chat.CreateMessageInput{ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("one")}
 	_, _ = svc.CreateMessage(ctx, "alice", post)
 	_, err = svc.CreateMessage(ctx, "alice", post)
 	var wait chat.RetryAfter
@@ -126,7 +126,7 @@ func ExampleMessage_DecodeData() {
 	if err != nil {
 		panic(err)
 	}
-	out, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessage{ChannelID: "general", Type: chat.MessageTypeCustom, Data: data})
+	out, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessageInput{ChannelID: "general", Type: chat.MessageTypeCustom, Data: data})
 	if err != nil {
 		panic(err)
 	}
@@ -147,7 +147,7 @@ func ExampleMessage_Image() {
 	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard})
 
 	// Package media makes the renditions from an upload.
-	out, err := svc.CreateImageMessage(ctx, admin.UserID, chat.CreateImage{
+	out, err := svc.CreateImageMessage(ctx, admin.UserID, chat.CreateImageMessageInput{
 		ChannelID: "general", Caption: "the view", FileName: "view.png", MimeType: "image/png", Width: 640, Height: 480,
 		Renditions: []chat.ImageRendition{{Name: chat.ImageSmall, ContentType: "image/png", Width: 160, Height: 120, Data: make([]byte, 900)}},
 	})
@@ -174,7 +174,7 @@ func ExampleService_CheckMessage() {
 	})
 	_ = svc.MuteUsers(ctx, admin.UserID, "general", []string{"alice"}, time.Hour)
 
-	res, err := svc.CheckMessage(ctx, admin.UserID, "alice", chat.CreateMessage{
+	res, err := svc.CheckMessage(ctx, admin.UserID, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("hello"),
 	})
 	if err != nil {

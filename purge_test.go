@@ -25,7 +25,7 @@ func TestPurgeWhileTheUserPosts(t *testing.T) {
 	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"sp"}})
 	require.NoError(t, err)
 	post := func() string {
-		m, err := svc.CreateMessage(ctx, "sp", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "spam"}})
+		m, err := svc.CreateMessage(ctx, "sp", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "spam"}})
 		require.NoError(t, err)
 		return m.Messages[0].MessageID
 	}
@@ -40,7 +40,7 @@ func TestPurgeWhileTheUserPosts(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for !stop.Load() {
-			m, err := svc.CreateMessage(ctx, "sp", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "more"}})
+			m, err := svc.CreateMessage(ctx, "sp", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "more"}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -92,7 +92,7 @@ func TestAuditActorIsTheUser(t *testing.T) {
 	_, err = e.svc.UpdateUser(ctx, e.admin, chat.UpdateUser{UserID: "mo", Roles: &roles})
 	require.NoError(t, err)
 	e.channel("c", "mo", "x")
-	m, err := e.svc.CreateMessage(ctx, "x", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
+	m, err := e.svc.CreateMessage(ctx, "x", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.DeleteMessage(ctx, "mo", m.Messages[0].MessageID))
 	require.NoError(t, e.svc.BanUsers(ctx, "mo", "c", []string{"x"}))
@@ -104,7 +104,7 @@ func TestAuditActorIsTheUser(t *testing.T) {
 	require.Equal(t, "x", log.Audit[1].Details["authorId"])
 	_, err = e.svc.QueryAudit(ctx, "mo", chat.AuditQuery{})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
-	_, err = e.svc.CheckMessage(ctx, "mo", "x", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
+	_, err = e.svc.CheckMessage(ctx, "mo", "x", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
 	_, err = e.svc.PurgeUserMessages(ctx, "mo", chat.PurgeMessages{UserID: "x"})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))

@@ -35,7 +35,7 @@ func ExampleService_SearchMessages() {
 		panic(err)
 	}
 	for _, text := range []string{"The Zebra Keeper is here", "zebras everywhere", "Lions only"} {
-		if _, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessage{ChannelID: "zoo", Type: chat.MessageTypeText,
+		if _, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessageInput{ChannelID: "zoo", Type: chat.MessageTypeText,
 			Data: map[string]any{"text": text}}); err != nil {
 			panic(err)
 		}

@@ -62,7 +62,7 @@ func (e *env) channel(id string, members ...string) {
 }
 
 func (e *env) post(actor, channel, text string) (*chat.Message, error) {
-	out, err := e.svc.CreateMessage(e.ctx, actor, chat.CreateMessage{ChannelID: channel, Type: "text", Data: map[string]any{"text": text}})
+	out, err := e.svc.CreateMessage(e.ctx, actor, chat.CreateMessageInput{ChannelID: channel, Type: "text", Data: map[string]any{"text": text}})
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +337,7 @@ func TestCloseIsAtomicAndFinal(t *testing.T) {
 	e := newEnvStore(t, st)
 	e.channel("c", "alice", "bob")
 	m := e.mustPost("alice", "c", "hello")
-	fm, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFile{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("abc")})
+	fm, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFileMessageInput{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("abc")})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "c", []string{"eve"}))
 
@@ -537,7 +537,7 @@ func TestCommentsAndChildrenNumber(t *testing.T) {
 	e.channel("d")
 	p := e.mustPost(e.admin, "c", "parent")
 	for i := 0; i < 3; i++ {
-		_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
+		_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
 		require.NoError(t, err)
 	}
 	got, _ := e.svc.GetMessage(e.ctx, e.admin, p.MessageID)
@@ -554,11 +554,11 @@ func TestCommentsAndChildrenNumber(t *testing.T) {
 	b, _ := json.Marshal(top.Messages[0])
 	require.NotContains(t, string(b), "parentId", "parentId only on comments")
 
-	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "d", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
+	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "d", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
 	requireCode(t, err, chat.CodeBadRequest)
 	require.NoError(t, e.svc.DeleteMessage(e.ctx, e.admin, p.MessageID))
 	require.NoError(t, e.svc.DeleteMessage(e.ctx, e.admin, p.MessageID), "idempotent")
-	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
+	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
 	requireCode(t, err, chat.CodeBadRequest)
 
 	all, _ := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c"})
@@ -572,7 +572,7 @@ func TestCommentsAndChildrenNumber(t *testing.T) {
 func TestMessageValidation(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	cases := []chat.CreateMessage{
+	cases := []chat.CreateMessageInput{
 		{ChannelID: "c", Type: "text", Data: map[string]any{}},
 		{ChannelID: "c", Type: "text", Data: map[string]any{"text": 5}},
 		{ChannelID: "c", Type: "text", Data: map[string]any{"text": ""}},
@@ -587,11 +587,11 @@ func TestMessageValidation(t *testing.T) {
 		requireCode(t, err, chat.CodeBadRequest)
 		_ = i
 	}
-	_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "nope", Type: "text", Data: map[string]any{"text": "x"}})
+	_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "nope", Type: "text", Data: map[string]any{"text": "x"}})
 	requireCode(t, err, chat.CodeNotFound)
 	ch, _ := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.Equal(t, int64(0), ch.Channels[0].MessageCount, "rejected messages take no segment")
-	out, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"card": map[string]any{"title": "T", "n": 2.0}}})
+	out, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "c", Type: "custom", Data: map[string]any{"card": map[string]any{"title": "T", "n": 2.0}}})
 	require.NoError(t, err)
 	require.Equal(t, "T", out.Messages[0].Data["card"].(map[string]any)["title"])
 }
@@ -630,7 +630,7 @@ func TestBlacklistWholeWordUnicode(t *testing.T) {
 	require.NoError(t, e.svc.DeleteRules(e.ctx, e.admin, chat.Blacklist, []string{`gr[e3]at|gr[e3]atness`, `\bxyz\d`}))
 
 	// Custom data string values are checked too, at any depth.
-	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"a": []any{map[string]any{"b": "so bad"}}}})
+	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "c", Type: "custom", Data: map[string]any{"a": []any{map[string]any{"b": "so bad"}}}})
 	requireCode(t, err, chat.CodeBlacklisted)
 
 	// isMatchExactWord=false matches inside words.
@@ -1026,7 +1026,7 @@ func TestChannelQueryFilters(t *testing.T) {
 func TestFilesAndImages(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	out, err := e.svc.CreateFileMessage(e.ctx, e.admin, chat.CreateFile{ChannelID: "c", FileName: "../../etc/passwd\r\n", MimeType: "text/plain", Data: []byte("root")})
+	out, err := e.svc.CreateFileMessage(e.ctx, e.admin, chat.CreateFileMessageInput{ChannelID: "c", FileName: "../../etc/passwd\r\n", MimeType: "text/plain", Data: []byte("root")})
 	require.NoError(t, err)
 	m := out.Messages[0]
 	require.Equal(t, chat.MessageTypeFile, m.Type)
@@ -1047,7 +1047,7 @@ func TestFilesAndImages(t *testing.T) {
 	_, _, err = e.svc.GetMessageBlob(e.ctx, e.admin, m.MessageID, "small")
 	requireCode(t, err, chat.CodeNotFound)
 
-	img, err := e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImage{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 2, Height: 1,
+	img, err := e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImageMessageInput{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 2, Height: 1,
 		Renditions: []chat.ImageRendition{{Name: "small", ContentType: "image/png", Width: 2, Height: 1, Data: []byte("s")}}})
 	require.NoError(t, err)
 	im := img.Messages[0]
@@ -1075,7 +1075,7 @@ func TestFilesAndImages(t *testing.T) {
 
 	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"nsfw"}, true)
 	require.NoError(t, err)
-	_, err = e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImage{ChannelID: "c", Caption: "so nsfw", Renditions: []chat.ImageRendition{{Name: "small", Data: []byte("s")}}})
+	_, err = e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImageMessageInput{ChannelID: "c", Caption: "so nsfw", Renditions: []chat.ImageRendition{{Name: "small", Data: []byte("s")}}})
 	requireCode(t, err, chat.CodeBlacklisted)
 }
 
@@ -1301,9 +1301,9 @@ func TestReactorsNewestFirst(t *testing.T) {
 func TestBanPurgesFiles(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c", "alice", "bob")
-	fa, err := e.svc.CreateFileMessage(e.ctx, "alice", chat.CreateFile{ChannelID: "c", FileName: "a.txt", Data: []byte("a")})
+	fa, err := e.svc.CreateFileMessage(e.ctx, "alice", chat.CreateFileMessageInput{ChannelID: "c", FileName: "a.txt", Data: []byte("a")})
 	require.NoError(t, err)
-	fb, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFile{ChannelID: "c", FileName: "b.txt", Data: []byte("b")})
+	fb, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFileMessageInput{ChannelID: "c", FileName: "b.txt", Data: []byte("b")})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "c", []string{"alice"}))
 	e.requireBlobGone(fa.Messages[0].MessageID, "file")

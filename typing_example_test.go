@@ -54,7 +54,7 @@ func ExampleService_OpenLink() {
 	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard}); err != nil {
 		panic(err)
 	}
-	out, err := svc.CreateFileMessage(ctx, admin.UserID, chat.CreateFile{ChannelID: "general", FileName: "notes.txt", MimeType: "text/plain", Data: []byte("hello")})
+	out, err := svc.CreateFileMessage(ctx, admin.UserID, chat.CreateFileMessageInput{ChannelID: "general", FileName: "notes.txt", MimeType: "text/plain", Data: []byte("hello")})
 	if err != nil {
 		panic(err)
 	}

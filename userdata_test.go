@@ -56,7 +56,7 @@ func TestExportStreams(t *testing.T) {
 	long := strings.Repeat("words to export ", 200) // 3,200 bytes
 	const n = 60                                    // 12 pages, about 190 KB
 	for range n {
-		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(long)})
+		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(long)})
 		require.NoError(t, err)
 	}
 	w := &firstWrite{st: st}

@@ -259,7 +259,7 @@ func TestPurgeButton(t *testing.T) {
 		require.NoError(t, err)
 	}
 	postAs := func(user, channel, text string) {
-		_, err := p.svc.CreateMessage(ctx, user, chat.CreateMessage{ChannelID: channel, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
+		_, err := p.svc.CreateMessage(ctx, user, chat.CreateMessageInput{ChannelID: channel, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
 		require.NoError(t, err)
 	}
 	for i := range 3 {
@@ -362,7 +362,7 @@ func TestPurgeRunsEveryBatch(t *testing.T) {
 	_, err = svc.CreateChannel(ctx, root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
 	require.NoError(t, err)
 	for i := range 7 {
-		_, err := svc.CreateMessage(ctx, "ann", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": strconv.Itoa(i)}})
+		_, err := svc.CreateMessage(ctx, "ann", chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": strconv.Itoa(i)}})
 		require.NoError(t, err)
 	}
 	b := p.browser("10.6.0.5")

@@ -31,7 +31,7 @@ func BenchmarkChannelPage(b *testing.B) {
 	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: members})
 	require.NoError(b, err)
 	for i := range 60 {
-		_, err := svc.CreateMessage(ctx, members[i%20], chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText,
+		_, err := svc.CreateMessage(ctx, members[i%20], chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText,
 			Data: map[string]any{"text": "message number " + strconv.Itoa(i) + " <with> some & text"}})
 		require.NoError(b, err)
 	}

@@ -381,9 +381,9 @@ func TestInjectionIsEscaped(t *testing.T) {
 	_, err = p.svc.CreateChannel(ctx, actor, chat.CreateChannelInput{ChannelID: evilID, Type: chat.ChannelTypeStandard,
 		DisplayName: name, Tags: []string{evil}, Metadata: meta, UserIDs: []string{evilID}})
 	require.NoError(t, err)
-	_, err = p.svc.CreateMessage(ctx, actor, chat.CreateMessage{ChannelID: evilID, Type: chat.MessageTypeText, Data: map[string]any{"text": evil}})
+	_, err = p.svc.CreateMessage(ctx, actor, chat.CreateMessageInput{ChannelID: evilID, Type: chat.MessageTypeText, Data: map[string]any{"text": evil}})
 	require.NoError(t, err)
-	_, err = p.svc.CreateMessage(ctx, actor, chat.CreateMessage{ChannelID: evilID, Type: chat.MessageTypeCustom, Data: map[string]any{"html": evil}})
+	_, err = p.svc.CreateMessage(ctx, actor, chat.CreateMessageInput{ChannelID: evilID, Type: chat.MessageTypeCustom, Data: map[string]any{"html": evil}})
 	require.NoError(t, err)
 	_, err = p.svc.FlagUser(ctx, actor, evilID)
 	require.NoError(t, err)

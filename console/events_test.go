@@ -154,7 +154,7 @@ func (s *sse) ends(t *testing.T) {
 }
 
 func (p *panel) post(user, channel, text string) chat.Message {
-	ml, err := p.svc.CreateMessage(context.Background(), user, chat.CreateMessage{
+	ml, err := p.svc.CreateMessage(context.Background(), user, chat.CreateMessageInput{
 		ChannelID: channel, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
 	require.NoError(p.t, err)
 	return ml.Messages[0]

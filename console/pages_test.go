@@ -89,7 +89,7 @@ func TestUsersSearchAndFlags(t *testing.T) {
 	tok, err := p.svc.MintUserToken(ctx, "amy", 0)
 	require.NoError(t, err)
 	_ = tok
-	ml, err := p.svc.CreateMessage(ctx, "amy", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
+	ml, err := p.svc.CreateMessage(ctx, "amy", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
 	require.NoError(t, err)
 	res, _ = b.post("/admin/users/amy/ban", url.Values{"csrf": {token}, "deleteMessages": {"yes"}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
@@ -314,10 +314,10 @@ func TestMessageComments(t *testing.T) {
 	ctx := context.Background()
 	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
-	parent, err := p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "the post"}})
+	parent, err := p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "the post"}})
 	require.NoError(t, err)
 	pid := parent.Messages[0].MessageID
-	_, err = p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, ParentID: pid, Data: map[string]any{"text": "a comment"}})
+	_, err = p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, ParentID: pid, Data: map[string]any{"text": "a comment"}})
 	require.NoError(t, err)
 	b := p.browser("10.7.0.1")
 	b.signedIn()

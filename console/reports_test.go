@@ -40,7 +40,7 @@ func TestReportsPage(t *testing.T) {
 	ctx := context.Background()
 	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "bob"}})
 	require.NoError(t, err)
-	ml, err := p.svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("<script>alert(1)</script> buy now")})
+	ml, err := p.svc.CreateMessage(ctx, "bob", chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("<script>alert(1)</script> buy now")})
 	require.NoError(t, err)
 	mid := ml.Messages[0].MessageID
 	evilNote := `<img src=x onerror=alert(2)> look`
@@ -132,7 +132,7 @@ func TestUserDataCard(t *testing.T) {
 	ctx := context.Background()
 	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
 	require.NoError(t, err)
-	_, err = p.svc.CreateMessage(ctx, "ann", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("my secret")})
+	_, err = p.svc.CreateMessage(ctx, "ann", chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("my secret")})
 	require.NoError(t, err)
 	b := p.browser("10.7.0.2")
 	token := b.signedIn()

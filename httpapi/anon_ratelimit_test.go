@@ -33,7 +33,7 @@ func TestAnonRateLimit(t *testing.T) {
 	bg := context.Background()
 	_, err := e.svc.CreateChannel(bg, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "gb"}})
 	require.NoError(t, err)
-	fl, err := e.svc.CreateFileMessage(bg, "ann", chat.CreateFile{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("bytes")})
+	fl, err := e.svc.CreateFileMessage(bg, "ann", chat.CreateFileMessageInput{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("bytes")})
 	require.NoError(t, err)
 	link, _ := fl.Messages[0].Data["url"].(string)
 	require.NotEmpty(t, link)

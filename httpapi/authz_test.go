@@ -283,17 +283,17 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 		_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUser{UserID: id})
 		require.NoError(t, err)
 	}
-	ml, err := e.svc.CreateMessage(bg, memberID, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
+	ml, err := e.svc.CreateMessage(bg, memberID, chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
 	require.NoError(t, err)
 	m.ids["{msg}"] = ml.Messages[0].MessageID
 	_, err = e.svc.AddReaction(bg, memberID, m.ids["{msg}"], chat.ReferenceTypeMessage, "like")
 	require.NoError(t, err)
 	png := pngImage(t, 4, 4, false)
-	il, err := e.svc.CreateImageMessage(bg, memberID, chat.CreateImage{ChannelID: "c", FileName: "a.png", MimeType: "image/png",
+	il, err := e.svc.CreateImageMessage(bg, memberID, chat.CreateImageMessageInput{ChannelID: "c", FileName: "a.png", MimeType: "image/png",
 		Width: 4, Height: 4, Renditions: []chat.ImageRendition{{Name: "small", ContentType: "image/png", Width: 4, Height: 4, Data: png}}})
 	require.NoError(t, err)
 	m.ids["{img}"] = il.Messages[0].MessageID
-	fl, err := e.svc.CreateFileMessage(bg, memberID, chat.CreateFile{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("bytes")})
+	fl, err := e.svc.CreateFileMessage(bg, memberID, chat.CreateFileMessageInput{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("bytes")})
 	require.NoError(t, err)
 	m.ids["{file}"] = fl.Messages[0].MessageID
 	_, err = e.svc.AddRules(bg, e.admin, chat.Blacklist, []string{"darn"}, false)

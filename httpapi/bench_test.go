@@ -113,7 +113,7 @@ func benchHTTP(b *testing.B, st chat.Store, op, caller string) {
 	body := []byte(`{"channelId":"bench","type":"text","data":{"text":"a message of about fifty bytes from the load test"}}`)
 	if op == "query" {
 		for i := 0; i < 1000; i++ {
-			if _, err := svc.CreateMessage(ctx, "bench", chat.CreateMessage{ChannelID: "query", Type: "text",
+			if _, err := svc.CreateMessage(ctx, "bench", chat.CreateMessageInput{ChannelID: "query", Type: "text",
 				Data: map[string]any{"text": fmt.Sprintf("seed message %d", i)}}); err != nil {
 				b.Fatal(err)
 			}

@@ -83,7 +83,7 @@ func newEditEnv(t *testing.T) (*env, string, string) {
 	ctx := context.Background()
 	_, err := e.svc.CreateChannel(ctx, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
-	ml, err := e.svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
+	ml, err := e.svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
 	require.NoError(t, err)
 	tok, err := e.svc.MintUserToken(ctx, "alice", time.Hour)
 	require.NoError(t, err)

@@ -62,7 +62,7 @@ func benchMessagePage(tb testing.TB, n int) *chat.MessageList {
 		tb.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		in := chat.CreateMessage{ChannelID: "general", Type: chat.MessageTypeText,
+		in := chat.CreateMessageInput{ChannelID: "general", Type: chat.MessageTypeText,
 			Data: map[string]any{"text": fmt.Sprintf("message %d: about as long as a short line of chat, with a \"quote\"", i)}}
 		if i%5 == 0 {
 			in.Tags = []string{"news", "team"}

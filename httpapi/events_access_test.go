@@ -68,7 +68,7 @@ func newAccessEnv(t *testing.T, cfg stream.Config) *accessEnv {
 
 func (p *process) post(t *testing.T, text string) {
 	t.Helper()
-	_, err := p.svc.CreateMessage(context.Background(), "bob", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
+	_, err := p.svc.CreateMessage(context.Background(), "bob", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
 	require.NoError(t, err)
 }
 

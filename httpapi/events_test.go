@@ -47,7 +47,7 @@ func newStreamFixture(t *testing.T, cfg stream.Config) *streamFixture {
 
 func (f *streamFixture) post(t *testing.T, text string) {
 	t.Helper()
-	_, err := f.svc.CreateMessage(context.Background(), "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
+	_, err := f.svc.CreateMessage(context.Background(), "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
 	require.NoError(t, err)
 }
 
@@ -223,7 +223,7 @@ func TestEventsEndUser(t *testing.T) {
 		require.NoError(t, err)
 		hello := readWS(t, ctx, c)
 		require.JSONEq(t, `{"userId":"alice","resumed":false}`, string(hello.Data))
-		_, err = f.svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: "elsewhere", Type: chat.MessageTypeText, Data: chat.TextData("not for alice")})
+		_, err = f.svc.CreateMessage(ctx, "bob", chat.CreateMessageInput{ChannelID: "elsewhere", Type: chat.MessageTypeText, Data: chat.TextData("not for alice")})
 		require.NoError(t, err)
 		f.post(t, "for alice")
 		m := readWS(t, ctx, c)

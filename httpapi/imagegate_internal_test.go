@@ -249,7 +249,7 @@ func TestInlineOnlyRaster(t *testing.T) {
 	t.Parallel()
 	e := newGateEnv(t, Config{})
 	const svg = `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`
-	out, err := e.h.svc.CreateImageMessage(context.Background(), "admin", chat.CreateImage{
+	out, err := e.h.svc.CreateImageMessage(context.Background(), "admin", chat.CreateImageMessageInput{
 		ChannelID: "ch", FileName: "x.svg", MimeType: "image/svg+xml", Width: 10, Height: 10,
 		Renditions: []chat.ImageRendition{
 			{Name: "small", ContentType: "image/svg+xml", Width: 10, Height: 10, Data: []byte(svg)},

@@ -204,7 +204,7 @@ func TestRateLimitStreamCountsOnce(t *testing.T) {
 	// Events flow on the open stream without being counted: the
 	// connection was one request.
 	for i := range 3 {
-		_, err := e.svc.CreateMessage(ctx(t), e.admin, chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi " + string(rune('a'+i))}})
+		_, err := e.svc.CreateMessage(ctx(t), e.admin, chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi " + string(rune('a'+i))}})
 		require.NoError(t, err)
 	}
 	seen := 0

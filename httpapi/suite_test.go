@@ -1133,7 +1133,7 @@ func testMutedAuthors(t *testing.T, e *env) {
 	c := e.c
 	_, err := c.CreateChannel(ctx(t), client.CreateChannelRequest{ChannelID: "ch", Type: "standard", UserIDs: []string{"pat"}})
 	require.NoError(t, err)
-	text := chat.CreateMessage{ChannelID: "ch", Type: "text", Data: map[string]any{"text": "hi"}}
+	text := chat.CreateMessageInput{ChannelID: "ch", Type: "text", Data: map[string]any{"text": "hi"}}
 	_, err = e.svc.CreateMessage(ctx(t), "pat", text)
 	require.NoError(t, err)
 	require.NoError(t, c.MuteUsers(ctx(t), "ch", []string{"pat"}, time.Minute))

@@ -113,7 +113,7 @@ func BenchmarkCreateMessagePushes(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				svc := bigChannel(b, s.open(b), 1000, devices)
 				ctx := context.Background()
-				in := chat.CreateMessage{ChannelID: "c", Type: "text", Data: chat.TextData("hello everyone, the release is out")}
+				in := chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: chat.TextData("hello everyone, the release is out")}
 				b.ReportAllocs()
 				cpu := cpuTime()
 				for b.Loop() {

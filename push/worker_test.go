@@ -47,7 +47,7 @@ func (e *chatEnv) register(user, provider, token string) chat.Device {
 
 func (e *chatEnv) post(user, text string) string {
 	e.t.Helper()
-	out, err := e.svc.CreateMessage(e.ctx, user, chat.CreateMessage{ChannelID: "c", Type: "text", Data: chat.TextData(text)})
+	out, err := e.svc.CreateMessage(e.ctx, user, chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: chat.TextData(text)})
 	require.NoError(e.t, err)
 	return out.Messages[0].MessageID
 }
@@ -274,7 +274,7 @@ func TestWorkerStartStop(t *testing.T) {
 	w = NewWorker(st, wp, WorkerConfig{PollInterval: time.Hour, OnResult: func(_, r string) { delivered <- r }})
 	require.NoError(t, w.Start(ctx))
 	require.Error(t, w.Start(ctx), "started twice")
-	_, err = svc.CreateMessage(ctx, "ann", chat.CreateMessage{ChannelID: "c", Type: "text", Data: chat.TextData("hi")})
+	_, err = svc.CreateMessage(ctx, "ann", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: chat.TextData("hi")})
 	require.NoError(t, err)
 	require.Equal(t, ResultDelivered, <-delivered, "woken by the commit, not by the hour-long poll")
 	require.NoError(t, w.Stop(ctx))

@@ -32,7 +32,7 @@ func benchService(b *testing.B) (*chat.Service, string) {
 }
 
 func benchPost(b *testing.B, svc *chat.Service) {
-	if _, err := svc.CreateMessage(context.Background(), "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
+	if _, err := svc.CreateMessage(context.Background(), "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -248,7 +248,7 @@ func benchFanoutChannels(b *testing.B, subs int, mode string) {
 			got.Add(size)
 		}
 		t0 := time.Now()
-		if _, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(c*size), chat.CreateMessage{ChannelID: "c" + strconv.Itoa(c), Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
+		if _, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(c*size), chat.CreateMessageInput{ChannelID: "c" + strconv.Itoa(c), Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
 			b.Fatal(err)
 		}
 		got.Wait()

@@ -31,7 +31,7 @@ func Example() {
 	defer sub.Close()
 
 	for _, m := range []struct{ channel, text string }{{"staff", "not for alice"}, {"general", "hello"}} {
-		_, _ = svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: m.channel, Type: chat.MessageTypeText, Data: chat.TextData(m.text)})
+		_, _ = svc.CreateMessage(ctx, "bob", chat.CreateMessageInput{ChannelID: m.channel, Type: chat.MessageTypeText, Data: chat.TextData(m.text)})
 	}
 	f, err := sub.Next(ctx)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestFrameEncodedOnce(t *testing.T) {
 	b, err := h.Subscribe(ctx, Filter{UserID: "alice"}, nil)
 	require.NoError(t, err)
 	require.Nil(t, a.queue)
-	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("hi")})
+	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("hi")})
 	require.NoError(t, err)
 	fa, err := a.Next(ctx)
 	require.NoError(t, err)

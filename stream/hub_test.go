@@ -45,7 +45,7 @@ func (e *env) channel(id string, members ...string) {
 
 func (e *env) post(author, channelID, text string) {
 	e.t.Helper()
-	_, err := e.svc.CreateMessage(e.ctx, author, chat.CreateMessage{ChannelID: channelID, Type: chat.MessageTypeText, Data: chat.TextData(text)})
+	_, err := e.svc.CreateMessage(e.ctx, author, chat.CreateMessageInput{ChannelID: channelID, Type: chat.MessageTypeText, Data: chat.TextData(text)})
 	require.NoError(e.t, err)
 }
 
@@ -95,7 +95,7 @@ func TestResumeNoGapNoRepeat(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for i := 1; i <= n; i++ {
-			if _, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(strconv.Itoa(i))}); err != nil {
+			if _, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(strconv.Itoa(i))}); err != nil {
 				done <- err
 				return
 			}
@@ -280,7 +280,7 @@ func TestResumeBounds(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.False(t, s.Resumed)
-	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("live")})
+	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("live")})
 	require.NoError(t, err)
 	require.Equal(t, "live", text(t, next(t, s)))
 }

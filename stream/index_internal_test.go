@@ -78,7 +78,7 @@ func (e *indexEnv) channel(id string, members ...string) {
 
 func (e *indexEnv) post(author, channelID, text string) {
 	e.t.Helper()
-	_, err := e.svc.CreateMessage(e.ctx, author, chat.CreateMessage{ChannelID: channelID, Type: chat.MessageTypeText, Data: chat.TextData(text)})
+	_, err := e.svc.CreateMessage(e.ctx, author, chat.CreateMessageInput{ChannelID: channelID, Type: chat.MessageTypeText, Data: chat.TextData(text)})
 	require.NoError(e.t, err)
 }
 

@@ -62,7 +62,7 @@ func TestPostgresAcrossStores(t *testing.T) {
 	const n = 50
 	go func() {
 		for i := 1; i <= n; i++ {
-			if _, err := svcA.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(strconv.Itoa(i))}); err != nil {
+			if _, err := svcA.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(strconv.Itoa(i))}); err != nil {
 				return // the receiving side fails on the missing message
 			}
 		}
@@ -218,7 +218,7 @@ func TestPostgresTypingAcrossProcesses(t *testing.T) {
 	defer watch.Close()
 
 	require.NoError(t, a.svc.Typing(ctx, "alice", "c"))
-	_, err = a.svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("after typing")})
+	_, err = a.svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("after typing")})
 	require.NoError(t, err)
 
 	// The typing notification and the message's commit come by different

@@ -195,7 +195,7 @@ func crash2Child(t *testing.T, backend, where string) {
 	require.NoError(t, err)
 	const messages = 5
 	for i := range messages {
-		_, err := svc.CreateMessage(ctx, "admin", chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": fmt.Sprint("m", i)}})
+		_, err := svc.CreateMessage(ctx, "admin", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": fmt.Sprint("m", i)}})
 		require.NoError(t, err)
 	}
 	fmt.Println("committed", h.Secret, messages)

@@ -163,7 +163,7 @@ func TestEveryEventDelivered(t *testing.T) {
 			require.NoError(t, err)
 			_, err = svc.JoinChannel(ctx, admin, "c")
 			require.NoError(t, err)
-			ml, err := svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "hello"}})
+			ml, err := svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": "hello"}})
 			require.NoError(t, err)
 			mid := ml.Messages[0].MessageID
 			rl, err := svc.CreateReport(ctx, "bob", chat.CreateReport{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam"})
@@ -172,7 +172,7 @@ func TestEveryEventDelivered(t *testing.T) {
 			require.NoError(t, err)
 			_, err = svc.FlagMessage(ctx, admin, mid)
 			require.NoError(t, err)
-			_, err = svc.UpdateMessage(ctx, admin, chat.UpdateMessage{MessageID: mid, Data: &map[string]any{"text": "hello, edited"}})
+			_, err = svc.UpdateMessage(ctx, admin, chat.UpdateMessageInput{MessageID: mid, Data: &map[string]any{"text": "hello, edited"}})
 			require.NoError(t, err)
 			_, err = svc.AddReaction(ctx, admin, mid, "message", "like")
 			require.NoError(t, err)

@@ -59,7 +59,7 @@ func BenchmarkCreateMessagePreSend(b *testing.B) {
 			if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "bench", Type: chat.ChannelTypeStandard, UserIDs: []string{"u"}}); err != nil {
 				b.Fatal(err)
 			}
-			in := chat.CreateMessage{ChannelID: "bench", Type: chat.MessageTypeText, Data: map[string]any{"text": "a message of about fifty bytes, give or take some"}}
+			in := chat.CreateMessageInput{ChannelID: "bench", Type: chat.MessageTypeText, Data: map[string]any{"text": "a message of about fifty bytes, give or take some"}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -113,7 +113,7 @@ func TestCreatesWithoutWebhookCauseNoClaim(t *testing.T) {
 				"the dispatcher's first claim, at start")
 			post := func(text string) {
 				t.Helper()
-				_, err := svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
+				_, err := svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
 				require.NoError(t, err)
 			}
 			const n = 20

@@ -296,7 +296,7 @@ func startTarget(name string, o options, addr ...string) (*target, error) {
 			}
 		}
 		for i := 0; i < o.seed; i++ {
-			if _, err := svc.CreateMessage(ctx, "bench", chat.CreateMessage{ChannelID: "query", Type: "text",
+			if _, err := svc.CreateMessage(ctx, "bench", chat.CreateMessageInput{ChannelID: "query", Type: "text",
 				Data: map[string]any{"text": fmt.Sprintf("seed message %d", i)}}); err != nil {
 				return nil, err
 			}

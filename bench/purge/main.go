@@ -209,7 +209,7 @@ func creations(ctx context.Context, svc *chat.Service, work func(stop <-chan str
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		in := chat.CreateMessage{ChannelID: "quiet", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}}
+		in := chat.CreateMessageInput{ChannelID: "quiet", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}}
 		for {
 			select {
 			case <-stop:

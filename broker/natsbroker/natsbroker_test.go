@@ -96,7 +96,7 @@ func text(t *testing.T, f stream.Frame) string {
 
 func post(t *testing.T, ctx context.Context, p *proc, user, channel, txt string) {
 	t.Helper()
-	_, err := p.svc.CreateMessage(ctx, user, chat.CreateMessage{ChannelID: channel, Type: chat.MessageTypeText, Data: chat.TextData(txt)})
+	_, err := p.svc.CreateMessage(ctx, user, chat.CreateMessageInput{ChannelID: channel, Type: chat.MessageTypeText, Data: chat.TextData(txt)})
 	require.NoError(t, err)
 }
 
@@ -151,7 +151,7 @@ func TestAcrossProcesses(t *testing.T) {
 	want := texts("m", 40)
 	go func() {
 		for _, w := range want {
-			if _, err := a.svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(w)}); err != nil {
+			if _, err := a.svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(w)}); err != nil {
 				return // the reader fails on the missing message
 			}
 		}
@@ -249,7 +249,7 @@ func TestJoinFollowsChannel(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := a.svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("n" + strconv.Itoa(i))}); err != nil {
+			if _, err := a.svc.CreateMessage(ctx, "bob", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("n" + strconv.Itoa(i))}); err != nil {
 				return
 			}
 			posted.Store(int64(i))
@@ -527,7 +527,7 @@ func BenchmarkAcross(b *testing.B) {
 			defer sub.Close()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				_, err := svcs[0].CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("x")})
+				_, err := svcs[0].CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("x")})
 				require.NoError(b, err)
 				for {
 					f, err := sub.Next(ctx)

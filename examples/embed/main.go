@@ -69,7 +69,7 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	out, err := svc.CreateMessage(ctx, "ops", chat.CreateMessage{ChannelID: "lobby", Type: chat.MessageTypeText, Data: chat.TextData("server started")})
+	out, err := svc.CreateMessage(ctx, "ops", chat.CreateMessageInput{ChannelID: "lobby", Type: chat.MessageTypeText, Data: chat.TextData("server started")})
 	var rule chat.RuleRef
 	switch {
 	case errors.As(err, &rule):

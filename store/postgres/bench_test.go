@@ -405,7 +405,7 @@ func BenchmarkVsRaw32(b *testing.B) {
 			return err
 		})
 		dSvc += run(func(w int) error {
-			_, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(w), chat.CreateMessage{ChannelID: "c" + strconv.Itoa(w),
+			_, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(w), chat.CreateMessageInput{ChannelID: "c" + strconv.Itoa(w),
 				Type: chat.MessageTypeText, Data: chat.TextData("hello, this is a benchmark message of a typical length")})
 			return err
 		})

@@ -212,7 +212,7 @@ func TestCreateMessageRoundTrips(t *testing.T) {
 		UserIDs: []string{"u"}})
 	require.NoError(t, err)
 	post := func() {
-		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText,
+		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText,
 			Data: chat.TextData("hello")})
 		require.NoError(t, err)
 	}
@@ -272,7 +272,7 @@ func TestCreateMessageRoundTrips(t *testing.T) {
 	_, err = svc.SetChannelNotifications(ctx, "w", "c", chat.NotifyNone)
 	require.NoError(t, err)
 	n0 = s.StatementCount()
-	out, err := svc.CreateMessage(ctx, "u", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText,
+	out, err := svc.CreateMessage(ctx, "u", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText,
 		Data: chat.TextData("to the phones")})
 	require.NoError(t, err)
 	// The presence read runs the held-back message insert first, so the

@@ -42,7 +42,7 @@ func TestSlowModeConcurrentPosts(t *testing.T) {
 	// Both stores post once first, so that the rounds below run on
 	// warm connections and prepared statements.
 	for _, svc := range svcs {
-		_, err := svc.CreateMessage(ctx, a.UserID, chat.CreateMessage{ChannelID: "slow", Type: "text", Data: map[string]any{"text": "warm-up"}})
+		_, err := svc.CreateMessage(ctx, a.UserID, chat.CreateMessageInput{ChannelID: "slow", Type: "text", Data: map[string]any{"text": "warm-up"}})
 		require.NoError(t, err)
 	}
 	for r := range rounds {
@@ -60,7 +60,7 @@ func TestSlowModeConcurrentPosts(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					_, err := svc.CreateMessage(ctx, user, chat.CreateMessage{ChannelID: "slow", Type: "text",
+					_, err := svc.CreateMessage(ctx, user, chat.CreateMessageInput{ChannelID: "slow", Type: "text",
 						Data: map[string]any{"text": fmt.Sprintf("%s says %d", user, g)}})
 					mu.Lock()
 					defer mu.Unlock()

@@ -63,7 +63,7 @@ func BenchCreateWAL(b *testing.B, open func(b *testing.B) chat.Store, ready func
 					if !words {
 						text = strings.Repeat("-", len(text))
 					}
-					if _, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessage{ChannelID: "wal",
+					if _, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessageInput{ChannelID: "wal",
 						Type: chat.MessageTypeText, Data: map[string]any{"text": text}}); err != nil {
 						b.Fatal(err)
 					}
