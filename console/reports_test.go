@@ -44,9 +44,9 @@ func TestReportsPage(t *testing.T) {
 	require.NoError(t, err)
 	mid := ml.Messages[0].MessageID
 	evilNote := `<img src=x onerror=alert(2)> look`
-	mr, err := p.svc.CreateReport(ctx, "ann", chat.CreateReport{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam", Note: evilNote})
+	mr, err := p.svc.CreateReport(ctx, "ann", chat.CreateReportInput{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam", Note: evilNote})
 	require.NoError(t, err)
-	ur, err := p.svc.CreateReport(ctx, "ann", chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "bob", Reason: "abuse"})
+	ur, err := p.svc.CreateReport(ctx, "ann", chat.CreateReportInput{TargetType: chat.ReportTargetUser, TargetID: "bob", Reason: "abuse"})
 	require.NoError(t, err)
 	msgReport, userReport := mr.Reports[0].ReportID, ur.Reports[0].ReportID
 

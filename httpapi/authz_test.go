@@ -304,7 +304,7 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	require.NoError(t, err)
 	require.NotEmpty(t, dl.Deliveries)
 	m.ids["{req}"] = dl.Deliveries[0].RequestID
-	rl, err := e.svc.CreateReport(bg, revokedID, chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "zed", Reason: "abuse"})
+	rl, err := e.svc.CreateReport(bg, revokedID, chat.CreateReportInput{TargetType: chat.ReportTargetUser, TargetID: "zed", Reason: "abuse"})
 	require.NoError(t, err)
 	m.ids["{report}"] = rl.Reports[0].ReportID
 	for _, id := range []string{e.admin, memberID, outsideID, modID, "zed"} {

@@ -264,7 +264,7 @@ func testUserData(t *testing.T, newStore storeFactory) {
 	require.NoError(t, err)
 	_, err = svc.AddReaction(bg, "v", mine[1], chat.ReferenceTypeMessage, "like")
 	require.NoError(t, err)
-	_, err = svc.CreateReport(bg, "u", chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "v", Reason: "rude", Note: "v said my address"})
+	_, err = svc.CreateReport(bg, "u", chat.CreateReportInput{TargetType: chat.ReportTargetUser, TargetID: "v", Reason: "rude", Note: "v said my address"})
 	require.NoError(t, err)
 	unread := func(user, ch string) int64 {
 		l, err := svc.GetChannel(bg, user, ch)

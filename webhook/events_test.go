@@ -166,9 +166,9 @@ func TestEveryEventDelivered(t *testing.T) {
 			ml, err := svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": "hello"}})
 			require.NoError(t, err)
 			mid := ml.Messages[0].MessageID
-			rl, err := svc.CreateReport(ctx, "bob", chat.CreateReport{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam"})
+			rl, err := svc.CreateReport(ctx, "bob", chat.CreateReportInput{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam"})
 			require.NoError(t, err)
-			_, err = svc.ResolveReport(ctx, admin, chat.ResolveReport{ReportID: rl.Reports[0].ReportID, Action: chat.ResolveDismiss})
+			_, err = svc.ResolveReport(ctx, admin, chat.ResolveReportInput{ReportID: rl.Reports[0].ReportID, Action: chat.ResolveDismiss})
 			require.NoError(t, err)
 			_, err = svc.FlagMessage(ctx, admin, mid)
 			require.NoError(t, err)
