@@ -310,7 +310,7 @@ func stringsAny(v []string) []any {
 
 // updateDetails describes a user update made by an admin: the fields it
 // set and, when it set them, the roles.
-func updateDetails(in UpdateUser, roles []string) map[string]any {
+func updateDetails(in UpdateUserInput, roles []string) map[string]any {
 	fields := []any{}
 	if in.DisplayName != nil {
 		fields = append(fields, "displayName")

@@ -42,7 +42,7 @@ func TestEndUserRights(t *testing.T) {
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"janitor"}, []string{chat.PermManageMessages})
 	require.NoError(t, err)
 	roles := []string{"janitor"}
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "jan", Roles: &roles})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "jan", Roles: &roles})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.DeleteMessage(e.ctx, "jan", theirs.MessageID))
 	// but does not read there without Channel/GlobalAccess.
@@ -55,7 +55,7 @@ func TestEndUserRights(t *testing.T) {
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"reader"}, []string{chat.PermGlobalAccess})
 	require.NoError(t, err)
 	roles = []string{"reader"}
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "dave", Roles: &roles})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "dave", Roles: &roles})
 	require.NoError(t, err)
 	e.mustPost("dave", "c", "global access")
 	_, err = e.svc.MostReacted(e.ctx, "dave", chat.MostReactedQuery{ReactionName: "like"})
@@ -138,7 +138,7 @@ func TestChannelPermissionsOneByOne(t *testing.T) {
 				_, err := e.svc.PutRoles(e.ctx, e.admin, []string{"r"}, []string{held.perm})
 				require.NoError(t, err)
 				roles := []string{"r"}
-				_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "holder", Roles: &roles})
+				_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "holder", Roles: &roles})
 				require.NoError(t, err)
 				err = op.do(e, "holder")
 				if op.perm == held.perm {

@@ -81,7 +81,7 @@ func TestBlockAddToChannel(t *testing.T) {
 	require.NoError(t, err)
 	roles := []string{"inviter"}
 	for _, u := range []string{"mallory", "alice"} {
-		_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: u, Roles: &roles})
+		_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: u, Roles: &roles})
 		require.NoError(t, err)
 	}
 	e.channel("c", "mallory")

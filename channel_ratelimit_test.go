@@ -75,7 +75,7 @@ func TestSlowMode(t *testing.T) {
 	e.mustPost(e.admin, "c", "admin 2")
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"fast"}, []string{chat.PermExemptFromRateLimit})
 	require.NoError(t, err)
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "vip", Roles: &[]string{"fast"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "vip", Roles: &[]string{"fast"}})
 	require.NoError(t, err)
 	e.mustPost("vip", "c", "vip 1")
 	e.mustPost("vip", "c", "vip 2")

@@ -123,7 +123,7 @@ func TestEditExemptions(t *testing.T) {
 	_, err := e.svc.PutRoles(e.ctx, e.admin, []string{"vip"}, []string{chat.PermExemptFromMute})
 	require.NoError(t, err)
 	roles := []string{"vip"}
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "vip", Roles: &roles})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "vip", Roles: &roles})
 	require.NoError(t, err)
 
 	// Slow mode: alice posts, then edits at once, twice; a second post

@@ -48,7 +48,7 @@ func TestPurgeWhileTheUserPosts(t *testing.T) {
 			during = append(during, m.Messages[0].MessageID)
 		}
 	}()
-	res, err := svc.PurgeUserMessages(ctx, "root", chat.PurgeMessages{UserID: "sp"})
+	res, err := svc.PurgeUserMessages(ctx, "root", chat.PurgeUserMessagesInput{UserID: "sp"})
 	stop.Store(true)
 	wg.Wait()
 	require.NoError(t, err)
@@ -89,7 +89,7 @@ func TestAuditActorIsTheUser(t *testing.T) {
 	_, err := e.svc.PutRoles(ctx, e.admin, []string{"mod"}, []string{chat.PermBanUser, chat.PermManageMessages})
 	require.NoError(t, err)
 	roles := []string{"mod"}
-	_, err = e.svc.UpdateUser(ctx, e.admin, chat.UpdateUser{UserID: "mo", Roles: &roles})
+	_, err = e.svc.UpdateUser(ctx, e.admin, chat.UpdateUserInput{UserID: "mo", Roles: &roles})
 	require.NoError(t, err)
 	e.channel("c", "mo", "x")
 	m, err := e.svc.CreateMessage(ctx, "x", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
@@ -106,6 +106,6 @@ func TestAuditActorIsTheUser(t *testing.T) {
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
 	_, err = e.svc.CheckMessage(ctx, "mo", "x", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
-	_, err = e.svc.PurgeUserMessages(ctx, "mo", chat.PurgeMessages{UserID: "x"})
+	_, err = e.svc.PurgeUserMessages(ctx, "mo", chat.PurgeUserMessagesInput{UserID: "x"})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
 }

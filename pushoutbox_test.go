@@ -42,7 +42,7 @@ func TestPushesWrittenWithTheMessage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.channel("c", "ann", "bob", "cat", "dan", "eve", "fay")
-	_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "ann", DisplayName: ptr("Ann")})
+	_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "ann", DisplayName: ptr("Ann")})
 	require.NoError(t, err)
 	for _, u := range []string{"ann", "bob", "bob", "cat", "dan", "eve"} {
 		e.register(u, u, u+"-"+chat.NewID())

@@ -231,7 +231,7 @@ func TestMuteExpiresByTimeAlone(t *testing.T) {
 	// Exemption by role permission.
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"vip"}, []string{chat.PermExemptFromMute})
 	require.NoError(t, err)
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "bob", Roles: &[]string{"vip"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "bob", Roles: &[]string{"vip"}})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.MuteChannel(e.ctx, e.admin, "c", chat.MuteForever))
 	e.mustPost("bob", "c", "vip talks")
@@ -517,7 +517,7 @@ func TestPagingTokensCannotBeForgedOrReused(t *testing.T) {
 		requireCode(t, err, chat.CodeBadRequest)
 	}
 	// A token of another listing kind is refused.
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "someone"})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "someone"})
 	require.NoError(t, err)
 	us, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Limit: 1})
 	require.NoError(t, err)
@@ -651,7 +651,7 @@ func TestBlacklistWholeWordUnicode(t *testing.T) {
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"mod"}, []string{chat.PermExemptFromBlacklist})
 	require.NoError(t, err)
 	e.channel("m", "mo")
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "mo", Roles: &[]string{"mod"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "mo", Roles: &[]string{"mod"}})
 	require.NoError(t, err)
 	e.mustPost("mo", "m", "bad words allowed")
 	_, err = e.post(e.admin, "m", "admins are not exempt: bad")
@@ -719,7 +719,7 @@ func TestWhitelistContractExamples(t *testing.T) {
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"linker"}, []string{chat.PermExemptFromWhitelist})
 	require.NoError(t, err)
 	e.channel("l", "lin")
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "lin", Roles: &[]string{"linker"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "lin", Roles: &[]string{"linker"}})
 	require.NoError(t, err)
 	e.mustPost("lin", "l", "https://anything.io")
 }
@@ -729,23 +729,23 @@ func TestUsersUpdateQueryFlags(t *testing.T) {
 	_, err := e.svc.PutRoles(e.ctx, e.admin, []string{"editor"}, []string{"Message/Edit"})
 	require.NoError(t, err)
 	name := "Zoë"
-	out, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "zoe", DisplayName: &name, Roles: &[]string{"editor"}, Metadata: &map[string]any{"a": 1.0}})
+	out, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "zoe", DisplayName: &name, Roles: &[]string{"editor"}, Metadata: &map[string]any{"a": 1.0}})
 	require.NoError(t, err)
 	require.Equal(t, "Zoë", out.Users[0].DisplayName)
 	// Partial: absent fields stay.
-	out, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "zoe", Metadata: &map[string]any{"b": 2.0}})
+	out, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "zoe", Metadata: &map[string]any{"b": 2.0}})
 	require.NoError(t, err)
 	require.Equal(t, "Zoë", out.Users[0].DisplayName)
 	require.Equal(t, []string{"editor"}, out.Users[0].Roles)
 	require.Equal(t, map[string]any{"b": 2.0}, out.Users[0].Metadata)
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "zoe", Roles: &[]string{"nope"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "zoe", Roles: &[]string{"nope"}})
 	requireCode(t, err, chat.CodeBadRequest)
 	require.Contains(t, err.Error(), "nope")
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "zoe", Roles: &[]string{chat.RoleGlobalAdmin}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "zoe", Roles: &[]string{chat.RoleGlobalAdmin}})
 	requireCode(t, err, chat.CodePermissionDenied)
 
 	for _, id := range []string{"zed", "zack", "amy"} {
-		_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: id})
+		_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: id})
 		require.NoError(t, err)
 	}
 	q, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Search: "Z"})
@@ -1102,7 +1102,7 @@ func TestResourceFieldsAlwaysPresent(t *testing.T) {
 	_, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/all", nil)
 	require.NoError(t, err)
 	e.channel("c", "alice")
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "bob"})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "bob"})
 	require.NoError(t, err)
 	requireFields := func(v any, fields ...string) {
 		t.Helper()
@@ -1122,7 +1122,7 @@ func TestResourceFieldsAlwaysPresent(t *testing.T) {
 	q, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Search: "bob"})
 	require.NoError(t, err)
 	requireFields(q.Users, userFields...)
-	up, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "carol"})
+	up, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "carol"})
 	require.NoError(t, err)
 	requireFields(up, userFields...)
 	fl, err := e.svc.FlagUser(e.ctx, e.admin, "bob")

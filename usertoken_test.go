@@ -76,7 +76,7 @@ func TestUserTokenMintAndAuthenticate(t *testing.T) {
 	_, err = e.svc.GetUser(e.ctx, e.admin, "bob")
 	requireTokenCode(t, err, chat.CodeNotFound)
 	name := "Bob"
-	_, err = e.svc.UpdateUser(e.ctx, "bob", chat.UpdateUser{UserID: "bob", DisplayName: &name})
+	_, err = e.svc.UpdateUser(e.ctx, "bob", chat.UpdateUserInput{UserID: "bob", DisplayName: &name})
 	require.NoError(t, err, "a user acting first creates itself")
 	got, err := e.svc.GetUser(e.ctx, e.admin, "bob")
 	require.NoError(t, err)
@@ -265,7 +265,7 @@ func TestUserTokenSeesChangesAtOnce(t *testing.T) {
 	u.DisplayName = "changed by the caller"
 
 	name := "Alice"
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "a", DisplayName: &name})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "a", DisplayName: &name})
 	require.NoError(t, err)
 	u, err = e.svc.AuthenticateUser(e.ctx, tok.Token)
 	require.NoError(t, err)

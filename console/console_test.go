@@ -374,7 +374,7 @@ func TestInjectionIsEscaped(t *testing.T) {
 	const evilID = `x<script>alert(1)</script>`
 	name := evil + `"><img src=x onerror=alert(2)>`
 	meta := map[string]any{"bio": evil, evil: "key"}
-	_, err := p.svc.UpdateUser(ctx, actor, chat.UpdateUser{UserID: evilID, DisplayName: &name, Metadata: &meta})
+	_, err := p.svc.UpdateUser(ctx, actor, chat.UpdateUserInput{UserID: evilID, DisplayName: &name, Metadata: &meta})
 	require.NoError(t, err)
 	_, err = p.svc.PutRoles(ctx, actor, []string{evilID}, []string{evil})
 	require.NoError(t, err)

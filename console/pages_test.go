@@ -60,7 +60,7 @@ func TestUsersSearchAndFlags(t *testing.T) {
 	ctx := context.Background()
 	for _, id := range []string{"zebra-keeper", "zed", "amy"} {
 		name := map[string]string{"zebra-keeper": "The Zebra Keeper", "zed": "Zed", "amy": "Amy"}[id]
-		_, err := p.svc.UpdateUser(ctx, p.root.UserID, chat.UpdateUser{UserID: id, DisplayName: &name})
+		_, err := p.svc.UpdateUser(ctx, p.root.UserID, chat.UpdateUserInput{UserID: id, DisplayName: &name})
 		require.NoError(t, err)
 	}
 	_, err := p.svc.FlagUser(ctx, p.root.UserID, "amy")

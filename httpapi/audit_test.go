@@ -100,7 +100,7 @@ func testAudit(t *testing.T, e *env) {
 	require.Error(t, err) // no such channel: nothing audited either
 	require.Nil(t, own)
 	name := "Bee"
-	_, err = e.svc.UpdateUser(bg, "b", chat.UpdateUser{UserID: "b", DisplayName: &name})
+	_, err = e.svc.UpdateUser(bg, "b", chat.UpdateUserInput{UserID: "b", DisplayName: &name})
 	require.NoError(t, err)
 
 	want := []string{

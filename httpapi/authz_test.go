@@ -274,13 +274,13 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 		chat.PermGlobalAccess, chat.PermManageMessages})
 	require.NoError(t, err)
 	roles := []string{"moderator"}
-	_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUser{UserID: modID, Roles: &roles})
+	_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUserInput{UserID: modID, Roles: &roles})
 	require.NoError(t, err)
 	_, err = e.svc.CreateChannel(bg, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard,
 		UserIDs: []string{memberID, revokedID, bannedID}})
 	require.NoError(t, err)
 	for _, id := range []string{outsideID, "zed"} {
-		_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUser{UserID: id})
+		_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUserInput{UserID: id})
 		require.NoError(t, err)
 	}
 	ml, err := e.svc.CreateMessage(bg, memberID, chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
@@ -308,7 +308,7 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	require.NoError(t, err)
 	m.ids["{report}"] = rl.Reports[0].ReportID
 	for _, id := range []string{e.admin, memberID, outsideID, modID, "zed"} {
-		dl, err := e.svc.RegisterDevice(bg, e.admin, chat.RegisterDevice{UserID: id, Provider: chat.ProviderFirebase, Token: "fcm-" + id})
+		dl, err := e.svc.RegisterDevice(bg, e.admin, chat.RegisterDeviceInput{UserID: id, Provider: chat.ProviderFirebase, Token: "fcm-" + id})
 		require.NoError(t, err)
 		m.ids["{device:"+id+"}"] = dl.Devices[0].DeviceID
 	}

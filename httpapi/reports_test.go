@@ -229,7 +229,7 @@ func testUserData(t *testing.T, newStore storeFactory) {
 		_, err := c.CreateChannel(bg, client.CreateChannelRequest{ChannelID: ch, Type: "standard", UserIDs: []string{"u", "v"}})
 		require.NoError(t, err)
 	}
-	_, err := svc.UpdateUser(bg, e.admin, chat.UpdateUser{UserID: "u", DisplayName: client.Ptr("Ursula Private"), Metadata: &map[string]any{"email": "u@example.com"}})
+	_, err := svc.UpdateUser(bg, e.admin, chat.UpdateUserInput{UserID: "u", DisplayName: client.Ptr("Ursula Private"), Metadata: &map[string]any{"email": "u@example.com"}})
 	require.NoError(t, err)
 	post := func(user, ch, text, parent string) string {
 		m, err := svc.CreateMessage(bg, user, chat.CreateMessageInput{ChannelID: ch, Type: "text", Data: map[string]any{"text": text},
@@ -279,10 +279,10 @@ func testUserData(t *testing.T, newStore storeFactory) {
 	}
 	require.EqualValues(t, 8, unread("v", "a"), "the 7 texts and the file of u")
 	for i := range 4 {
-		_, err = svc.RegisterDevice(bg, "u", chat.RegisterDevice{UserID: "u", Provider: chat.ProviderFirebase, Token: fmt.Sprintf("fcm-secret-%d", i)})
+		_, err = svc.RegisterDevice(bg, "u", chat.RegisterDeviceInput{UserID: "u", Provider: chat.ProviderFirebase, Token: fmt.Sprintf("fcm-secret-%d", i)})
 		require.NoError(t, err)
 	}
-	_, err = svc.RegisterDevice(bg, "v", chat.RegisterDevice{UserID: "v", Provider: chat.ProviderFirebase, Token: "fcm-of-v"})
+	_, err = svc.RegisterDevice(bg, "v", chat.RegisterDeviceInput{UserID: "v", Provider: chat.ProviderFirebase, Token: "fcm-of-v"})
 	require.NoError(t, err)
 	_, err = svc.SetUserNotifications(bg, "u", "u", chat.NotifyMentions)
 	require.NoError(t, err)

@@ -91,7 +91,7 @@ func bigChannel(b *testing.B, st chat.Store, members int, devices bool) *chat.Se
 	}
 	if devices {
 		for _, id := range ids {
-			if _, err := svc.RegisterDevice(ctx, id, chat.RegisterDevice{UserID: id, Provider: chat.ProviderFirebase, Token: "tok-" + id}); err != nil {
+			if _, err := svc.RegisterDevice(ctx, id, chat.RegisterDeviceInput{UserID: id, Provider: chat.ProviderFirebase, Token: "tok-" + id}); err != nil {
 				b.Fatal(err)
 			}
 		}

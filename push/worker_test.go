@@ -40,7 +40,7 @@ func newChatEnv(t *testing.T, members ...string) *chatEnv {
 
 func (e *chatEnv) register(user, provider, token string) chat.Device {
 	e.t.Helper()
-	dl, err := e.svc.RegisterDevice(e.ctx, user, chat.RegisterDevice{UserID: user, Provider: provider, Token: token})
+	dl, err := e.svc.RegisterDevice(e.ctx, user, chat.RegisterDeviceInput{UserID: user, Provider: provider, Token: token})
 	require.NoError(e.t, err)
 	return dl.Devices[0]
 }
@@ -268,7 +268,7 @@ func TestWorkerStartStop(t *testing.T) {
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: "standard", UserIDs: []string{"ann", "bob"}})
 	require.NoError(t, err)
-	_, err = svc.RegisterDevice(ctx, "bob", chat.RegisterDevice{UserID: "bob", Provider: chat.ProviderWebPush, Token: wpIn.subscription(wpURL + "/ok")})
+	_, err = svc.RegisterDevice(ctx, "bob", chat.RegisterDeviceInput{UserID: "bob", Provider: chat.ProviderWebPush, Token: wpIn.subscription(wpURL + "/ok")})
 	require.NoError(t, err)
 	delivered := make(chan string, 1)
 	w = NewWorker(st, wp, WorkerConfig{PollInterval: time.Hour, OnResult: func(_, r string) { delivered <- r }})

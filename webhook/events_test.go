@@ -187,7 +187,7 @@ func TestEveryEventDelivered(t *testing.T) {
 			require.NoError(t, svc.BanUsers(ctx, admin, "c", []string{"bob"}))
 			require.NoError(t, svc.UnbanUsers(ctx, admin, "c", []string{"bob"}))
 			name := "Alice"
-			_, err = svc.UpdateUser(ctx, admin, chat.UpdateUser{UserID: "alice", DisplayName: &name})
+			_, err = svc.UpdateUser(ctx, admin, chat.UpdateUserInput{UserID: "alice", DisplayName: &name})
 			require.NoError(t, err)
 			require.NoError(t, svc.GlobalBan(ctx, admin, "carol", false))
 			require.NoError(t, svc.GlobalUnban(ctx, admin, "carol"))

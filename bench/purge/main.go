@@ -123,7 +123,7 @@ func run() error {
 	var perr error
 	during, err := creations(ctx, svc, func(<-chan struct{}) {
 		t0 := time.Now()
-		res, perr = svc.PurgeUserMessages(context.WithValue(ctx, purgeKey{}, true), "bench", chat.PurgeMessages{UserID: "spammer"})
+		res, perr = svc.PurgeUserMessages(context.WithValue(ctx, purgeKey{}, true), "bench", chat.PurgeUserMessagesInput{UserID: "spammer"})
 		elapsed = time.Since(t0)
 	})
 	if err != nil {

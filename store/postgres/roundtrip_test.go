@@ -266,7 +266,7 @@ func TestCreateMessageRoundTrips(t *testing.T) {
 	_, err = svc.AddUsers(ctx, admin.UserID, "c", []string{"v", "w"})
 	require.NoError(t, err)
 	for _, u := range []string{"u", "v", "w"} {
-		_, err = svc.RegisterDevice(ctx, u, chat.RegisterDevice{UserID: u, Provider: chat.ProviderFirebase, Token: "tok-" + u})
+		_, err = svc.RegisterDevice(ctx, u, chat.RegisterDeviceInput{UserID: u, Provider: chat.ProviderFirebase, Token: "tok-" + u})
 		require.NoError(t, err)
 	}
 	_, err = svc.SetChannelNotifications(ctx, "w", "c", chat.NotifyNone)
