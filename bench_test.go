@@ -29,7 +29,7 @@ func benchService(b *testing.B, blackWords int) (*chat.Service, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, _, err := svc.CreateAdmin(ctx, "bench", "")
+	a, _, err := svc.CreateAdmin(ctx, "", "bench", "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,12 +11,18 @@
 //
 // # Vocabulary
 //
-// The Service's methods take a context first and the acting user's id
-// (actorID): an admin account's user, which holds the role global-admin
-// and may do everything, or an end user, whose rights are the permission
-// table of docs/api.md section 1 (Permissions of end users), decided in one place (authz.go) from the
-// user's roles. A program acting as the system passes an admin account's
-// user id (see CreateAdmin). User tokens (HS256 JWTs) are minted with
+// The Service's methods take a context first and then the acting user's id
+// (actorID), always as that argument, never through the context: an admin
+// account's user, which holds the role global-admin and may do
+// everything, or an end user, whose rights are the permission table of
+// docs/api.md section 1 (Permissions of end users), decided in one place
+// (authz.go) from the user's roles. A program acting as the system passes
+// an admin account's user id (see CreateAdmin). The operator's own calls
+// (CreateAdmin, CreateAdminWithPassword, RotateAdmin, RevokeAdmin,
+// EnsureWebhook, DisableWebhook) do not authorize actorID, they record it
+// in the audit log: "" for the server's operator (the command line, the
+// webhook dispatcher), an admin panel's signed-in user otherwise. Every
+// other method refuses an empty actorID with CodePermissionDenied. User tokens (HS256 JWTs) are minted with
 // MintUserToken and verified with AuthenticateUser. Admin accounts sign in
 // to the admin panel (package console) with a bcrypt-hashed password
 // (SetAdminPassword, SignInAdmin), in sessions kept in the store

@@ -16,7 +16,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		panic(err)
 	}
@@ -55,7 +55,7 @@ func Example() {
 func ExampleService_MuteUsers() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
 	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
 	})
@@ -89,7 +89,7 @@ func ExampleService_MuteUsers() {
 func ExampleService_SetChannelRateLimit() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
 	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
 	})
@@ -115,7 +115,7 @@ func ExampleService_SetChannelRateLimit() {
 func ExampleMessage_DecodeData() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
 	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard})
 
 	type Poll struct {
@@ -143,7 +143,7 @@ func ExampleMessage_DecodeData() {
 func ExampleMessage_Image() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
 	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard})
 
 	// Package media makes the renditions from an upload.
@@ -168,7 +168,7 @@ func ExampleMessage_Image() {
 func ExampleService_CheckMessage() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
 	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
 	})

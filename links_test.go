@@ -271,7 +271,7 @@ func TestFileLinkTTL(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)}
 	svc, err := chat.New(t.Context(), memory.New(), chat.Config{Now: clk.Now, LinkTTL: 90 * time.Minute})
 	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(t.Context(), "root", "")
+	admin, _, err := svc.CreateAdmin(t.Context(), "", "root", "")
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(t.Context(), admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)

@@ -20,7 +20,7 @@ func TestPurgeWhileTheUserPosts(t *testing.T) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{PurgeBatch: 7})
 	require.NoError(t, err)
-	_, _, err = svc.CreateAdmin(ctx, "root", "root")
+	_, _, err = svc.CreateAdmin(ctx, "", "root", "root")
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"sp"}})
 	require.NoError(t, err)

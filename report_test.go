@@ -19,7 +19,7 @@ func TestResolveReportOnce(t *testing.T) {
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
 	for _, name := range []string{"a1", "a2", "a3", "a4"} {
-		_, _, err = svc.CreateAdmin(ctx, name, name)
+		_, _, err = svc.CreateAdmin(ctx, "", name, name)
 		require.NoError(t, err)
 	}
 	_, err = svc.CreateChannel(ctx, "a1", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u", "v"}})

@@ -18,7 +18,7 @@ func ExampleService_SubscribeEphemeral() {
 	if err != nil {
 		panic(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		panic(err)
 	}
@@ -47,7 +47,7 @@ func ExampleService_OpenLink() {
 	if err != nil {
 		panic(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		panic(err)
 	}

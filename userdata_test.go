@@ -49,7 +49,7 @@ func TestExportStreams(t *testing.T) {
 	st := &countingViews{Store: memory.New()}
 	svc, err := chat.New(ctx, st, chat.Config{PurgeBatch: 5})
 	require.NoError(t, err)
-	_, _, err = svc.CreateAdmin(ctx, "root", "root")
+	_, _, err = svc.CreateAdmin(ctx, "", "root", "root")
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u"}})
 	require.NoError(t, err)

@@ -220,7 +220,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, adminToken, err := svc.CreateAdmin(ctx, "root", "admin")
+	_, adminToken, err := svc.CreateAdmin(ctx, "", "root", "admin")
 	if err != nil {
 		b.Fatal(err)
 	}

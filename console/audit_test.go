@@ -352,7 +352,7 @@ func TestPurgeRunsEveryBatch(t *testing.T) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost, PurgeBatch: 2})
 	require.NoError(t, err)
-	root, _, err := svc.CreateAdminWithPassword(ctx, "root", "", rootPassword)
+	root, _, err := svc.CreateAdminWithPassword(ctx, "", "root", "", rootPassword)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/admin/", http.StripPrefix("/admin", console.New(svc, console.Config{})))

@@ -22,7 +22,7 @@ func BenchmarkChannelPage(b *testing.B) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost})
 	require.NoError(b, err)
-	a, _, err := svc.CreateAdminWithPassword(ctx, "root", "", "bench password")
+	a, _, err := svc.CreateAdminWithPassword(ctx, "", "root", "", "bench password")
 	require.NoError(b, err)
 	var members []string
 	for i := range 20 {
@@ -78,7 +78,7 @@ func BenchmarkSignIn(b *testing.B) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(b, err)
-	_, _, err = svc.CreateAdminWithPassword(ctx, "root", "", "bench password")
+	_, _, err = svc.CreateAdminWithPassword(ctx, "", "root", "", "bench password")
 	require.NoError(b, err)
 	hash, err := bcrypt.GenerateFromPassword([]byte("bench password"), chat.AdminPasswordCost)
 	require.NoError(b, err)

@@ -40,7 +40,7 @@ func newPanelWith(t *testing.T, fn func(svc *chat.Service, cfg *console.Config))
 	clk := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost, Now: clk.now})
 	require.NoError(t, err)
-	root, _, err := svc.CreateAdminWithPassword(ctx, "root", "", rootPassword)
+	root, _, err := svc.CreateAdminWithPassword(ctx, "", "root", "", rootPassword)
 	require.NoError(t, err)
 	cfg := console.Config{
 		Now:        clk.now,

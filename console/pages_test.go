@@ -246,7 +246,7 @@ func TestWebhooksAndAdmins(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	_, page = b.get("/admin/admins")
 	require.Contains(t, page, "The two passwords differ")
-	_, _, err = p.svc.CreateAdminWithPassword(ctx, "helper-admin", "", "helper password")
+	_, _, err = p.svc.CreateAdminWithPassword(ctx, "", "helper-admin", "", "helper password")
 	require.NoError(t, err)
 	other := p.browser("10.5.0.5")
 	res, _ = other.signIn("helper-admin", "helper password")

@@ -87,12 +87,11 @@ func testAudit(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.NoError(t, c.ClearUserFlags(bg, "b"))
 	require.NoError(t, c.RevokeUserTokens(bg, "b"))
-	panel := chat.WithActor(bg, "admin")
-	_, _, err = e.svc.CreateAdmin(panel, "ops", "opsuser")
+	_, _, err = e.svc.CreateAdmin(bg, "admin", "ops", "opsuser")
 	require.NoError(t, err)
-	_, err = e.svc.RotateAdmin(panel, "ops")
+	_, err = e.svc.RotateAdmin(bg, "admin", "ops")
 	require.NoError(t, err)
-	require.NoError(t, e.svc.RevokeAdmin(bg, "ops"))
+	require.NoError(t, e.svc.RevokeAdmin(bg, "", "ops"))
 	require.NoError(t, c.CloseChannel(bg, "ac"))
 	// Not audited: an author deleting its own message, a user updating
 	// itself.
@@ -141,7 +140,7 @@ func testAudit(t *testing.T, e *env) {
 	require.Equal(t, []any{"mods"}, by["user.update b"].Details["roles"])
 	require.EqualValues(t, 2000, by["channel.rateLimit ac"].Details["rateLimitWindow"])
 	require.Equal(t, "admin", by["admin.create ops"].ActorID)
-	require.Equal(t, "", by["admin.revoke ops"].ActorID, "no actor in the context: the operator")
+	require.Equal(t, "", by["admin.revoke ops"].ActorID, "an empty actor: the operator")
 	require.Equal(t, "opsuser", by["admin.create ops"].Details["userId"])
 
 	// Filters.

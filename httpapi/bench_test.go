@@ -93,7 +93,7 @@ func benchHTTP(b *testing.B, st chat.Store, op, caller string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, token, err := svc.CreateAdmin(ctx, "bench", "bench")
+	_, token, err := svc.CreateAdmin(ctx, "", "bench", "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func benchMessagePage(tb testing.TB, n int) *chat.MessageList {
 		tb.Fatal(err)
 	}
 	authors := []string{"alice", "bob", "carol", "dave"}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		tb.Fatal(err)
 	}

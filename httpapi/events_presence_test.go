@@ -28,7 +28,7 @@ func TestEventsPresence(t *testing.T) {
 	defer cancel()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
-	a, adminToken, err := svc.CreateAdmin(ctx, "ops", "")
+	a, adminToken, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	pres := chat.NewPresence(svc, chat.PresenceConfig{Grace: 100 * time.Millisecond, Interval: 10 * time.Millisecond})
 	require.NoError(t, pres.Start(ctx))

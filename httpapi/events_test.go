@@ -31,7 +31,7 @@ func newStreamFixture(t *testing.T, cfg stream.Config) *streamFixture {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
-	a, token, err := svc.CreateAdmin(ctx, "ops", "")
+	a, token, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	hub := stream.New(svc, cfg)
 	require.NoError(t, hub.Start(ctx))

@@ -42,7 +42,7 @@ func newPagingFixture(tb testing.TB) *pagingFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, token, err := svc.CreateAdmin(context.Background(), "root", "admin")
+	_, token, err := svc.CreateAdmin(context.Background(), "", "root", "admin")
 	if err != nil {
 		tb.Fatal(err)
 	}

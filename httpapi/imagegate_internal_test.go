@@ -104,7 +104,7 @@ func newGateEnv(t *testing.T, cfg Config) *gateEnv {
 	t.Cleanup(func() { _ = st.Close() })
 	svc, err := chat.New(ctx, st, chat.Config{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	_, token, err := svc.CreateAdmin(ctx, "root", "admin")
+	_, token, err := svc.CreateAdmin(ctx, "", "root", "admin")
 	require.NoError(t, err)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	h := newHandler(svc, cfg)

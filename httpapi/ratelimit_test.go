@@ -171,13 +171,13 @@ func TestRateLimitSeparateBuckets(t *testing.T) {
 		require.Equal(t, http.StatusOK, e.do("GET", "/users", "", "").status)
 	}
 	requireError(t, e.do("GET", "/users", "", ""), chat.CodeRateLimited, "")
-	tok, err := e.svc.RotateAdmin(ctx(t), "root")
+	tok, err := e.svc.RotateAdmin(ctx(t), "", "root")
 	require.NoError(t, err)
 	r = e.do("GET", "/users", "", "", "Authorization", "Bearer "+tok)
 	requireError(t, r, chat.CodeRateLimited, "")
 
 	// A second admin account has a bucket of its own.
-	_, tok2, err := e.svc.CreateAdmin(ctx(t), "second", "admin2")
+	_, tok2, err := e.svc.CreateAdmin(ctx(t), "", "second", "admin2")
 	require.NoError(t, err)
 	r = e.do("GET", "/users", "", "", "Authorization", "Bearer "+tok2)
 	require.Equal(t, http.StatusOK, r.status)

@@ -91,12 +91,12 @@ func testAuth(t *testing.T, e *env) {
 	require.Equal(t, 200, e.do("GET", "/roles", "", "", "Authorization", "bearer "+e.token).status)
 
 	// A second admin works until revoked; revocation applies to the next request.
-	_, tok2, err := e.svc.CreateAdmin(ctx(t), "second", "")
+	_, tok2, err := e.svc.CreateAdmin(ctx(t), "", "second", "")
 	require.NoError(t, err)
 	c2 := client.New(e.base, tok2)
 	_, err = c2.QueryRoles(ctx(t), "")
 	require.NoError(t, err)
-	require.NoError(t, e.svc.RevokeAdmin(ctx(t), "second"))
+	require.NoError(t, e.svc.RevokeAdmin(ctx(t), "", "second"))
 	_, err = c2.QueryRoles(ctx(t), "")
 	ce := requireCode(t, err, chat.CodeUnauthorized)
 	require.Contains(t, ce.Message, "revoked")

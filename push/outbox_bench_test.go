@@ -73,7 +73,7 @@ func bigChannel(b *testing.B, st chat.Store, members int, devices bool) *chat.Se
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, _, err := svc.CreateAdmin(ctx, "bench", "")
+	a, _, err := svc.CreateAdmin(ctx, "", "bench", "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func newChatEnv(t *testing.T, members ...string) *chatEnv {
 	clk := newClock()
 	svc, err := chat.New(ctx, st, chat.Config{Now: clk.Now, AllowPrivatePush: true})
 	require.NoError(t, err)
-	a, _, err := svc.CreateAdmin(ctx, "root", "")
+	a, _, err := svc.CreateAdmin(ctx, "", "root", "")
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: "standard", DisplayName: "Lobby", UserIDs: members})
 	require.NoError(t, err)
@@ -264,7 +264,7 @@ func TestWorkerStartStop(t *testing.T) {
 	var w *Worker
 	svc, err := chat.New(ctx, st, chat.Config{AllowPrivatePush: true, OnPush: func() { w.Wake() }})
 	require.NoError(t, err)
-	a, _, err := svc.CreateAdmin(ctx, "root", "")
+	a, _, err := svc.CreateAdmin(ctx, "", "root", "")
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: "standard", UserIDs: []string{"ann", "bob"}})
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ func benchService(b *testing.B) (*chat.Service, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
 	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "staff", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
 

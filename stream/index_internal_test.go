@@ -60,7 +60,7 @@ func newIndexEnv(t *testing.T) *indexEnv {
 	t.Cleanup(cancel)
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	h := New(svc, Config{})
 	log := &offerLog{got: map[*Subscription][]offered{}}

@@ -69,7 +69,7 @@ func BenchmarkOfferSpread(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+			admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -55,7 +55,7 @@ func TestPostgresAcrossStores(t *testing.T) {
 	require.NoError(t, err)
 	defer sub.Close()
 
-	admin, _, err := svcA.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svcA.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	_, err = svcA.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func twoProcesses(t *testing.T, ctx context.Context, clk *clock, cfg stream.Conf
 		return &process{st: st, svc: svc, hub: hub}
 	}
 	a, b = open(), open()
-	ad, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	ad, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	return a, b, ad.UserID
 }

@@ -441,7 +441,7 @@ func adminService(t *testing.T, s chat.Store) *chat.Service {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, s, chat.Config{Logger: testLogger()})
 	require.NoError(t, err)
-	_, _, err = svc.CreateAdmin(ctx, "root", "admin")
+	_, _, err = svc.CreateAdmin(ctx, "", "root", "admin")
 	require.NoError(t, err)
 	return svc
 }

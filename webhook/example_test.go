@@ -111,7 +111,7 @@ func ExampleNew() {
 		return
 	}
 	d = webhook.New(svc, store, webhook.Config{AllowPrivate: true})
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -52,7 +52,7 @@ func BenchmarkCreateMessagePreSend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			a, _, err := svc.CreateAdmin(ctx, "root", "")
+			a, _, err := svc.CreateAdmin(ctx, "", "root", "")
 			if err != nil {
 				b.Fatal(err)
 			}

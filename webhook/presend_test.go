@@ -110,7 +110,7 @@ func newHookEnv(t *testing.T, h *hookServer, mod func(*webhook.PreSendConfig)) *
 	t.Cleanup(func() { _ = st.Close() })
 	e.svc, err = chat.New(e.ctx, st, chat.Config{PreSendHook: hook})
 	require.NoError(t, err)
-	a, _, err := e.svc.CreateAdmin(e.ctx, "root", "")
+	a, _, err := e.svc.CreateAdmin(e.ctx, "", "root", "")
 	require.NoError(t, err)
 	e.admin = a.UserID
 	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})

@@ -105,7 +105,7 @@ func TestCreatesWithoutWebhookCauseNoClaim(t *testing.T) {
 			hub := stream.New(svc, stream.Config{PollInterval: time.Hour})
 			require.NoError(t, hub.Start(ctx))
 			t.Cleanup(func() { _ = hub.Stop(context.Background()) })
-			admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+			admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 			require.NoError(t, err)
 			_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 			require.NoError(t, err)

@@ -285,7 +285,7 @@ func startTarget(name string, o options, addr ...string) (*target, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, tok, err := svc.CreateAdmin(ctx, "bench", "bench")
+		_, tok, err := svc.CreateAdmin(ctx, "", "bench", "bench")
 		if err != nil {
 			return nil, err
 		}

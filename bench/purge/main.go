@@ -100,7 +100,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := svc.CreateAdmin(ctx, "bench", "bench"); err != nil {
+	if _, _, err := svc.CreateAdmin(ctx, "", "bench", "bench"); err != nil {
 		return err
 	}
 	if err := seed(ctx, svc, ts, "spammer", "s", o); err != nil {

@@ -56,7 +56,7 @@ func main() {
 
 	// The Service is usable directly from Go...
 	if ok, _ := svc.HasAdmins(ctx); !ok {
-		_, token, err := svc.CreateAdmin(ctx, "ops", "")
+		_, token, err := svc.CreateAdmin(ctx, "", "ops", "")
 		if err != nil {
 			log.Fatal(err)
 		}

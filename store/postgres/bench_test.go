@@ -356,7 +356,7 @@ func BenchmarkVsRaw32(b *testing.B) {
 	b.Cleanup(func() { s.Close() })
 	svc, err := chat.New(ctx, s, chat.Config{})
 	require.NoError(b, err)
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(b, err)
 	for w := 0; w < writers; w++ {
 		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(w),

@@ -33,7 +33,7 @@ func BenchmarkMuteExpiryLateness(b *testing.B) {
 				}
 				svcs = append(svcs, svc)
 			}
-			a, _, err := svcs[0].CreateAdmin(ctx, "root", "admin")
+			a, _, err := svcs[0].CreateAdmin(ctx, "", "root", "admin")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -42,7 +42,7 @@ func TestMuteExpiryTwoProcesses(t *testing.T) {
 		svcs, stores = append(svcs, svc), append(stores, st)
 	}
 	st := stores[0]
-	a, _, err := svcs[0].CreateAdmin(ctx, "root", "admin")
+	a, _, err := svcs[0].CreateAdmin(ctx, "", "root", "admin")
 	require.NoError(t, err)
 
 	const chans, members = 6, 8

@@ -206,7 +206,7 @@ func TestCreateMessageRoundTrips(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	svc, err := chat.New(ctx, s, chat.Config{})
 	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard,
 		UserIDs: []string{"u"}})

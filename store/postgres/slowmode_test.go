@@ -28,7 +28,7 @@ func TestSlowModeConcurrentPosts(t *testing.T) {
 		require.NoError(t, err)
 		svcs[i] = svc
 	}
-	a, _, err := svcs[0].CreateAdmin(ctx, "root", "")
+	a, _, err := svcs[0].CreateAdmin(ctx, "", "root", "")
 	require.NoError(t, err)
 	const rounds, perStore = 6, 4
 	members := []string{"warm"}

@@ -58,7 +58,7 @@ func TestMuteExpiryAcrossRestart(t *testing.T) {
 	require.NoError(t, err)
 	x := chat.NewExpirer(svc, chat.ExpirerConfig{Interval: 5 * time.Millisecond})
 	require.NoError(t, x.Start(ctx))
-	a, _, err := svc.CreateAdmin(ctx, "root", "admin")
+	a, _, err := svc.CreateAdmin(ctx, "", "root", "admin")
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)

@@ -43,7 +43,7 @@ func BenchCreateWAL(b *testing.B, open func(b *testing.B) chat.Store, ready func
 			if err != nil {
 				b.Fatal(err)
 			}
-			admin, _, err := svc.CreateAdmin(ctx, "bench", "")
+			admin, _, err := svc.CreateAdmin(ctx, "", "bench", "")
 			if err != nil {
 				b.Fatal(err)
 			}
