@@ -86,7 +86,7 @@ func TestUsersSearchAndFlags(t *testing.T) {
 	// A global ban with its messages deleted, then unbanned.
 	_, err = p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"amy"}})
 	require.NoError(t, err)
-	tok, err := p.svc.MintUserToken(ctx, "amy", 0)
+	tok, err := p.svc.IssueUserToken(ctx, "", "amy", 0)
 	require.NoError(t, err)
 	_ = tok
 	ml, err := p.svc.CreateMessage(ctx, "amy", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})

@@ -37,9 +37,9 @@ func TestAnonRateLimit(t *testing.T) {
 	require.NoError(t, err)
 	link, _ := fl.Messages[0].Data["url"].(string)
 	require.NotEmpty(t, link)
-	ann, err := e.svc.MintUserToken(bg, "ann", time.Hour)
+	ann, err := e.svc.IssueUserToken(bg, "", "ann", time.Hour)
 	require.NoError(t, err)
-	gb, err := e.svc.MintUserToken(bg, "gb", time.Hour)
+	gb, err := e.svc.IssueUserToken(bg, "", "gb", time.Hour)
 	require.NoError(t, err)
 	require.NoError(t, e.svc.GlobalBan(bg, e.admin, "gb", false))
 

@@ -316,7 +316,7 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	require.NoError(t, e.svc.GlobalBan(bg, e.admin, bannedID, false))
 
 	mint := func(user string) string {
-		tok, err := e.svc.MintUserToken(bg, user, time.Hour)
+		tok, err := e.svc.IssueUserToken(bg, "", user, time.Hour)
 		require.NoError(t, err)
 		return tok.Token
 	}

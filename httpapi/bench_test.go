@@ -103,7 +103,7 @@ func benchHTTP(b *testing.B, st chat.Store, op, caller string) {
 		}
 	}
 	if caller == "user" {
-		ut, err := svc.MintUserToken(ctx, "member", time.Hour)
+		ut, err := svc.IssueUserToken(ctx, "", "member", time.Hour)
 		if err != nil {
 			b.Fatal(err)
 		}

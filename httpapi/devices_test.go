@@ -38,7 +38,7 @@ func testDevices(t *testing.T, e *env) {
 
 	// The wire form: {"devices":[{deviceId, userId, provider, createdAt,
 	// updatedAt}]}, no token.
-	tok, err := e.svc.MintUserToken(bg, "alice", 0)
+	tok, err := e.svc.IssueUserToken(bg, "", "alice", 0)
 	require.NoError(t, err)
 	auth := []string{"Authorization", "Bearer " + tok.Token}
 	raw := e.do("POST", "/users/alice/devices", "application/json", `{"provider":"apn","token":"00112233445566778899AABBCCDDEEFF00112233445566778899aabbccddeeff"}`, auth...)

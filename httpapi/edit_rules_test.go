@@ -85,7 +85,7 @@ func newEditEnv(t *testing.T) (*env, string, string) {
 	require.NoError(t, err)
 	ml, err := e.svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
 	require.NoError(t, err)
-	tok, err := e.svc.MintUserToken(ctx, "alice", time.Hour)
+	tok, err := e.svc.IssueUserToken(ctx, "", "alice", time.Hour)
 	require.NoError(t, err)
 	return e, tok.Token, ml.Messages[0].MessageID
 }

@@ -74,7 +74,7 @@ func (p *process) post(t *testing.T, text string) {
 
 func (p *process) userToken(t *testing.T, userID string, ttl time.Duration) string {
 	t.Helper()
-	ut, err := p.svc.MintUserToken(context.Background(), userID, ttl)
+	ut, err := p.svc.IssueUserToken(context.Background(), "", userID, ttl)
 	require.NoError(t, err)
 	return ut.Token
 }

@@ -44,7 +44,7 @@ func TestEventsPresence(t *testing.T) {
 	require.NoError(t, err)
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/events"
 	dial := func(user string) *websocket.Conn {
-		tok, err := svc.MintUserToken(ctx, user, time.Hour)
+		tok, err := svc.IssueUserToken(ctx, "", user, time.Hour)
 		require.NoError(t, err)
 		c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok.Token}}})
 		require.NoError(t, err)

@@ -199,7 +199,7 @@ func TestEventsEndUser(t *testing.T) {
 	defer cancel()
 	_, err := f.svc.CreateChannel(ctx, f.admin, chat.CreateChannelInput{ChannelID: "elsewhere", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
 	require.NoError(t, err)
-	ut, err := f.svc.MintUserToken(ctx, "alice", time.Hour)
+	ut, err := f.svc.IssueUserToken(ctx, "", "alice", time.Hour)
 	require.NoError(t, err)
 
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/events/ticket", nil)

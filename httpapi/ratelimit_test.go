@@ -59,7 +59,7 @@ func requireLimitHeaders(t *testing.T, r *rawResponse, limit, remaining, reset s
 
 func userToken(t *testing.T, e *env, userID string) string {
 	t.Helper()
-	tok, err := e.svc.MintUserToken(ctx(t), userID, -1)
+	tok, err := e.svc.IssueUserToken(ctx(t), "", userID, -1)
 	require.NoError(t, err)
 	return tok.Token
 }

@@ -24,7 +24,7 @@ import (
 // userClient returns a client acting as userID with a fresh user token.
 func (e *env) userClient(userID string) *client.Client {
 	e.t.Helper()
-	tok, err := e.svc.MintUserToken(ctx(e.t), userID, 0)
+	tok, err := e.svc.IssueUserToken(ctx(e.t), "", userID, 0)
 	require.NoError(e.t, err)
 	return client.New(e.base, tok.Token, client.WithHTTPClient(e.srv.Client()))
 }
@@ -54,7 +54,7 @@ func testReports(t *testing.T, e *env) {
 	alice, carol := e.userClient("alice"), e.userClient("carol")
 
 	// The wire form of a new report.
-	tok, err := e.svc.MintUserToken(bg, "alice", 0)
+	tok, err := e.svc.IssueUserToken(bg, "", "alice", 0)
 	require.NoError(t, err)
 	raw := e.do("POST", "/reports", "application/json", `{"targetType":"message","targetId":"`+mid+`","reason":"spam","note":"twice today"}`,
 		"Authorization", "Bearer "+tok.Token)

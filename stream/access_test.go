@@ -19,7 +19,7 @@ import (
 func TestSubscribeWithAccess(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, memory.New(), stream.Config{})
-	ut, err := e.svc.MintUserToken(e.ctx, "alice", time.Hour)
+	ut, err := e.svc.IssueUserToken(e.ctx, "", "alice", time.Hour)
 	require.NoError(t, err)
 	ua, err := e.svc.UserTokenAccess(ut.Token)
 	require.NoError(t, err)

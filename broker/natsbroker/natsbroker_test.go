@@ -423,7 +423,7 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 	b := d.start(false, nil)
 	admin, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	ut, err := b.svc.MintUserToken(ctx, "alice", time.Hour)
+	ut, err := b.svc.IssueUserToken(ctx, "", "alice", time.Hour)
 	require.NoError(t, err)
 	ua, err := b.svc.UserTokenAccess(ut.Token)
 	require.NoError(t, err)
