@@ -16,12 +16,12 @@ func TestAccessEventsAreInternal(t *testing.T) {
 	e := newEnv(t)
 	hook, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/chat", nil)
 	require.NoError(t, err)
-	_, _, err = e.svc.CreateAdmin(e.ctx, "ops", "")
+	_, _, err = e.svc.CreateAdmin(e.ctx, "", "ops", "")
 	require.NoError(t, err)
 	e.channel("c", "alice") // an event for the webhook and the panel
 	require.NoError(t, e.svc.RevokeUserTokens(e.ctx, e.admin, "alice"))
-	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "ops"))
-	_, err = e.svc.RotateAdmin(e.ctx, "ops")
+	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "", "ops"))
+	_, err = e.svc.RotateAdmin(e.ctx, "", "ops")
 	require.NoError(t, err)
 
 	var logged []*chat.Event

@@ -22,13 +22,15 @@ func HashToken(token string) []byte {
 // CreateAdmin creates an admin account acting as userID (default: the
 // name), creates that user if needed and gives it the global-admin role. It
 // returns the account and its access token, which is shown only here and
-// stored only as a hash. Errors: CodeBadRequest, CodeConflict (name taken).
-func (s *Service) CreateAdmin(ctx context.Context, name, userID string) (*Admin, string, error) {
-	return s.createAdmin(ctx, name, userID, nil)
+// stored only as a hash. actorID is the acting user recorded in the audit
+// log, "" for the server's operator (see the package documentation, Acting
+// user). Errors: CodeBadRequest, CodeConflict (name taken).
+func (s *Service) CreateAdmin(ctx context.Context, actorID, name, userID string) (*Admin, string, error) {
+	return s.createAdmin(ctx, actorID, name, userID, nil)
 }
 
 // createAdmin is CreateAdmin with the panel password's hash (nil: none).
-func (s *Service) createAdmin(ctx context.Context, name, userID string, passwordHash []byte) (*Admin, string, error) {
+func (s *Service) createAdmin(ctx context.Context, actorID, name, userID string, passwordHash []byte) (*Admin, string, error) {
 	if err := s.checkID("name", name); err != nil {
 		return nil, "", err
 	}
@@ -51,7 +53,7 @@ func (s *Service) createAdmin(ctx context.Context, name, userID string, password
 			}
 			return err
 		}
-		if err := s.audit(ctx, tx, actorFrom(ctx), AuditAdminCreate, AuditTargetAdmin, name, "",
+		if err := s.audit(ctx, tx, actorID, AuditAdminCreate, AuditTargetAdmin, name, "",
 			map[string]any{"userId": userID}); err != nil {
 			return err
 		}
@@ -131,8 +133,8 @@ func (s *Service) HasAdmins(ctx context.Context) (bool, error) {
 // the old token stops working at once, and the event streams opened with
 // it end (the internal event admin.didRevokeToken). A revoked admin is active again
 // under the new token (rotation is how a revoked name is reused). Errors:
-// CodeBadRequest, CodeNotFound.
-func (s *Service) RotateAdmin(ctx context.Context, name string) (string, error) {
+// CodeBadRequest, CodeNotFound. actorID as in CreateAdmin.
+func (s *Service) RotateAdmin(ctx context.Context, actorID, name string) (string, error) {
 	if err := s.checkID("name", name); err != nil {
 		return "", err
 	}
@@ -146,7 +148,7 @@ func (s *Service) RotateAdmin(ctx context.Context, name string) (string, error) 
 			return notFound(err, "admin", name)
 		}
 		ev.add(EventAdminDidRevokeToken, AccessEventData{Admin: name, RevokedAt: now, Rotated: true})
-		return s.audit(ctx, tx, actorFrom(ctx), AuditAdminRotate, AuditTargetAdmin, name, "", nil)
+		return s.audit(ctx, tx, actorID, AuditAdminRotate, AuditTargetAdmin, name, "", nil)
 	})
 	s.admins.forget() // also on failure: the store may have committed
 	if err != nil {
@@ -168,8 +170,9 @@ func newAdminToken() (string, error) {
 // and the event streams opened with it end (the internal event
 // admin.didRevokeToken).
 // It also ends the admin's panel sessions, and a revoked admin cannot sign
-// in to the panel. Idempotent. Errors: CodeNotFound.
-func (s *Service) RevokeAdmin(ctx context.Context, name string) error {
+// in to the panel. Idempotent. actorID as in CreateAdmin. Errors:
+// CodeNotFound.
+func (s *Service) RevokeAdmin(ctx context.Context, actorID, name string) error {
 	now := s.Now()
 	defer s.admins.forget() // also on failure: the store may have committed
 	return s.update(ctx, func(tx Tx, ev *events) error {
@@ -180,6 +183,6 @@ func (s *Service) RevokeAdmin(ctx context.Context, name string) error {
 		if _, err := tx.DeleteAdminSessions(ctx, name); err != nil {
 			return err
 		}
-		return s.audit(ctx, tx, actorFrom(ctx), AuditAdminRevoke, AuditTargetAdmin, name, "", nil)
+		return s.audit(ctx, tx, actorID, AuditAdminRevoke, AuditTargetAdmin, name, "", nil)
 	})
 }

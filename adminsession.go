@@ -107,12 +107,12 @@ func (s *Service) hashAdminPassword(password string) ([]byte, error) {
 // password, in the same transaction. Errors: as CreateAdmin, and
 // CodeBadRequest naming "password" (fewer than MinAdminPasswordChars
 // characters, more than MaxAdminPasswordBytes bytes, control characters).
-func (s *Service) CreateAdminWithPassword(ctx context.Context, name, userID, password string) (*Admin, string, error) {
+func (s *Service) CreateAdminWithPassword(ctx context.Context, actorID, name, userID, password string) (*Admin, string, error) {
 	h, err := s.hashAdminPassword(password)
 	if err != nil {
 		return nil, "", err
 	}
-	return s.createAdmin(ctx, name, userID, h)
+	return s.createAdmin(ctx, actorID, name, userID, h)
 }
 
 // SetAdminPassword sets or changes the admin panel password of the admin

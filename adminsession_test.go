@@ -89,7 +89,7 @@ func TestAdminSignIn(t *testing.T) {
 	// Revoking ends the sessions and refuses the sign-in.
 	_, _, id, err = e.svc.SignInAdmin(ctx, "root", "another good password")
 	require.NoError(t, err)
-	require.NoError(t, e.svc.RevokeAdmin(ctx, "root"))
+	require.NoError(t, e.svc.RevokeAdmin(ctx, "", "root"))
 	_, _, err = e.svc.AdminSessionFor(ctx, id, 0)
 	require.Equal(t, chat.CodeUnauthorized, chat.ErrorCode(err))
 	_, _, _, err = e.svc.SignInAdmin(ctx, "root", "another good password")
@@ -100,13 +100,13 @@ func TestAdminSignIn(t *testing.T) {
 func TestCreateAdminWithPassword(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, _, err := e.svc.CreateAdminWithPassword(e.ctx, "second", "", "short")
+	_, _, err := e.svc.CreateAdminWithPassword(e.ctx, "", "second", "", "short")
 	require.Equal(t, chat.CodeBadRequest, chat.ErrorCode(err))
 	as, err := e.svc.ListAdmins(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, as, 1, "a refused password creates nothing")
 
-	a, tok, err := e.svc.CreateAdminWithPassword(e.ctx, "second", "", "a good long password")
+	a, tok, err := e.svc.CreateAdminWithPassword(e.ctx, "", "second", "", "a good long password")
 	require.NoError(t, err)
 	require.NotEmpty(t, tok)
 	_, err = e.svc.Authenticate(e.ctx, tok)

@@ -115,23 +115,6 @@ const (
 	AuditTargetReport  = "report"
 )
 
-type actorKey struct{}
-
-// WithActor returns a context that names the user acting in the
-// operations that take no actor argument (CreateAdmin, RevokeAdmin,
-// RotateAdmin, EnsureWebhook), for the audit log. An admin panel passes
-// the signed-in admin's user; without it the actor is recorded as the
-// server's operator (actorId null).
-func WithActor(ctx context.Context, userID string) context.Context {
-	return context.WithValue(ctx, actorKey{}, userID)
-}
-
-// actorFrom returns the user named by WithActor, or "".
-func actorFrom(ctx context.Context) string {
-	id, _ := ctx.Value(actorKey{}).(string)
-	return id
-}
-
 // auditLog collects the audit entries of one transaction.
 type auditLog struct {
 	s   *Service
@@ -310,7 +293,7 @@ func stringsAny(v []string) []any {
 
 // updateDetails describes a user update made by an admin: the fields it
 // set and, when it set them, the roles.
-func updateDetails(in UpdateUser, roles []string) map[string]any {
+func updateDetails(in UpdateUserInput, roles []string) map[string]any {
 	fields := []any{}
 	if in.DisplayName != nil {
 		fields = append(fields, "displayName")

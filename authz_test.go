@@ -19,18 +19,18 @@ func TestEndUserRights(t *testing.T) {
 	theirs := e.mustPost("bob", "c", "theirs")
 
 	// A user creating a channel becomes its member; an admin does not.
-	out, err := e.svc.CreateChannel(e.ctx, "carol", chat.CreateChannel{ChannelID: "carols", Type: chat.ChannelTypeStandard})
+	out, err := e.svc.CreateChannel(e.ctx, "carol", chat.CreateChannelInput{ChannelID: "carols", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Equal(t, 1, out.Channels[0].MemberCount)
-	out, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "admins", Type: chat.ChannelTypeStandard})
+	out, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "admins", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Equal(t, 0, out.Channels[0].MemberCount)
 
 	// Own messages: edit and delete; others': refused, and unchanged.
 	text := map[string]any{"text": "edited"}
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: mine.MessageID, Data: &text})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: mine.MessageID, Data: &text})
 	require.NoError(t, err)
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: theirs.MessageID, Data: &text})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: theirs.MessageID, Data: &text})
 	requireTokenCode(t, err, chat.CodePermissionDenied)
 	requireTokenCode(t, e.svc.DeleteMessage(e.ctx, "alice", theirs.MessageID), chat.CodePermissionDenied)
 	got, err := e.svc.GetMessage(e.ctx, e.admin, theirs.MessageID)
@@ -42,7 +42,7 @@ func TestEndUserRights(t *testing.T) {
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"janitor"}, []string{chat.PermManageMessages})
 	require.NoError(t, err)
 	roles := []string{"janitor"}
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "jan", Roles: &roles})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "jan", Roles: &roles})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.DeleteMessage(e.ctx, "jan", theirs.MessageID))
 	// but does not read there without Channel/GlobalAccess.
@@ -55,7 +55,7 @@ func TestEndUserRights(t *testing.T) {
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"reader"}, []string{chat.PermGlobalAccess})
 	require.NoError(t, err)
 	roles = []string{"reader"}
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "dave", Roles: &roles})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "dave", Roles: &roles})
 	require.NoError(t, err)
 	e.mustPost("dave", "c", "global access")
 	_, err = e.svc.MostReacted(e.ctx, "dave", chat.MostReactedQuery{ReactionName: "like"})
@@ -138,7 +138,7 @@ func TestChannelPermissionsOneByOne(t *testing.T) {
 				_, err := e.svc.PutRoles(e.ctx, e.admin, []string{"r"}, []string{held.perm})
 				require.NoError(t, err)
 				roles := []string{"r"}
-				_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "holder", Roles: &roles})
+				_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "holder", Roles: &roles})
 				require.NoError(t, err)
 				err = op.do(e, "holder")
 				if op.perm == held.perm {

@@ -29,7 +29,7 @@ func benchService(b *testing.B, blackWords int) (*chat.Service, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, _, err := svc.CreateAdmin(ctx, "bench", "")
+	a, _, err := svc.CreateAdmin(ctx, "", "bench", "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func benchService(b *testing.B, blackWords int) (*chat.Service, string) {
 	if _, err := svc.AddRules(ctx, a.UserID, chat.Whitelist, white, false); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "bench", Type: "standard"}); err != nil {
+	if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "bench", Type: "standard"}); err != nil {
 		b.Fatal(err)
 	}
 	return svc, a.UserID
@@ -65,7 +65,7 @@ func benchService(b *testing.B, blackWords int) (*chat.Service, string) {
 func BenchmarkCreateMessage(b *testing.B) {
 	svc, admin := benchService(b, 100)
 	ctx := context.Background()
-	in := chat.CreateMessage{ChannelID: "bench", Type: "text", Data: map[string]any{"text": benchText}}
+	in := chat.CreateMessageInput{ChannelID: "bench", Type: "text", Data: map[string]any{"text": benchText}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -91,7 +91,7 @@ func BenchmarkStoredMessageHeap(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		// A fresh text and ids per message, as from a request body.
-		in := chat.CreateMessage{ChannelID: strings.Clone("bench"), Type: chat.MessageType(strings.Clone("text")),
+		in := chat.CreateMessageInput{ChannelID: strings.Clone("bench"), Type: chat.MessageType(strings.Clone("text")),
 			Data: map[string]any{strings.Clone("text"): fmt.Sprintf("a message of about fifty bytes, number %d", i)}}
 		if _, err := svc.CreateMessage(ctx, admin, in); err != nil {
 			b.Fatal(err)
@@ -110,7 +110,7 @@ func BenchmarkStoredMessageHeap(b *testing.B) {
 func BenchmarkQueryMessages(b *testing.B) {
 	svc, admin := benchService(b, 100)
 	ctx := context.Background()
-	in := chat.CreateMessage{ChannelID: "bench", Type: "text", Data: map[string]any{"text": benchText}}
+	in := chat.CreateMessageInput{ChannelID: "bench", Type: "text", Data: map[string]any{"text": benchText}}
 	for i := 0; i < 10000; i++ {
 		if _, err := svc.CreateMessage(ctx, admin, in); err != nil {
 			b.Fatal(err)
@@ -135,7 +135,7 @@ func BenchmarkBlacklistScale(b *testing.B) {
 			svc, admin := benchService(b, n)
 			ctx := context.Background()
 			text := strings.Repeat("lorem ipsum dolor sit amet ", 11)
-			in := chat.CreateMessage{ChannelID: "bench", Type: "text", Data: map[string]any{"text": text}}
+			in := chat.CreateMessageInput{ChannelID: "bench", Type: "text", Data: map[string]any{"text": text}}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, err := svc.CreateMessage(ctx, admin, in); err != nil {

@@ -81,7 +81,7 @@ func TestBlockAddToChannel(t *testing.T) {
 	require.NoError(t, err)
 	roles := []string{"inviter"}
 	for _, u := range []string{"mallory", "alice"} {
-		_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: u, Roles: &roles})
+		_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: u, Roles: &roles})
 		require.NoError(t, err)
 	}
 	e.channel("c", "mallory")
@@ -93,7 +93,7 @@ func TestBlockAddToChannel(t *testing.T) {
 	cl, err := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.Equal(t, 1, cl.Channels[0].MemberCount, "nothing changed: bob was not added either")
-	_, err = e.svc.CreateChannel(e.ctx, "mallory", chat.CreateChannel{ChannelID: "d", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = e.svc.CreateChannel(e.ctx, "mallory", chat.CreateChannelInput{ChannelID: "d", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
 	_, err = e.svc.GetChannel(e.ctx, e.admin, "d")
 	require.Equal(t, chat.CodeNotFound, chat.ErrorCode(err), "no channel was created")
@@ -102,7 +102,7 @@ func TestBlockAddToChannel(t *testing.T) {
 	require.NoError(t, err, "others are not concerned")
 	_, err = e.svc.AddUsers(e.ctx, e.admin, "c", []string{"alice"})
 	require.NoError(t, err, "an admin may")
-	_, err = e.svc.CreateChannel(e.ctx, "alice", chat.CreateChannel{ChannelID: "e", Type: chat.ChannelTypeStandard, UserIDs: []string{"mallory"}})
+	_, err = e.svc.CreateChannel(e.ctx, "alice", chat.CreateChannelInput{ChannelID: "e", Type: chat.ChannelTypeStandard, UserIDs: []string{"mallory"}})
 	require.NoError(t, err, "the blocker may add the blocked user")
 }
 

@@ -17,8 +17,8 @@ type ChannelList struct {
 	Paging       *Paging       `json:"paging,omitempty"`
 }
 
-// CreateChannel is the input of Service.CreateChannel.
-type CreateChannel struct {
+// CreateChannelInput is the input of Service.CreateChannel.
+type CreateChannelInput struct {
 	ChannelID   string
 	Type        ChannelType // ChannelTypeStandard
 	DisplayName string      // default: the channelId
@@ -181,7 +181,7 @@ func addMembers(ctx context.Context, tx Tx, channelID string, ids []string, now 
 // (validation), CodeConflict (channelId used, also by a closed channel),
 // CodeGlobalBanned (a member is globally banned), CodePermissionDenied (a
 // user without Channel/ManageUsers names others in UserIDs).
-func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateChannel) (*ChannelList, error) {
+func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateChannelInput) (*ChannelList, error) {
 	if err := s.checkID("channelId", in.ChannelID); err != nil {
 		return nil, err
 	}

@@ -49,10 +49,10 @@ func TestSlowMode(t *testing.T) {
 	requireCode(t, err, chat.CodeRateLimited)
 	require.Equal(t, []chat.Detail{chat.RetryAfter{Wait: 6 * time.Second}}, err.(*chat.Error).Detail)
 	// Every kind of post counts, and so does CheckPost (before an upload).
-	_, err = e.svc.CreateMessage(e.ctx, "bob", chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"x": 1}})
+	_, err = e.svc.CreateMessage(e.ctx, "bob", chat.CreateMessageInput{ChannelID: "c", Type: "custom", Data: map[string]any{"x": 1}})
 	requireCode(t, err, chat.CodeRateLimited)
 	requireCode(t, e.svc.CheckPost(e.ctx, "bob", "c", ""), chat.CodeRateLimited)
-	_, err = e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFile{ChannelID: "c", FileName: "a.txt", Data: []byte("a")})
+	_, err = e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFileMessageInput{ChannelID: "c", FileName: "a.txt", Data: []byte("a")})
 	requireCode(t, err, chat.CodeRateLimited)
 	// Other channels are not affected.
 	e.mustPost("alice", "d", "elsewhere")
@@ -75,7 +75,7 @@ func TestSlowMode(t *testing.T) {
 	e.mustPost(e.admin, "c", "admin 2")
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"fast"}, []string{chat.PermExemptFromRateLimit})
 	require.NoError(t, err)
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "vip", Roles: &[]string{"fast"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "vip", Roles: &[]string{"fast"}})
 	require.NoError(t, err)
 	e.mustPost("vip", "c", "vip 1")
 	e.mustPost("vip", "c", "vip 2")

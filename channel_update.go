@@ -2,9 +2,9 @@ package chat
 
 import "context"
 
-// UpdateChannel is the input of Service.UpdateChannel: the fields to
+// UpdateChannelInput is the input of Service.UpdateChannel: the fields to
 // change. A nil field is left as it is; at least one must be set.
-type UpdateChannel struct {
+type UpdateChannelInput struct {
 	ChannelID   string
 	DisplayName *string
 	// Metadata replaces the whole metadata object.
@@ -17,7 +17,7 @@ type UpdateChannel struct {
 // far as given. Emits channel.didUpdate when anything changed. Returns the
 // channel. Errors: CodeBadRequest (validation, nothing to change),
 // CodeNotFound, CodeForbidden (closed).
-func (s *Service) UpdateChannel(ctx context.Context, actorID string, in UpdateChannel) (*ChannelList, error) {
+func (s *Service) UpdateChannel(ctx context.Context, actorID string, in UpdateChannelInput) (*ChannelList, error) {
 	if err := s.checkID("channelId", in.ChannelID); err != nil {
 		return nil, err
 	}

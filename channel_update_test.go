@@ -9,12 +9,12 @@ import (
 
 func TestUpdateChannel(t *testing.T) {
 	e := newEnv(t)
-	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "c", Type: "standard", DisplayName: "Old",
+	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: "standard", DisplayName: "Old",
 		Metadata: map[string]any{"a": "1", "b": "2"}, Tags: []string{"x"}, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 
 	// Metadata and tags replace; displayName stays when absent.
-	out, err := e.svc.UpdateChannel(e.ctx, e.admin, chat.UpdateChannel{ChannelID: "c",
+	out, err := e.svc.UpdateChannel(e.ctx, e.admin, chat.UpdateChannelInput{ChannelID: "c",
 		Metadata: &map[string]any{"b": "3"}, Tags: &[]string{"y", "z", "y"}})
 	require.NoError(t, err)
 	c := out.Channels[0]
@@ -36,7 +36,7 @@ func TestUpdateChannel(t *testing.T) {
 	require.Empty(t, q.Channels, "the old tag is gone")
 
 	// displayName alone; empty tags and metadata clear them.
-	out, err = e.svc.UpdateChannel(e.ctx, e.admin, chat.UpdateChannel{ChannelID: "c", DisplayName: ptr("New"),
+	out, err = e.svc.UpdateChannel(e.ctx, e.admin, chat.UpdateChannelInput{ChannelID: "c", DisplayName: ptr("New"),
 		Metadata: &map[string]any{}, Tags: &[]string{}})
 	require.NoError(t, err)
 	require.Equal(t, "New", out.Channels[0].DisplayName)
@@ -44,7 +44,7 @@ func TestUpdateChannel(t *testing.T) {
 	require.Equal(t, []string{}, out.Channels[0].Tags)
 
 	// Refusals change nothing.
-	for _, in := range []chat.UpdateChannel{
+	for _, in := range []chat.UpdateChannelInput{
 		{ChannelID: "c"},
 		{ChannelID: "c", DisplayName: ptr("")},
 		{ChannelID: "c", Tags: &[]string{""}},
@@ -53,12 +53,12 @@ func TestUpdateChannel(t *testing.T) {
 		_, err := e.svc.UpdateChannel(e.ctx, e.admin, in)
 		requireCode(t, err, chat.CodeBadRequest)
 	}
-	_, err = e.svc.UpdateChannel(e.ctx, e.admin, chat.UpdateChannel{ChannelID: "nope", DisplayName: ptr("x")})
+	_, err = e.svc.UpdateChannel(e.ctx, e.admin, chat.UpdateChannelInput{ChannelID: "nope", DisplayName: ptr("x")})
 	requireCode(t, err, chat.CodeNotFound)
 	got, err = e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.NoError(t, err)
 	require.Equal(t, "New", got.Channels[0].DisplayName)
 	require.NoError(t, e.svc.CloseChannel(e.ctx, e.admin, "c"))
-	_, err = e.svc.UpdateChannel(e.ctx, e.admin, chat.UpdateChannel{ChannelID: "c", DisplayName: ptr("x")})
+	_, err = e.svc.UpdateChannel(e.ctx, e.admin, chat.UpdateChannelInput{ChannelID: "c", DisplayName: ptr("x")})
 	requireCode(t, err, chat.CodeForbidden)
 }

@@ -31,7 +31,7 @@ type CheckResult struct {
 // yet; the channel's rules (closed, muted) and the content's apply. Admins
 // only. Errors (about the check itself, not the message): CodeBadRequest
 // (userId), CodePermissionDenied.
-func (s *Service) CheckMessage(ctx context.Context, actorID, userID string, in CreateMessage) (*CheckResult, error) {
+func (s *Service) CheckMessage(ctx context.Context, actorID, userID string, in CreateMessageInput) (*CheckResult, error) {
 	if userID != "" {
 		if err := s.checkID("userId", userID); err != nil {
 			return nil, err
@@ -65,7 +65,7 @@ func (s *Service) CheckMessage(ctx context.Context, actorID, userID string, in C
 
 // checkContentOnly validates the content of in and applies the blacklist
 // and whitelist with the exemptions of userID (none when userID is empty).
-func (s *Service) checkContentOnly(ctx context.Context, tx Tx, userID string, in *CreateMessage) error {
+func (s *Service) checkContentOnly(ctx context.Context, tx Tx, userID string, in *CreateMessageInput) error {
 	texts, err := s.validateContent(in)
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ func TestCheckMessageWithoutUser(t *testing.T) {
 
 	check := func(channelID, text string) *chat.CheckResult {
 		t.Helper()
-		res, err := e.svc.CheckMessage(e.ctx, e.admin, "", chat.CreateMessage{ChannelID: channelID, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
+		res, err := e.svc.CheckMessage(e.ctx, e.admin, "", chat.CreateMessageInput{ChannelID: channelID, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
 		require.NoError(t, err)
 		return res
 	}
@@ -38,7 +38,7 @@ func TestCheckMessageWithoutUser(t *testing.T) {
 	require.Equal(t, chat.CodeForbidden, check("gone", "hello").Code)
 	// ann, a real member who just posted, is slowed down: the rules
 	// about a user apply with its id only.
-	res, err := e.svc.CheckMessage(e.ctx, e.admin, "ann", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
+	res, err := e.svc.CheckMessage(e.ctx, e.admin, "ann", chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
 	require.NoError(t, err)
 	require.Equal(t, chat.CodeRateLimited, res.Code)
 	require.Equal(t, before, e.lastEventID(), "a dry run changes nothing")
@@ -52,6 +52,6 @@ func TestCheckMessageWithoutUser(t *testing.T) {
 		return nil
 	}))
 	// Only admins run it.
-	_, err = e.svc.CheckMessage(e.ctx, "ann", "", chat.CreateMessage{Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
+	_, err = e.svc.CheckMessage(e.ctx, "ann", "", chat.CreateMessageInput{Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
 	requireCode(t, err, chat.CodePermissionDenied)
 }

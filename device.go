@@ -133,10 +133,10 @@ type NotificationStore interface {
 	DeleteNotificationLevels(ctx context.Context, userID string) error
 }
 
-// RegisterDevice is the input of Service.RegisterDevice. For Web Push the
+// RegisterDeviceInput is the input of Service.RegisterDevice. For Web Push the
 // token is the browser's PushSubscription as JSON ({"endpoint", "keys":
 // {"p256dh", "auth"}}).
-type RegisterDevice struct {
+type RegisterDeviceInput struct {
 	UserID   string
 	Provider string
 	Token    string
@@ -251,7 +251,7 @@ func pushAction(actorID, userID string) action {
 // in on it last. A user keeps at most MaxDevicesPerUser devices: the least
 // recently registered ones are deleted. Errors: CodeBadRequest (the field
 // named), CodePermissionDenied.
-func (s *Service) RegisterDevice(ctx context.Context, actorID string, in RegisterDevice) (*DeviceList, error) {
+func (s *Service) RegisterDevice(ctx context.Context, actorID string, in RegisterDeviceInput) (*DeviceList, error) {
 	if err := s.checkID("userId", in.UserID); err != nil {
 		return nil, err
 	}
@@ -277,7 +277,7 @@ func (s *Service) RegisterDevice(ctx context.Context, actorID string, in Registe
 }
 
 // registerDevice is one run of RegisterDevice's transaction.
-func (s *Service) registerDevice(ctx context.Context, actorID string, in RegisterDevice, token string) (*Device, error) {
+func (s *Service) registerDevice(ctx context.Context, actorID string, in RegisterDeviceInput, token string) (*Device, error) {
 	var out *Device
 	err := s.update(ctx, func(tx Tx, _ *events) error {
 		if _, err := s.authorize(ctx, tx, actorID, pushAction(actorID, in.UserID), ""); err != nil {

@@ -13,7 +13,7 @@ import (
 
 func (e *env) register(actor, user, token string) chat.Device {
 	e.t.Helper()
-	dl, err := e.svc.RegisterDevice(e.ctx, actor, chat.RegisterDevice{UserID: user, Provider: chat.ProviderFirebase, Token: token})
+	dl, err := e.svc.RegisterDevice(e.ctx, actor, chat.RegisterDeviceInput{UserID: user, Provider: chat.ProviderFirebase, Token: token})
 	require.NoError(e.t, err)
 	require.Len(e.t, dl.Devices, 1)
 	return dl.Devices[0]

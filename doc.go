@@ -11,19 +11,35 @@
 //
 // # Vocabulary
 //
-// The Service's methods take a context first and the acting user's id
-// (actorID): an admin account's user, which holds the role global-admin
-// and may do everything, or an end user, whose rights are the permission
-// table of docs/api.md section 1 (Permissions of end users), decided in one place (authz.go) from the
-// user's roles. A program acting as the system passes an admin account's
-// user id (see CreateAdmin). User tokens (HS256 JWTs) are minted with
-// MintUserToken and verified with AuthenticateUser. Admin accounts sign in
-// to the admin panel (package console) with a bcrypt-hashed password
-// (SetAdminPassword, SignInAdmin), in sessions kept in the store
-// (AdminSessionFor, EndAdminSession). The methods return the records
-// the API returns: a ChannelList (channels, their channelUsers and the
-// users they reference), a MessageList (messages and their authors), a
-// UserList, and so on, with Paging tokens on listings.
+// The Service's methods return the records the API returns: a ChannelList
+// (channels, their channelUsers and the users they reference), a
+// MessageList (messages and their authors), a UserList, and so on, with
+// Paging tokens on listings. Each thing is done one way:
+//
+//   - The acting user is the actorID argument, right after ctx, and never
+//     travels in the context: an admin account's user, which holds the
+//     role global-admin and may do everything, or an end user, whose
+//     rights are the permission table of docs/api.md section 1
+//     (Permissions of end users), decided in one place (authz.go) from the
+//     user's roles. Every method refuses an empty actorID with
+//     CodePermissionDenied, except the operator's calls (CreateAdmin,
+//     CreateAdminWithPassword, RotateAdmin, RevokeAdmin, EnsureWebhook,
+//     DisableWebhook, IssueUserToken): there "" is the server's operator
+//     (the command line, the host program, the webhook dispatcher), which
+//     the audit log records as actorId null; an admin panel passes its
+//     signed-in admin's user, and IssueUserToken refuses a named actor
+//     that is not an admin.
+//   - The input of a method M is the struct MInput (CreateMessage takes a
+//     CreateMessageInput, UpdateChannel an UpdateChannelInput); a listing
+//     takes a ...Query (MessageQuery, ChannelQuery).
+//   - User tokens (HS256 JWTs) are minted by IssueUserToken (actorID ""
+//     for the host program, or an admin's user) and verified by
+//     AuthenticateUser; a host holding Config.UserTokenSecret may also sign
+//     UserClaims with any JWT library.
+//
+// Admin accounts sign in to the admin panel (package console) with a
+// bcrypt-hashed password (SetAdminPassword, SignInAdmin), in sessions kept
+// in the store (AdminSessionFor, EndAdminSession).
 //
 // Kinds of things are named string types with constants: ChannelType
 // (ChannelTypeStandard), MessageType (MessageTypeText, MessageTypeCustom,

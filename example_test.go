@@ -16,11 +16,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		panic(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"},
 	}); err != nil {
 		panic(err)
@@ -28,7 +28,7 @@ func Example() {
 	if _, err := svc.AddRules(ctx, admin.UserID, chat.Blacklist, []string{"darn"}, true); err != nil {
 		panic(err)
 	}
-	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessage{
+	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("darn it"),
 	})
 	var rule chat.RuleRef
@@ -36,7 +36,7 @@ func Example() {
 		fmt.Println("refused by rule", rule.RuleID)
 	}
 
-	out, err := svc.CreateMessage(ctx, "alice", chat.CreateMessage{
+	out, err := svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("hello"),
 	})
 	if err != nil {
@@ -55,21 +55,21 @@ func Example() {
 func ExampleService_MuteUsers() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
 	})
 
 	if err := svc.MuteUsers(ctx, admin.UserID, "general", []string{"alice"}, 10*time.Minute); err != nil {
 		panic(err)
 	}
-	_, err := svc.CreateMessage(ctx, "alice", chat.CreateMessage{
+	_, err := svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("hi"),
 	})
 	fmt.Println(errors.Is(err, chat.ErrUserMuted))
 
 	_ = svc.MuteUsers(ctx, admin.UserID, "general", []string{"alice"}, chat.Unmute)
-	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessage{
+	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("hi"),
 	})
 	fmt.Println(err)
@@ -89,8 +89,8 @@ func ExampleService_MuteUsers() {
 func ExampleService_SetChannelRateLimit() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
 	})
 	out, err := svc.SetChannelRateLimit(ctx, admin.UserID, "general", 30*time.Second)
@@ -99,7 +99,7 @@ func ExampleService_SetChannelRateLimit() {
 	}
 	fmt.Println(out.Channels[0].RateLimit())
 
-	post := chat.CreateMessage{ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("one")}
+	post := chat.CreateMessageInput{ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("one")}
 	_, _ = svc.CreateMessage(ctx, "alice", post)
 	_, err = svc.CreateMessage(ctx, "alice", post)
 	var wait chat.RetryAfter
@@ -115,8 +115,8 @@ func ExampleService_SetChannelRateLimit() {
 func ExampleMessage_DecodeData() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard})
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard})
 
 	type Poll struct {
 		Question string   `json:"question"`
@@ -126,7 +126,7 @@ func ExampleMessage_DecodeData() {
 	if err != nil {
 		panic(err)
 	}
-	out, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessage{ChannelID: "general", Type: chat.MessageTypeCustom, Data: data})
+	out, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessageInput{ChannelID: "general", Type: chat.MessageTypeCustom, Data: data})
 	if err != nil {
 		panic(err)
 	}
@@ -143,11 +143,11 @@ func ExampleMessage_DecodeData() {
 func ExampleMessage_Image() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard})
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard})
 
 	// Package media makes the renditions from an upload.
-	out, err := svc.CreateImageMessage(ctx, admin.UserID, chat.CreateImage{
+	out, err := svc.CreateImageMessage(ctx, admin.UserID, chat.CreateImageMessageInput{
 		ChannelID: "general", Caption: "the view", FileName: "view.png", MimeType: "image/png", Width: 640, Height: 480,
 		Renditions: []chat.ImageRendition{{Name: chat.ImageSmall, ContentType: "image/png", Width: 160, Height: 120, Data: make([]byte, 900)}},
 	})
@@ -168,13 +168,13 @@ func ExampleMessage_Image() {
 func ExampleService_CheckMessage() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"},
 	})
 	_ = svc.MuteUsers(ctx, admin.UserID, "general", []string{"alice"}, time.Hour)
 
-	res, err := svc.CheckMessage(ctx, admin.UserID, "alice", chat.CreateMessage{
+	res, err := svc.CheckMessage(ctx, admin.UserID, "alice", chat.CreateMessageInput{
 		ChannelID: "general", Type: chat.MessageTypeText, Data: chat.TextData("hello"),
 	})
 	if err != nil {

@@ -20,7 +20,7 @@ func (e *env) imageMessage(channel string, sizes ...string) *chat.Message {
 	for _, s := range sizes {
 		rs = append(rs, chat.ImageRendition{Name: s, ContentType: "image/jpeg", Width: 1, Height: 1, Data: []byte("bytes of " + s)})
 	}
-	out, err := e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImage{ChannelID: channel, FileName: "p.jpg", MimeType: "image/jpeg",
+	out, err := e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImageMessageInput{ChannelID: channel, FileName: "p.jpg", MimeType: "image/jpeg",
 		Width: 1, Height: 1, Renditions: rs})
 	require.NoError(e.t, err)
 	return &out.Messages[0]
@@ -28,7 +28,7 @@ func (e *env) imageMessage(channel string, sizes ...string) *chat.Message {
 
 func (e *env) fileMessage(channel, content string) *chat.Message {
 	e.t.Helper()
-	out, err := e.svc.CreateFileMessage(e.ctx, e.admin, chat.CreateFile{ChannelID: channel, FileName: "a.txt", MimeType: "text/plain", Data: []byte(content)})
+	out, err := e.svc.CreateFileMessage(e.ctx, e.admin, chat.CreateFileMessageInput{ChannelID: channel, FileName: "a.txt", MimeType: "text/plain", Data: []byte(content)})
 	require.NoError(e.t, err)
 	return &out.Messages[0]
 }
@@ -200,7 +200,7 @@ func TestFileLinksEverywhere(t *testing.T) {
 	require.NoError(t, err)
 	check("FlagMessage", fl.Messages)
 	caption := "edited"
-	ed, err := e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: im.MessageID, Caption: &caption})
+	ed, err := e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: im.MessageID, Caption: &caption})
 	require.NoError(t, err)
 	check("UpdateMessage", ed.Messages)
 
@@ -271,11 +271,11 @@ func TestFileLinkTTL(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)}
 	svc, err := chat.New(t.Context(), memory.New(), chat.Config{Now: clk.Now, LinkTTL: 90 * time.Minute})
 	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(t.Context(), "root", "")
+	admin, _, err := svc.CreateAdmin(t.Context(), "", "root", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(t.Context(), admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(t.Context(), admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
-	out, err := svc.CreateFileMessage(t.Context(), admin.UserID, chat.CreateFile{ChannelID: "c", FileName: "f", Data: []byte("x")})
+	out, err := svc.CreateFileMessage(t.Context(), admin.UserID, chat.CreateFileMessageInput{ChannelID: "c", FileName: "f", Data: []byte("x")})
 	require.NoError(t, err)
 	fd, ok := out.Messages[0].File()
 	require.True(t, ok)

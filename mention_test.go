@@ -53,28 +53,28 @@ func TestMentionsOfAText(t *testing.T) {
 	require.Equal(t, []string{}, stored.Messages[0].MentionedUserIDs)
 
 	// Explicit ids: members only, added to those of the text.
-	out, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: "custom",
+	out, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: "custom",
 		Data: map[string]any{"card": "@bob"}, MentionedUserIDs: []string{"carol", "alice", "carol"}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"carol"}, out.Messages[0].MentionedUserIDs, "custom data is not parsed; the author is dropped")
-	_, err = e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: "text",
+	_, err = e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: "text",
 		Data: map[string]any{"text": "x"}, MentionedUserIDs: []string{"dave"}})
 	requireCode(t, err, chat.CodeBadRequest)
 	require.Contains(t, err.Error(), "mentionedUserIds")
-	_, err = e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: "text",
+	_, err = e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: "text",
 		Data: map[string]any{"text": "x"}, MentionedUserIDs: []string{"bad\x01id"}})
 	requireCode(t, err, chat.CodeBadRequest)
 	many := make([]string, chat.MaxMentions+1)
 	for i := range many {
 		many[i] = string(rune('a'+i%26)) + string(rune('a'+i/26))
 	}
-	_, err = e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: "text",
+	_, err = e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: "text",
 		Data: map[string]any{"text": "x"}, MentionedUserIDs: many})
 	requireCode(t, err, chat.CodeBadRequest)
 	require.Equal(t, []string{"bob", "carol", "d@n", "bob.", "carol"}, e.mentionIDsOf("c"), "refused messages stored nothing")
 
 	// An image caption mentions too.
-	img, err := e.svc.CreateImageMessage(e.ctx, "alice", chat.CreateImage{ChannelID: "c", Caption: "look @bob", FileName: "p.jpg",
+	img, err := e.svc.CreateImageMessage(e.ctx, "alice", chat.CreateImageMessageInput{ChannelID: "c", Caption: "look @bob", FileName: "p.jpg",
 		MimeType: "image/jpeg", Width: 1, Height: 1, Renditions: []chat.ImageRendition{{Name: "small", ContentType: "image/jpeg", Width: 1, Height: 1, Data: []byte("x")}}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"bob"}, img.Messages[0].MentionedUserIDs)
@@ -104,7 +104,7 @@ func TestMentionCountsAndReading(t *testing.T) {
 	require.EqualValues(t, 0, e.mentionCount("c", "alice"))
 
 	// A comment counts like any message.
-	_, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "re @bob"}, ParentID: root.MessageID})
+	_, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": "re @bob"}, ParentID: root.MessageID})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, e.mentionCount("c", "bob"))
 
@@ -123,20 +123,20 @@ func TestMentionCountsAndReading(t *testing.T) {
 	m := e.mustPost("alice", "c", "@bob and @carol")
 	require.EqualValues(t, 1, e.mentionCount("c", "bob"))
 	text := map[string]any{"text": "only @carol now"}
-	ed, err := e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &text})
+	ed, err := e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &text})
 	require.NoError(t, err)
 	require.Equal(t, []string{"carol"}, ed.Messages[0].MentionedUserIDs)
 	require.EqualValues(t, 0, e.mentionCount("c", "bob"))
 	text = map[string]any{"text": "back to @bob"}
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &text, MentionedUserIDs: []string{"carol"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &text, MentionedUserIDs: []string{"carol"}})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, e.mentionCount("c", "bob"))
 	require.Equal(t, []string{"bob", "carol"}, e.storedMessage(m.MessageID).MentionedUserIDs)
 	tags := []string{"t"}
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Tags: &tags})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Tags: &tags})
 	require.NoError(t, err)
 	require.Equal(t, []string{"bob", "carol"}, e.storedMessage(m.MessageID).MentionedUserIDs, "a tags-only edit keeps them")
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Tags: &tags, MentionedUserIDs: []string{"bob"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Tags: &tags, MentionedUserIDs: []string{"bob"}})
 	requireCode(t, err, chat.CodeBadRequest)
 
 	// A deleted message mentions no one.

@@ -15,8 +15,8 @@ type MessageList struct {
 	Paging   *Paging   `json:"paging,omitempty"`
 }
 
-// CreateMessage is the input of Service.CreateMessage.
-type CreateMessage struct {
+// CreateMessageInput is the input of Service.CreateMessage.
+type CreateMessageInput struct {
 	ChannelID string
 	Type      MessageType // MessageTypeText or MessageTypeCustom
 	Data      map[string]any
@@ -86,7 +86,7 @@ func stringsOf(v any, out []string) []string {
 
 // validateMessage checks type and data and returns the texts the rules
 // apply to.
-func (s *Service) validateMessage(in *CreateMessage) ([]string, error) {
+func (s *Service) validateMessage(in *CreateMessageInput) ([]string, error) {
 	if err := s.checkID("channelId", in.ChannelID); err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (s *Service) validateMessage(in *CreateMessage) ([]string, error) {
 
 // validateContent is validateMessage without the channel: parentId, tags,
 // type and data.
-func (s *Service) validateContent(in *CreateMessage) ([]string, error) {
+func (s *Service) validateContent(in *CreateMessageInput) ([]string, error) {
 	if in.ParentID != "" {
 		if err := s.checkID("parentId", in.ParentID); err != nil {
 			return nil, err
@@ -279,12 +279,12 @@ func (s *Service) checkContent(ctx context.Context, tx Tx, texts []string, perms
 // rule that reads the store, inside it).
 type postRules struct {
 	authorID string
-	in       *CreateMessage
+	in       *CreateMessageInput
 	texts    []string
 }
 
 // preparePost validates in as a post by authorID.
-func (s *Service) preparePost(authorID string, in *CreateMessage) (*postRules, error) {
+func (s *Service) preparePost(authorID string, in *CreateMessageInput) (*postRules, error) {
 	texts, err := s.validateMessage(in)
 	if err != nil {
 		return nil, err
@@ -354,7 +354,7 @@ func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *post
 // the hook's flag (flagCount 1, PreSendHookFlagger) and emits
 // message.didFlag after message.didCreate. Image and file messages go
 // through the hook the same way.
-func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMessage) (*MessageList, error) {
+func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMessageInput) (*MessageList, error) {
 	p, err := s.preparePost(actorID, &in)
 	if err != nil {
 		return nil, err
@@ -422,9 +422,9 @@ type ImageRendition struct {
 	Data        []byte
 }
 
-// CreateImage is the input of Service.CreateImageMessage. The renditions
+// CreateImageMessageInput is the input of Service.CreateImageMessage. The renditions
 // come from package media (the Service does no image processing).
-type CreateImage struct {
+type CreateImageMessageInput struct {
 	ChannelID  string
 	Caption    string
 	Tags       []string
@@ -436,8 +436,8 @@ type CreateImage struct {
 	Renditions []ImageRendition
 }
 
-// CreateFile is the input of Service.CreateFileMessage.
-type CreateFile struct {
+// CreateFileMessageInput is the input of Service.CreateFileMessage.
+type CreateFileMessageInput struct {
 	ChannelID string
 	Tags      []string
 	ParentID  string
@@ -477,8 +477,8 @@ func SafeFileName(name string) string {
 // {caption, fileId, fileName, mimeType, width, height, sizes}. The caption
 // goes through the blacklist and whitelist. Emits message.didCreate.
 // Errors: as CreateMessage.
-func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in CreateImage) (*MessageList, error) {
-	base := CreateMessage{ChannelID: in.ChannelID, Type: MessageTypeCustom, Data: map[string]any{}, Tags: in.Tags, ParentID: in.ParentID}
+func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in CreateImageMessageInput) (*MessageList, error) {
+	base := CreateMessageInput{ChannelID: in.ChannelID, Type: MessageTypeCustom, Data: map[string]any{}, Tags: in.Tags, ParentID: in.ParentID}
 	if _, err := s.validateMessage(&base); err != nil {
 		return nil, err
 	}
@@ -538,8 +538,8 @@ func (s *Service) CreateImageMessage(ctx context.Context, actorID string, in Cre
 // CreateFileMessage posts a file message (type "file") whose data is
 // {fileId, fileName, mimeType, size}; the bytes are stored unchanged.
 // Emits message.didCreate. Errors: as CreateMessage, and CodeTooLarge.
-func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in CreateFile) (*MessageList, error) {
-	base := CreateMessage{ChannelID: in.ChannelID, Type: MessageTypeCustom, Data: map[string]any{}, Tags: in.Tags, ParentID: in.ParentID}
+func (s *Service) CreateFileMessage(ctx context.Context, actorID string, in CreateFileMessageInput) (*MessageList, error) {
+	base := CreateMessageInput{ChannelID: in.ChannelID, Type: MessageTypeCustom, Data: map[string]any{}, Tags: in.Tags, ParentID: in.ParentID}
 	if _, err := s.validateMessage(&base); err != nil {
 		return nil, err
 	}

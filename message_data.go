@@ -4,7 +4,7 @@ import "encoding/json"
 
 // The typed views of Message.Data. Data stays a JSON object (what the API
 // sends and stores); these methods read it into Go values, and TextData
-// and CustomData make the Data of a CreateMessage.
+// and CustomData make the Data of a CreateMessageInput.
 
 // ImageData is the data of an image message.
 type ImageData struct {

@@ -36,12 +36,12 @@ func (e *env) storedMessage(id string) *chat.Message {
 // that refuses a new message by the author refuses an edit of its old
 // message with the same code, changing nothing and logging no event.
 func TestEditObeysPostRules(t *testing.T) {
-	edits := map[string]func(m *chat.Message) chat.UpdateMessage{
-		"text": func(m *chat.Message) chat.UpdateMessage {
-			return chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "edited"}}
+	edits := map[string]func(m *chat.Message) chat.UpdateMessageInput{
+		"text": func(m *chat.Message) chat.UpdateMessageInput {
+			return chat.UpdateMessageInput{MessageID: m.MessageID, Data: &map[string]any{"text": "edited"}}
 		},
-		"tags": func(m *chat.Message) chat.UpdateMessage {
-			return chat.UpdateMessage{MessageID: m.MessageID, Tags: &[]string{"edited"}}
+		"tags": func(m *chat.Message) chat.UpdateMessageInput {
+			return chat.UpdateMessageInput{MessageID: m.MessageID, Tags: &[]string{"edited"}}
 		},
 	}
 	cases := []struct {
@@ -123,7 +123,7 @@ func TestEditExemptions(t *testing.T) {
 	_, err := e.svc.PutRoles(e.ctx, e.admin, []string{"vip"}, []string{chat.PermExemptFromMute})
 	require.NoError(t, err)
 	roles := []string{"vip"}
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "vip", Roles: &roles})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "vip", Roles: &roles})
 	require.NoError(t, err)
 
 	// Slow mode: alice posts, then edits at once, twice; a second post
@@ -132,7 +132,7 @@ func TestEditExemptions(t *testing.T) {
 	require.NoError(t, err)
 	m := e.mustPost("alice", "c", "helo")
 	for _, text := range []string{"hello", "hello!"} {
-		_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": text}})
+		_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &map[string]any{"text": text}})
 		require.NoError(t, err, "slow mode does not apply to edits")
 	}
 	_, err = e.post("alice", "c", "again")
@@ -143,23 +143,23 @@ func TestEditExemptions(t *testing.T) {
 	// A muted channel: the exempt role and admins still edit.
 	v := e.mustPost("vip", "c", "from vip")
 	require.NoError(t, e.svc.MuteChannel(e.ctx, e.admin, "c", time.Hour))
-	_, err = e.svc.UpdateMessage(e.ctx, "vip", chat.UpdateMessage{MessageID: v.MessageID, Data: &map[string]any{"text": "still vip"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "vip", chat.UpdateMessageInput{MessageID: v.MessageID, Data: &map[string]any{"text": "still vip"}})
 	require.NoError(t, err)
-	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "moderated"}})
+	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: m.MessageID, Data: &map[string]any{"text": "moderated"}})
 	require.NoError(t, err)
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "mine"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &map[string]any{"text": "mine"}})
 	requireCode(t, err, chat.CodeChannelMuted)
 
 	// An image caption is an edit like any other.
-	img, err := e.svc.CreateImageMessage(e.ctx, "bob", chat.CreateImage{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 1, Height: 1,
+	img, err := e.svc.CreateImageMessage(e.ctx, "bob", chat.CreateImageMessageInput{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 1, Height: 1,
 		Renditions: []chat.ImageRendition{{Name: "small", ContentType: "image/png", Width: 1, Height: 1, Data: []byte("x")}}})
 	requireCode(t, err, chat.CodeChannelMuted)
 	require.Nil(t, img)
 	require.NoError(t, e.svc.MuteChannel(e.ctx, e.admin, "c", 0))
-	img, err = e.svc.CreateImageMessage(e.ctx, "bob", chat.CreateImage{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 1, Height: 1,
+	img, err = e.svc.CreateImageMessage(e.ctx, "bob", chat.CreateImageMessageInput{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 1, Height: 1,
 		Renditions: []chat.ImageRendition{{Name: "small", ContentType: "image/png", Width: 1, Height: 1, Data: []byte("x")}}})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.MuteUsers(e.ctx, e.admin, "c", []string{"bob"}, time.Hour))
-	_, err = e.svc.UpdateMessage(e.ctx, "bob", chat.UpdateMessage{MessageID: img.Messages[0].MessageID, Caption: ptr("changed")})
+	_, err = e.svc.UpdateMessage(e.ctx, "bob", chat.UpdateMessageInput{MessageID: img.Messages[0].MessageID, Caption: ptr("changed")})
 	requireCode(t, err, chat.CodeUserMuted)
 }

@@ -2,9 +2,9 @@ package chat
 
 import "context"
 
-// UpdateMessage is the input of Service.UpdateMessage: the fields to
+// UpdateMessageInput is the input of Service.UpdateMessage: the fields to
 // change. A nil field is left as it is; at least one must be set.
-type UpdateMessage struct {
+type UpdateMessageInput struct {
 	MessageID string
 	// Data replaces the data of a text or custom message, validated as on
 	// create (a text message needs data.text).
@@ -38,7 +38,7 @@ type UpdateMessage struct {
 // (Config.PreSendHook) the edited message is asked about as a new one
 // would be (PreSendMessage.Edit true); a flag answer adds the hook's flag
 // unless the message has it already, and emits message.didFlag too.
-func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMessage) (*MessageList, error) {
+func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMessageInput) (*MessageList, error) {
 	if err := s.checkID("messageId", in.MessageID); err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 // by actorID would leave it (editedAt and updatedAt not set yet), after
 // the rules an edit passes (see UpdateMessage). tags are the validated
 // new tags. It writes nothing.
-func (s *Service) editedMessage(ctx context.Context, tx Tx, actorID string, in UpdateMessage, tags []string) (*Message, error) {
+func (s *Service) editedMessage(ctx context.Context, tx Tx, actorID string, in UpdateMessageInput, tags []string) (*Message, error) {
 
 	m, err := tx.GetMessage(ctx, in.MessageID)
 	if err != nil {
@@ -138,7 +138,7 @@ func (s *Service) editedMessage(ctx context.Context, tx Tx, actorID string, in U
 		return nil, invalid("caption", "only image messages have a caption (this one is %s)", quote(string(m.Type)))
 	case in.Data != nil:
 		// Validated as a new message of the same type and channel.
-		cm := CreateMessage{ChannelID: m.ChannelID, Type: m.Type, Data: *in.Data}
+		cm := CreateMessageInput{ChannelID: m.ChannelID, Type: m.Type, Data: *in.Data}
 		if texts, err = s.validateMessage(&cm); err != nil {
 			return nil, err
 		}

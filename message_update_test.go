@@ -43,7 +43,7 @@ func TestUpdateMessage(t *testing.T) {
 	// The author edits the text and the tags; the message keeps its id,
 	// channel, author, segment and creation time.
 	e.clk.Add(time.Second)
-	out, err := e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID,
+	out, err := e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID,
 		Data: &map[string]any{"text": "hello"}, Tags: &[]string{"fixed"}})
 	require.NoError(t, err)
 	u := out.Messages[0]
@@ -67,25 +67,25 @@ func TestUpdateMessage(t *testing.T) {
 	require.Equal(t, "alice", evs[0].Users[0].UserID)
 
 	// Tags alone: the data stays; an empty list removes them.
-	out, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Tags: &[]string{}})
+	out, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Tags: &[]string{}})
 	require.NoError(t, err)
 	require.Equal(t, []string{}, out.Messages[0].Tags)
 	require.Equal(t, "hello", out.Messages[0].Data["text"])
 
 	// An admin edits anyone's message; another member may not.
-	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "moderated"}})
+	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: m.MessageID, Data: &map[string]any{"text": "moderated"}})
 	require.NoError(t, err)
 	evs = e.deliveriesOf(hook.WebhookID, chat.EventMessageDidUpdate)
 	require.Len(t, evs, 3)
 	require.Equal(t, e.admin, evs[2].EditorID)
 	require.Equal(t, "alice", evs[2].Users[0].UserID, "users holds the author")
-	_, err = e.svc.UpdateMessage(e.ctx, "bob", chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "mine now"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "bob", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &map[string]any{"text": "mine now"}})
 	requireCode(t, err, chat.CodePermissionDenied)
-	_, err = e.svc.UpdateMessage(e.ctx, "stranger", chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "x"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "stranger", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &map[string]any{"text": "x"}})
 	requireCode(t, err, chat.CodePermissionDenied)
 
 	// Validation, as on create, and nothing changes on a refusal.
-	for _, in := range []chat.UpdateMessage{
+	for _, in := range []chat.UpdateMessageInput{
 		{MessageID: m.MessageID},
 		{MessageID: m.MessageID, Data: &map[string]any{"text": ""}},
 		{MessageID: m.MessageID, Data: &map[string]any{"body": "no text key"}},
@@ -96,17 +96,17 @@ func TestUpdateMessage(t *testing.T) {
 		_, err := e.svc.UpdateMessage(e.ctx, "alice", in)
 		requireCode(t, err, chat.CodeBadRequest)
 	}
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: "nope", Tags: &[]string{}})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: "nope", Tags: &[]string{}})
 	requireCode(t, err, chat.CodeNotFound)
 
 	// The blacklist and whitelist apply to the new text, for the editor.
 	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"darn"}, true)
 	require.NoError(t, err)
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "darn it"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &map[string]any{"text": "darn it"}})
 	requireCode(t, err, chat.CodeBlacklisted)
 	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Whitelist, []string{"example.com"}, false)
 	require.NoError(t, err)
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &map[string]any{"text": "see evil.io"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &map[string]any{"text": "see evil.io"}})
 	requireCode(t, err, chat.CodeLinkNotAllowed)
 	got, err = e.svc.GetMessage(e.ctx, e.admin, m.MessageID)
 	require.NoError(t, err)
@@ -114,36 +114,36 @@ func TestUpdateMessage(t *testing.T) {
 	require.Len(t, e.deliveriesOf(hook.WebhookID, chat.EventMessageDidUpdate), 3, "and emit nothing")
 
 	// Custom messages replace their data wholesale.
-	cm, err := e.svc.CreateMessage(e.ctx, "bob", chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"poll": "a or b", "votes": 1}})
+	cm, err := e.svc.CreateMessage(e.ctx, "bob", chat.CreateMessageInput{ChannelID: "c", Type: "custom", Data: map[string]any{"poll": "a or b", "votes": 1}})
 	require.NoError(t, err)
-	out, err = e.svc.UpdateMessage(e.ctx, "bob", chat.UpdateMessage{MessageID: cm.Messages[0].MessageID, Data: &map[string]any{"poll": "a or b", "closed": true}})
+	out, err = e.svc.UpdateMessage(e.ctx, "bob", chat.UpdateMessageInput{MessageID: cm.Messages[0].MessageID, Data: &map[string]any{"poll": "a or b", "closed": true}})
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"poll": "a or b", "closed": true}, out.Messages[0].Data)
 
 	// A globally banned author may not edit.
 	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "bob", false))
-	_, err = e.svc.UpdateMessage(e.ctx, "bob", chat.UpdateMessage{MessageID: cm.Messages[0].MessageID, Tags: &[]string{"x"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "bob", chat.UpdateMessageInput{MessageID: cm.Messages[0].MessageID, Tags: &[]string{"x"}})
 	requireCode(t, err, chat.CodeGlobalBanned)
 
 	// Deleted messages and closed channels are final.
 	require.NoError(t, e.svc.DeleteMessage(e.ctx, e.admin, cm.Messages[0].MessageID))
-	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: cm.Messages[0].MessageID, Data: &map[string]any{"x": 1}})
+	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: cm.Messages[0].MessageID, Data: &map[string]any{"x": 1}})
 	requireCode(t, err, chat.CodeNotFound)
 	e.channel("d", "alice")
 	dm := e.mustPost("alice", "d", "bye")
 	require.NoError(t, e.svc.CloseChannel(e.ctx, e.admin, "d"))
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: dm.MessageID, Data: &map[string]any{"text": "still here?"}})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: dm.MessageID, Data: &map[string]any{"text": "still here?"}})
 	requireCode(t, err, chat.CodeNotFound) // closing deleted its messages
 }
 
 func TestUpdateImageAndFileMessages(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	img, err := e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImage{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 2, Height: 1,
+	img, err := e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImageMessageInput{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 2, Height: 1,
 		Renditions: []chat.ImageRendition{{Name: "small", ContentType: "image/png", Width: 2, Height: 1, Data: []byte("s")}}})
 	require.NoError(t, err)
 	im := img.Messages[0]
-	out, err := e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: im.MessageID, Caption: ptr("a better caption")})
+	out, err := e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: im.MessageID, Caption: ptr("a better caption")})
 	require.NoError(t, err)
 	u := out.Messages[0]
 	require.Equal(t, "a better caption", u.Data["caption"])
@@ -153,24 +153,24 @@ func TestUpdateImageAndFileMessages(t *testing.T) {
 	b, _, err := e.svc.GetMessageBlob(e.ctx, e.admin, im.MessageID, "small")
 	require.NoError(t, err)
 	require.Equal(t, "s", string(b.Data), "the rendition stays")
-	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: im.MessageID, Data: &map[string]any{"caption": "x"}})
+	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: im.MessageID, Data: &map[string]any{"caption": "x"}})
 	requireCode(t, err, chat.CodeBadRequest)
 	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"nsfw"}, true)
 	require.NoError(t, err)
-	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: im.MessageID, Caption: ptr("so nsfw")})
+	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: im.MessageID, Caption: ptr("so nsfw")})
 	requireCode(t, err, chat.CodeBlacklisted)
-	out, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: im.MessageID, Caption: ptr("")})
+	out, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: im.MessageID, Caption: ptr("")})
 	require.NoError(t, err)
 	require.Equal(t, "", out.Messages[0].Data["caption"])
 
-	f, err := e.svc.CreateFileMessage(e.ctx, e.admin, chat.CreateFile{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("abc")})
+	f, err := e.svc.CreateFileMessage(e.ctx, e.admin, chat.CreateFileMessageInput{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("abc")})
 	require.NoError(t, err)
 	fm := f.Messages[0]
-	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: fm.MessageID, Data: &map[string]any{"fileName": "b.txt"}})
+	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: fm.MessageID, Data: &map[string]any{"fileName": "b.txt"}})
 	requireCode(t, err, chat.CodeBadRequest)
-	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: fm.MessageID, Caption: ptr("x")})
+	_, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: fm.MessageID, Caption: ptr("x")})
 	requireCode(t, err, chat.CodeBadRequest)
-	out, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessage{MessageID: fm.MessageID, Tags: &[]string{"docs"}})
+	out, err = e.svc.UpdateMessage(e.ctx, e.admin, chat.UpdateMessageInput{MessageID: fm.MessageID, Tags: &[]string{"docs"}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"docs"}, out.Messages[0].Tags)
 	require.Equal(t, fm.Data, out.Messages[0].Data)

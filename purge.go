@@ -9,8 +9,8 @@ import (
 // per transaction when Config.PurgeBatch is zero.
 const DefaultPurgeBatch = 500
 
-// PurgeMessages is the input of Service.PurgeUserMessages.
-type PurgeMessages struct {
+// PurgeUserMessagesInput is the input of Service.PurgeUserMessages.
+type PurgeUserMessagesInput struct {
 	UserID    string
 	ChannelID string     // one channel; "" for every channel
 	Since     *time.Time // only messages created at or after it; nil for all
@@ -35,7 +35,7 @@ type PurgeResult struct {
 // deleted, channelId, since, complete), so an interrupted purge shows how
 // far it went; running it again finishes the job. Admins only. Errors:
 // CodeBadRequest, CodePermissionDenied, CodeNotFound (user or channel).
-func (s *Service) PurgeUserMessages(ctx context.Context, actorID string, in PurgeMessages) (*PurgeResult, error) {
+func (s *Service) PurgeUserMessages(ctx context.Context, actorID string, in PurgeUserMessagesInput) (*PurgeResult, error) {
 	if err := s.checkID("userId", in.UserID); err != nil {
 		return nil, err
 	}

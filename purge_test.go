@@ -20,12 +20,12 @@ func TestPurgeWhileTheUserPosts(t *testing.T) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{PurgeBatch: 7})
 	require.NoError(t, err)
-	_, _, err = svc.CreateAdmin(ctx, "root", "root")
+	_, _, err = svc.CreateAdmin(ctx, "", "root", "root")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"sp"}})
+	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"sp"}})
 	require.NoError(t, err)
 	post := func() string {
-		m, err := svc.CreateMessage(ctx, "sp", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "spam"}})
+		m, err := svc.CreateMessage(ctx, "sp", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "spam"}})
 		require.NoError(t, err)
 		return m.Messages[0].MessageID
 	}
@@ -40,7 +40,7 @@ func TestPurgeWhileTheUserPosts(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for !stop.Load() {
-			m, err := svc.CreateMessage(ctx, "sp", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "more"}})
+			m, err := svc.CreateMessage(ctx, "sp", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "more"}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -48,7 +48,7 @@ func TestPurgeWhileTheUserPosts(t *testing.T) {
 			during = append(during, m.Messages[0].MessageID)
 		}
 	}()
-	res, err := svc.PurgeUserMessages(ctx, "root", chat.PurgeMessages{UserID: "sp"})
+	res, err := svc.PurgeUserMessages(ctx, "root", chat.PurgeUserMessagesInput{UserID: "sp"})
 	stop.Store(true)
 	wg.Wait()
 	require.NoError(t, err)
@@ -89,10 +89,10 @@ func TestAuditActorIsTheUser(t *testing.T) {
 	_, err := e.svc.PutRoles(ctx, e.admin, []string{"mod"}, []string{chat.PermBanUser, chat.PermManageMessages})
 	require.NoError(t, err)
 	roles := []string{"mod"}
-	_, err = e.svc.UpdateUser(ctx, e.admin, chat.UpdateUser{UserID: "mo", Roles: &roles})
+	_, err = e.svc.UpdateUser(ctx, e.admin, chat.UpdateUserInput{UserID: "mo", Roles: &roles})
 	require.NoError(t, err)
 	e.channel("c", "mo", "x")
-	m, err := e.svc.CreateMessage(ctx, "x", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
+	m, err := e.svc.CreateMessage(ctx, "x", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.DeleteMessage(ctx, "mo", m.Messages[0].MessageID))
 	require.NoError(t, e.svc.BanUsers(ctx, "mo", "c", []string{"x"}))
@@ -104,8 +104,8 @@ func TestAuditActorIsTheUser(t *testing.T) {
 	require.Equal(t, "x", log.Audit[1].Details["authorId"])
 	_, err = e.svc.QueryAudit(ctx, "mo", chat.AuditQuery{})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
-	_, err = e.svc.CheckMessage(ctx, "mo", "x", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
+	_, err = e.svc.CheckMessage(ctx, "mo", "x", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
-	_, err = e.svc.PurgeUserMessages(ctx, "mo", chat.PurgeMessages{UserID: "x"})
+	_, err = e.svc.PurgeUserMessages(ctx, "mo", chat.PurgeUserMessagesInput{UserID: "x"})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
 }

@@ -42,7 +42,7 @@ func TestPushesWrittenWithTheMessage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.channel("c", "ann", "bob", "cat", "dan", "eve", "fay")
-	_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "ann", DisplayName: ptr("Ann")})
+	_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "ann", DisplayName: ptr("Ann")})
 	require.NoError(t, err)
 	for _, u := range []string{"ann", "bob", "bob", "cat", "dan", "eve"} {
 		e.register(u, u, u+"-"+chat.NewID())
@@ -64,7 +64,7 @@ func TestPushesWrittenWithTheMessage(t *testing.T) {
 	require.Equal(t, m.CreatedAt, p.NextAttemptAt)
 	require.Equal(t, "c", p.ChannelID)
 
-	c, err := e.svc.CreateMessage(e.ctx, "ann", chat.CreateMessage{ChannelID: "c", Type: "text",
+	c, err := e.svc.CreateMessage(e.ctx, "ann", chat.CreateMessageInput{ChannelID: "c", Type: "text",
 		Data: chat.TextData("a comment"), ParentID: m.MessageID})
 	require.NoError(t, err)
 	require.Empty(t, e.pushes(c.Messages[0].MessageID), "comments reach only those they mention")
@@ -78,7 +78,7 @@ func TestPushesWrittenWithTheMessage(t *testing.T) {
 	m = e.mustPost("ann", "c", "@dan @cat @eve look")
 	require.ElementsMatch(t, []string{"dan", "cat", "eve"}, m.MentionedUserIDs)
 	require.Equal(t, map[string]int{"bob": 2, "dan": 1}, pushedTo(e.pushes(m.MessageID)))
-	c, err = e.svc.CreateMessage(e.ctx, "ann", chat.CreateMessage{ChannelID: "c", Type: "text",
+	c, err = e.svc.CreateMessage(e.ctx, "ann", chat.CreateMessageInput{ChannelID: "c", Type: "text",
 		Data: chat.TextData("@bob see this"), ParentID: m.MessageID})
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"bob": 2}, pushedTo(e.pushes(c.Messages[0].MessageID)), "a comment reaches whom it mentions")
@@ -94,7 +94,7 @@ func TestPushWithoutText(t *testing.T) {
 	require.NoError(t, err)
 	e.channel("c", "ann", "bob")
 	e.register("bob", "bob", "tok-bob")
-	out, err := svc.CreateMessage(e.ctx, "ann", chat.CreateMessage{ChannelID: "c", Type: "text", Data: chat.TextData("secret")})
+	out, err := svc.CreateMessage(e.ctx, "ann", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: chat.TextData("secret")})
 	require.NoError(t, err)
 	ps := e.pushes(out.Messages[0].MessageID)
 	require.Len(t, ps, 1)
@@ -142,7 +142,7 @@ func TestPushSkipsOnlineMembers(t *testing.T) {
 	require.NoError(t, p.Sync(e.ctx))
 	other, err := chat.New(e.ctx, e.store, chat.Config{Now: e.clk.Now})
 	require.NoError(t, err)
-	out, err := other.CreateMessage(e.ctx, "ann", chat.CreateMessage{ChannelID: "c", Type: "text", Data: chat.TextData("again")})
+	out, err := other.CreateMessage(e.ctx, "ann", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: chat.TextData("again")})
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"cat": 1}, pushedTo(e.pushes(out.Messages[0].MessageID)), "bob's stream is in the store")
 	p.Close("bob")

@@ -181,8 +181,8 @@ type ReportEventData struct {
 	Users   []User   `json:"users"`
 }
 
-// CreateReport is the input of Service.CreateReport.
-type CreateReport struct {
+// CreateReportInput is the input of Service.CreateReport.
+type CreateReportInput struct {
 	TargetType string // ReportTargetMessage or ReportTargetUser
 	TargetID   string
 	Reason     string // 1-MaxReportReason characters
@@ -231,7 +231,7 @@ func checkReportText(field, v string, max int, required, multiline bool) error {
 // Emits report.didCreate (webhooks and admins only). Errors:
 // CodeBadRequest, CodeNotFound (no such message or user),
 // CodePermissionDenied, CodeConflict.
-func (s *Service) CreateReport(ctx context.Context, actorID string, in CreateReport) (*ReportList, error) {
+func (s *Service) CreateReport(ctx context.Context, actorID string, in CreateReportInput) (*ReportList, error) {
 	switch in.TargetType {
 	case ReportTargetMessage, ReportTargetUser:
 	case "":
@@ -450,8 +450,8 @@ func (s *Service) GetReport(ctx context.Context, actorID, reportID string) (*Rep
 	return out, err
 }
 
-// ResolveReport is the input of Service.ResolveReport.
-type ResolveReport struct {
+// ResolveReportInput is the input of Service.ResolveReport.
+type ResolveReportInput struct {
 	ReportID string
 	Action   string // one of ReportActions
 	// ChannelID is the channel of a ResolveBanUser: required for user
@@ -473,7 +473,7 @@ type ResolveReport struct {
 // CodePermissionDenied, CodeNotFound, CodeConflict, and those of the
 // action (CodeForbidden when the channel is closed, CodePermissionDenied
 // to ban an admin).
-func (s *Service) ResolveReport(ctx context.Context, actorID string, in ResolveReport) (*ReportList, error) {
+func (s *Service) ResolveReport(ctx context.Context, actorID string, in ResolveReportInput) (*ReportList, error) {
 	if err := s.checkID("reportId", in.ReportID); err != nil {
 		return nil, err
 	}

@@ -19,12 +19,12 @@ func TestResolveReportOnce(t *testing.T) {
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
 	for _, name := range []string{"a1", "a2", "a3", "a4"} {
-		_, _, err = svc.CreateAdmin(ctx, name, name)
+		_, _, err = svc.CreateAdmin(ctx, "", name, name)
 		require.NoError(t, err)
 	}
-	_, err = svc.CreateChannel(ctx, "a1", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u", "v"}})
+	_, err = svc.CreateChannel(ctx, "a1", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u", "v"}})
 	require.NoError(t, err)
-	rl, err := svc.CreateReport(ctx, "u", chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "v", Reason: "spam"})
+	rl, err := svc.CreateReport(ctx, "u", chat.CreateReportInput{TargetType: chat.ReportTargetUser, TargetID: "v", Reason: "spam"})
 	require.NoError(t, err)
 	id := rl.Reports[0].ReportID
 	errs := make([]error, 4)
@@ -33,7 +33,7 @@ func TestResolveReportOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = svc.ResolveReport(ctx, admin, chat.ResolveReport{ReportID: id, Action: chat.ResolveDismiss})
+			_, errs[i] = svc.ResolveReport(ctx, admin, chat.ResolveReportInput{ReportID: id, Action: chat.ResolveDismiss})
 		}()
 	}
 	wg.Wait()

@@ -27,15 +27,15 @@ func ExampleService_SearchMessages() {
 	if err != nil {
 		panic(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		panic(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "zoo", Type: chat.ChannelTypeStandard}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "zoo", Type: chat.ChannelTypeStandard}); err != nil {
 		panic(err)
 	}
 	for _, text := range []string{"The Zebra Keeper is here", "zebras everywhere", "Lions only"} {
-		if _, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessage{ChannelID: "zoo", Type: chat.MessageTypeText,
+		if _, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessageInput{ChannelID: "zoo", Type: chat.MessageTypeText,
 			Data: map[string]any{"text": text}}); err != nil {
 			panic(err)
 		}

@@ -49,7 +49,7 @@ func newEnvStore(t *testing.T, st chat.Store) *env {
 	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)}
 	svc, err := chat.New(ctx, st, chat.Config{Now: clk.Now})
 	require.NoError(t, err)
-	a, tok, err := svc.CreateAdmin(ctx, "root", "")
+	a, tok, err := svc.CreateAdmin(ctx, "", "root", "")
 	require.NoError(t, err)
 	require.NotEmpty(t, tok)
 	return &env{t: t, ctx: ctx, svc: svc, store: st, clk: clk, admin: a.UserID}
@@ -57,12 +57,12 @@ func newEnvStore(t *testing.T, st chat.Store) *env {
 
 func (e *env) channel(id string, members ...string) {
 	e.t.Helper()
-	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: id, Type: "standard", UserIDs: members})
+	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: id, Type: "standard", UserIDs: members})
 	require.NoError(e.t, err)
 }
 
 func (e *env) post(actor, channel, text string) (*chat.Message, error) {
-	out, err := e.svc.CreateMessage(e.ctx, actor, chat.CreateMessage{ChannelID: channel, Type: "text", Data: map[string]any{"text": text}})
+	out, err := e.svc.CreateMessage(e.ctx, actor, chat.CreateMessageInput{ChannelID: channel, Type: "text", Data: map[string]any{"text": text}})
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func TestTimeJSONMatchesLayout(t *testing.T) {
 
 func TestChannelCreateAndConflict(t *testing.T) {
 	e := newEnv(t)
-	out, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "general", Type: "standard",
+	out, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "general", Type: "standard",
 		Tags: []string{"a", "b"}, UserIDs: []string{"alice", "bob"}, Metadata: map[string]any{"k": "v"}})
 	require.NoError(t, err)
 	require.Len(t, out.Channels, 1)
@@ -156,22 +156,22 @@ func TestChannelCreateAndConflict(t *testing.T) {
 	require.Len(t, out.Users, 2)
 	require.Equal(t, "alice", out.Users[0].DisplayName, "users are created on first reference")
 
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "general", Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "general", Type: "standard"})
 	requireCode(t, err, chat.CodeConflict)
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "x", Type: "private"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "x", Type: "private"})
 	requireCode(t, err, chat.CodeBadRequest)
 	require.Contains(t, err.Error(), "type")
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "", Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "", Type: "standard"})
 	requireCode(t, err, chat.CodeBadRequest)
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "bad\x00id", Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "bad\x00id", Type: "standard"})
 	requireCode(t, err, chat.CodeBadRequest)
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: strings.Repeat("x", 257), Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: strings.Repeat("x", 257), Type: "standard"})
 	requireCode(t, err, chat.CodeBadRequest)
 
 	// A rejected request changes nothing: the channel with a banned member
 	// is not created.
 	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "alice", false))
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "nope", Type: "standard", UserIDs: []string{"alice"}})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "nope", Type: "standard", UserIDs: []string{"alice"}})
 	requireCode(t, err, chat.CodeGlobalBanned)
 	_, err = e.svc.GetChannel(e.ctx, e.admin, "nope")
 	requireCode(t, err, chat.CodeNotFound)
@@ -231,7 +231,7 @@ func TestMuteExpiresByTimeAlone(t *testing.T) {
 	// Exemption by role permission.
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"vip"}, []string{chat.PermExemptFromMute})
 	require.NoError(t, err)
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "bob", Roles: &[]string{"vip"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "bob", Roles: &[]string{"vip"}})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.MuteChannel(e.ctx, e.admin, "c", chat.MuteForever))
 	e.mustPost("bob", "c", "vip talks")
@@ -337,7 +337,7 @@ func TestCloseIsAtomicAndFinal(t *testing.T) {
 	e := newEnvStore(t, st)
 	e.channel("c", "alice", "bob")
 	m := e.mustPost("alice", "c", "hello")
-	fm, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFile{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("abc")})
+	fm, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFileMessageInput{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("abc")})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "c", []string{"eve"}))
 
@@ -373,7 +373,7 @@ func TestCloseIsAtomicAndFinal(t *testing.T) {
 	requireCode(t, e.svc.MuteChannel(e.ctx, e.admin, "c", 10*time.Millisecond), chat.CodeForbidden)
 	_, err = e.svc.RenameChannel(e.ctx, e.admin, "c", "x")
 	requireCode(t, err, chat.CodeForbidden)
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "c", Type: "standard"})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: "standard"})
 	requireCode(t, err, chat.CodeConflict)
 
 	q, err := e.svc.QueryChannels(e.ctx, e.admin, chat.ChannelQuery{})
@@ -517,7 +517,7 @@ func TestPagingTokensCannotBeForgedOrReused(t *testing.T) {
 		requireCode(t, err, chat.CodeBadRequest)
 	}
 	// A token of another listing kind is refused.
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "someone"})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "someone"})
 	require.NoError(t, err)
 	us, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Limit: 1})
 	require.NoError(t, err)
@@ -537,7 +537,7 @@ func TestCommentsAndChildrenNumber(t *testing.T) {
 	e.channel("d")
 	p := e.mustPost(e.admin, "c", "parent")
 	for i := 0; i < 3; i++ {
-		_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
+		_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
 		require.NoError(t, err)
 	}
 	got, _ := e.svc.GetMessage(e.ctx, e.admin, p.MessageID)
@@ -554,11 +554,11 @@ func TestCommentsAndChildrenNumber(t *testing.T) {
 	b, _ := json.Marshal(top.Messages[0])
 	require.NotContains(t, string(b), "parentId", "parentId only on comments")
 
-	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "d", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
+	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "d", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
 	requireCode(t, err, chat.CodeBadRequest)
 	require.NoError(t, e.svc.DeleteMessage(e.ctx, e.admin, p.MessageID))
 	require.NoError(t, e.svc.DeleteMessage(e.ctx, e.admin, p.MessageID), "idempotent")
-	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
+	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": "c"}, ParentID: p.MessageID})
 	requireCode(t, err, chat.CodeBadRequest)
 
 	all, _ := e.svc.QueryMessages(e.ctx, e.admin, chat.MessageQuery{ChannelID: "c"})
@@ -572,7 +572,7 @@ func TestCommentsAndChildrenNumber(t *testing.T) {
 func TestMessageValidation(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	cases := []chat.CreateMessage{
+	cases := []chat.CreateMessageInput{
 		{ChannelID: "c", Type: "text", Data: map[string]any{}},
 		{ChannelID: "c", Type: "text", Data: map[string]any{"text": 5}},
 		{ChannelID: "c", Type: "text", Data: map[string]any{"text": ""}},
@@ -587,11 +587,11 @@ func TestMessageValidation(t *testing.T) {
 		requireCode(t, err, chat.CodeBadRequest)
 		_ = i
 	}
-	_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "nope", Type: "text", Data: map[string]any{"text": "x"}})
+	_, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "nope", Type: "text", Data: map[string]any{"text": "x"}})
 	requireCode(t, err, chat.CodeNotFound)
 	ch, _ := e.svc.GetChannel(e.ctx, e.admin, "c")
 	require.Equal(t, int64(0), ch.Channels[0].MessageCount, "rejected messages take no segment")
-	out, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"card": map[string]any{"title": "T", "n": 2.0}}})
+	out, err := e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "c", Type: "custom", Data: map[string]any{"card": map[string]any{"title": "T", "n": 2.0}}})
 	require.NoError(t, err)
 	require.Equal(t, "T", out.Messages[0].Data["card"].(map[string]any)["title"])
 }
@@ -630,7 +630,7 @@ func TestBlacklistWholeWordUnicode(t *testing.T) {
 	require.NoError(t, e.svc.DeleteRules(e.ctx, e.admin, chat.Blacklist, []string{`gr[e3]at|gr[e3]atness`, `\bxyz\d`}))
 
 	// Custom data string values are checked too, at any depth.
-	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessage{ChannelID: "c", Type: "custom", Data: map[string]any{"a": []any{map[string]any{"b": "so bad"}}}})
+	_, err = e.svc.CreateMessage(e.ctx, e.admin, chat.CreateMessageInput{ChannelID: "c", Type: "custom", Data: map[string]any{"a": []any{map[string]any{"b": "so bad"}}}})
 	requireCode(t, err, chat.CodeBlacklisted)
 
 	// isMatchExactWord=false matches inside words.
@@ -651,7 +651,7 @@ func TestBlacklistWholeWordUnicode(t *testing.T) {
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"mod"}, []string{chat.PermExemptFromBlacklist})
 	require.NoError(t, err)
 	e.channel("m", "mo")
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "mo", Roles: &[]string{"mod"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "mo", Roles: &[]string{"mod"}})
 	require.NoError(t, err)
 	e.mustPost("mo", "m", "bad words allowed")
 	_, err = e.post(e.admin, "m", "admins are not exempt: bad")
@@ -719,7 +719,7 @@ func TestWhitelistContractExamples(t *testing.T) {
 	_, err = e.svc.PutRoles(e.ctx, e.admin, []string{"linker"}, []string{chat.PermExemptFromWhitelist})
 	require.NoError(t, err)
 	e.channel("l", "lin")
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "lin", Roles: &[]string{"linker"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "lin", Roles: &[]string{"linker"}})
 	require.NoError(t, err)
 	e.mustPost("lin", "l", "https://anything.io")
 }
@@ -729,23 +729,23 @@ func TestUsersUpdateQueryFlags(t *testing.T) {
 	_, err := e.svc.PutRoles(e.ctx, e.admin, []string{"editor"}, []string{"Message/Edit"})
 	require.NoError(t, err)
 	name := "Zoë"
-	out, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "zoe", DisplayName: &name, Roles: &[]string{"editor"}, Metadata: &map[string]any{"a": 1.0}})
+	out, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "zoe", DisplayName: &name, Roles: &[]string{"editor"}, Metadata: &map[string]any{"a": 1.0}})
 	require.NoError(t, err)
 	require.Equal(t, "Zoë", out.Users[0].DisplayName)
 	// Partial: absent fields stay.
-	out, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "zoe", Metadata: &map[string]any{"b": 2.0}})
+	out, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "zoe", Metadata: &map[string]any{"b": 2.0}})
 	require.NoError(t, err)
 	require.Equal(t, "Zoë", out.Users[0].DisplayName)
 	require.Equal(t, []string{"editor"}, out.Users[0].Roles)
 	require.Equal(t, map[string]any{"b": 2.0}, out.Users[0].Metadata)
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "zoe", Roles: &[]string{"nope"}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "zoe", Roles: &[]string{"nope"}})
 	requireCode(t, err, chat.CodeBadRequest)
 	require.Contains(t, err.Error(), "nope")
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "zoe", Roles: &[]string{chat.RoleGlobalAdmin}})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "zoe", Roles: &[]string{chat.RoleGlobalAdmin}})
 	requireCode(t, err, chat.CodePermissionDenied)
 
 	for _, id := range []string{"zed", "zack", "amy"} {
-		_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: id})
+		_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: id})
 		require.NoError(t, err)
 	}
 	q, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Search: "Z"})
@@ -855,7 +855,7 @@ func TestReactions(t *testing.T) {
 
 func TestAdmins(t *testing.T) {
 	e := newEnv(t)
-	a, tok, err := e.svc.CreateAdmin(e.ctx, "ops", "ops-user")
+	a, tok, err := e.svc.CreateAdmin(e.ctx, "", "ops", "ops-user")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(tok), 40)
 	require.NotContains(t, string(a.TokenHash), tok)
@@ -864,23 +864,23 @@ func TestAdmins(t *testing.T) {
 	require.Equal(t, "ops-user", got.UserID)
 	u, _ := e.svc.GetUser(e.ctx, e.admin, "ops-user")
 	require.Contains(t, u.Users[0].Roles, chat.RoleGlobalAdmin)
-	_, _, err = e.svc.CreateAdmin(e.ctx, "ops", "")
+	_, _, err = e.svc.CreateAdmin(e.ctx, "", "ops", "")
 	requireCode(t, err, chat.CodeConflict)
 	_, err = e.svc.Authenticate(e.ctx, tok+"x")
 	requireCode(t, err, chat.CodeUnauthorized)
 	_, err = e.svc.Authenticate(e.ctx, "")
 	requireCode(t, err, chat.CodeUnauthorized)
-	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "ops"))
+	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "", "ops"))
 	_, err = e.svc.Authenticate(e.ctx, tok)
 	requireCode(t, err, chat.CodeUnauthorized)
-	requireCode(t, e.svc.RevokeAdmin(e.ctx, "ghost"), chat.CodeNotFound)
+	requireCode(t, e.svc.RevokeAdmin(e.ctx, "", "ghost"), chat.CodeNotFound)
 
 	// A token just used (so remembered) stops working at once when rotated.
-	_, tok2, err := e.svc.CreateAdmin(e.ctx, "ops2", "")
+	_, tok2, err := e.svc.CreateAdmin(e.ctx, "", "ops2", "")
 	require.NoError(t, err)
 	_, err = e.svc.Authenticate(e.ctx, tok2)
 	require.NoError(t, err)
-	tok3, err := e.svc.RotateAdmin(e.ctx, "ops2")
+	tok3, err := e.svc.RotateAdmin(e.ctx, "", "ops2")
 	require.NoError(t, err)
 	_, err = e.svc.Authenticate(e.ctx, tok2)
 	requireCode(t, err, chat.CodeUnauthorized)
@@ -891,7 +891,7 @@ func TestAdmins(t *testing.T) {
 	got, err = e.svc.Authenticate(e.ctx, tok3)
 	require.NoError(t, err)
 	require.Equal(t, "ops2", got.Name)
-	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "ops2"))
+	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "", "ops2"))
 	_, err = e.svc.Authenticate(e.ctx, tok3)
 	requireCode(t, err, chat.CodeUnauthorized)
 	as, err := e.svc.ListAdmins(e.ctx)
@@ -989,7 +989,7 @@ func TestChannelQueryFilters(t *testing.T) {
 		if i%2 == 1 {
 			tags = []string{"odd"}
 		}
-		_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: fmt.Sprintf("c%02d", i), Type: "standard", Tags: tags, UserIDs: []string{"u" + fmt.Sprint(i%3)}})
+		_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: fmt.Sprintf("c%02d", i), Type: "standard", Tags: tags, UserIDs: []string{"u" + fmt.Sprint(i%3)}})
 		require.NoError(t, err)
 	}
 	_, err := e.svc.JoinChannel(e.ctx, e.admin, "c05")
@@ -1026,7 +1026,7 @@ func TestChannelQueryFilters(t *testing.T) {
 func TestFilesAndImages(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c")
-	out, err := e.svc.CreateFileMessage(e.ctx, e.admin, chat.CreateFile{ChannelID: "c", FileName: "../../etc/passwd\r\n", MimeType: "text/plain", Data: []byte("root")})
+	out, err := e.svc.CreateFileMessage(e.ctx, e.admin, chat.CreateFileMessageInput{ChannelID: "c", FileName: "../../etc/passwd\r\n", MimeType: "text/plain", Data: []byte("root")})
 	require.NoError(t, err)
 	m := out.Messages[0]
 	require.Equal(t, chat.MessageTypeFile, m.Type)
@@ -1047,7 +1047,7 @@ func TestFilesAndImages(t *testing.T) {
 	_, _, err = e.svc.GetMessageBlob(e.ctx, e.admin, m.MessageID, "small")
 	requireCode(t, err, chat.CodeNotFound)
 
-	img, err := e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImage{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 2, Height: 1,
+	img, err := e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImageMessageInput{ChannelID: "c", Caption: "look", FileName: "p.png", MimeType: "image/png", Width: 2, Height: 1,
 		Renditions: []chat.ImageRendition{{Name: "small", ContentType: "image/png", Width: 2, Height: 1, Data: []byte("s")}}})
 	require.NoError(t, err)
 	im := img.Messages[0]
@@ -1075,7 +1075,7 @@ func TestFilesAndImages(t *testing.T) {
 
 	_, err = e.svc.AddRules(e.ctx, e.admin, chat.Blacklist, []string{"nsfw"}, true)
 	require.NoError(t, err)
-	_, err = e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImage{ChannelID: "c", Caption: "so nsfw", Renditions: []chat.ImageRendition{{Name: "small", Data: []byte("s")}}})
+	_, err = e.svc.CreateImageMessage(e.ctx, e.admin, chat.CreateImageMessageInput{ChannelID: "c", Caption: "so nsfw", Renditions: []chat.ImageRendition{{Name: "small", Data: []byte("s")}}})
 	requireCode(t, err, chat.CodeBlacklisted)
 }
 
@@ -1102,7 +1102,7 @@ func TestResourceFieldsAlwaysPresent(t *testing.T) {
 	_, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/all", nil)
 	require.NoError(t, err)
 	e.channel("c", "alice")
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "bob"})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "bob"})
 	require.NoError(t, err)
 	requireFields := func(v any, fields ...string) {
 		t.Helper()
@@ -1122,7 +1122,7 @@ func TestResourceFieldsAlwaysPresent(t *testing.T) {
 	q, err := e.svc.QueryUsers(e.ctx, e.admin, chat.UserQuery{Search: "bob"})
 	require.NoError(t, err)
 	requireFields(q.Users, userFields...)
-	up, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "carol"})
+	up, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "carol"})
 	require.NoError(t, err)
 	requireFields(up, userFields...)
 	fl, err := e.svc.FlagUser(e.ctx, e.admin, "bob")
@@ -1301,9 +1301,9 @@ func TestReactorsNewestFirst(t *testing.T) {
 func TestBanPurgesFiles(t *testing.T) {
 	e := newEnv(t)
 	e.channel("c", "alice", "bob")
-	fa, err := e.svc.CreateFileMessage(e.ctx, "alice", chat.CreateFile{ChannelID: "c", FileName: "a.txt", Data: []byte("a")})
+	fa, err := e.svc.CreateFileMessage(e.ctx, "alice", chat.CreateFileMessageInput{ChannelID: "c", FileName: "a.txt", Data: []byte("a")})
 	require.NoError(t, err)
-	fb, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFile{ChannelID: "c", FileName: "b.txt", Data: []byte("b")})
+	fb, err := e.svc.CreateFileMessage(e.ctx, "bob", chat.CreateFileMessageInput{ChannelID: "c", FileName: "b.txt", Data: []byte("b")})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.BanUsers(e.ctx, e.admin, "c", []string{"alice"}))
 	e.requireBlobGone(fa.Messages[0].MessageID, "file")

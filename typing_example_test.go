@@ -18,11 +18,11 @@ func ExampleService_SubscribeEphemeral() {
 	if err != nil {
 		panic(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		panic(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{
 		ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"},
 	}); err != nil {
 		panic(err)
@@ -47,14 +47,14 @@ func ExampleService_OpenLink() {
 	if err != nil {
 		panic(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		panic(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard}); err != nil {
 		panic(err)
 	}
-	out, err := svc.CreateFileMessage(ctx, admin.UserID, chat.CreateFile{ChannelID: "general", FileName: "notes.txt", MimeType: "text/plain", Data: []byte("hello")})
+	out, err := svc.CreateFileMessage(ctx, admin.UserID, chat.CreateFileMessageInput{ChannelID: "general", FileName: "notes.txt", MimeType: "text/plain", Data: []byte("hello")})
 	if err != nil {
 		panic(err)
 	}

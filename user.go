@@ -129,9 +129,9 @@ func (s *Service) GetUser(ctx context.Context, actorID, userID string) (*UserLis
 	return out, err
 }
 
-// UpdateUser is a partial update of a user: nil fields stay as they are;
+// UpdateUserInput is a partial update of a user: nil fields stay as they are;
 // Roles and Metadata replace the whole value.
-type UpdateUser struct {
+type UpdateUserInput struct {
 	UserID      string
 	DisplayName *string
 	Roles       *[]string
@@ -141,7 +141,7 @@ type UpdateUser struct {
 // UpdateUser creates the user if absent (displayName = userId) and applies
 // the update. Emits user.didUpdate. Errors: CodeBadRequest (validation,
 // unknown role naming it), CodePermissionDenied (role global-admin).
-func (s *Service) UpdateUser(ctx context.Context, actorID string, in UpdateUser) (*UserList, error) {
+func (s *Service) UpdateUser(ctx context.Context, actorID string, in UpdateUserInput) (*UserList, error) {
 	if err := s.checkID("userId", in.UserID); err != nil {
 		return nil, err
 	}

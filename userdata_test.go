@@ -49,14 +49,14 @@ func TestExportStreams(t *testing.T) {
 	st := &countingViews{Store: memory.New()}
 	svc, err := chat.New(ctx, st, chat.Config{PurgeBatch: 5})
 	require.NoError(t, err)
-	_, _, err = svc.CreateAdmin(ctx, "root", "root")
+	_, _, err = svc.CreateAdmin(ctx, "", "root", "root")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u"}})
+	_, err = svc.CreateChannel(ctx, "root", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"u"}})
 	require.NoError(t, err)
 	long := strings.Repeat("words to export ", 200) // 3,200 bytes
 	const n = 60                                    // 12 pages, about 190 KB
 	for range n {
-		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(long)})
+		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(long)})
 		require.NoError(t, err)
 	}
 	w := &firstWrite{st: st}

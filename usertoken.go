@@ -41,11 +41,10 @@ func (c *UserClaims) subject() string {
 	return c.Subject
 }
 
-// MintUserToken returns an HS256 user token for userID signed with
+// signUserToken returns an HS256 user token for userID signed with
 // secret, issued at issuedAt and expiring after ttl (no exp claim when
-// ttl <= 0). It needs no Service: a host that knows the secret mints its
-// users' tokens itself.
-func MintUserToken(secret []byte, userID string, issuedAt time.Time, ttl time.Duration) (string, error) {
+// ttl <= 0).
+func signUserToken(secret []byte, userID string, issuedAt time.Time, ttl time.Duration) (string, error) {
 	if len(secret) == 0 {
 		return "", errors.New("chat: empty user-token secret")
 	}
@@ -67,29 +66,24 @@ type UserToken struct {
 	ExpiresAt *Time  `json:"expiresAt"`
 }
 
-// MintUserToken mints a user token for userID with the Service's secret,
-// for a host program that signs its users in itself. ttl 0 takes
+// IssueUserToken mints a user token for userID with the Service's secret
+// (the API's POST /users/:userId/token). actorID "" is the server's
+// operator: a host program that signs its users in itself; any other
+// actor must be an admin (users get CodePermissionDenied). ttl 0 takes
 // Config.UserTokenTTL; a negative ttl mints a token without expiry. The
-// user is created on first reference. Errors: CodeBadRequest (userId),
+// user is created on first reference. A host that holds the secret
+// (Config.UserTokenSecret) may instead sign UserClaims with any JWT
+// library. Errors: CodeBadRequest (userId), CodePermissionDenied,
 // CodeGlobalBanned.
-func (s *Service) MintUserToken(ctx context.Context, userID string, ttl time.Duration) (*UserToken, error) {
+func (s *Service) IssueUserToken(ctx context.Context, actorID, userID string, ttl time.Duration) (*UserToken, error) {
+	if actorID != "" {
+		if err := s.allow(ctx, actorID, actMintUserToken, ""); err != nil {
+			return nil, err
+		}
+	}
 	if ttl == 0 {
 		ttl = s.tokenTTL
 	}
-	return s.mintUserToken(ctx, userID, ttl)
-}
-
-// IssueUserToken is MintUserToken asked for by actorID (the API's
-// POST /users/:userId/token), which must be an admin: users get
-// CodePermissionDenied. ttl as in MintUserToken.
-func (s *Service) IssueUserToken(ctx context.Context, actorID, userID string, ttl time.Duration) (*UserToken, error) {
-	if err := s.allow(ctx, actorID, actMintUserToken, ""); err != nil {
-		return nil, err
-	}
-	return s.MintUserToken(ctx, userID, ttl)
-}
-
-func (s *Service) mintUserToken(ctx context.Context, userID string, ttl time.Duration) (*UserToken, error) {
 	if err := s.checkID("userId", userID); err != nil {
 		return nil, err
 	}
@@ -116,7 +110,7 @@ func (s *Service) mintUserToken(ctx context.Context, userID string, ttl time.Dur
 	if u.TokensRevokedAt != nil && !iat.After(u.TokensRevokedAt.Time.Truncate(time.Second)) {
 		iat = u.TokensRevokedAt.Time.Truncate(time.Second).Add(time.Second)
 	}
-	tok, err := MintUserToken(s.userKey, userID, iat, ttl)
+	tok, err := signUserToken(s.userKey, userID, iat, ttl)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func requireTokenCode(t *testing.T, err error, code chat.Code) {
 // reference; the claims are user_id, iat and exp.
 func TestUserTokenMintAndAuthenticate(t *testing.T) {
 	e := newTokenEnv(t)
-	tok, err := e.svc.MintUserToken(e.ctx, "alice", time.Hour)
+	tok, err := e.svc.IssueUserToken(e.ctx, "", "alice", time.Hour)
 	require.NoError(t, err)
 	require.Equal(t, "alice", tok.UserID)
 	require.NotNil(t, tok.ExpiresAt)
@@ -60,15 +60,16 @@ func TestUserTokenMintAndAuthenticate(t *testing.T) {
 	require.Equal(t, e.clk.Now().Truncate(time.Second).Add(time.Hour).Unix(), c.ExpiresAt.Unix())
 
 	// A negative ttl: no expiry; zero: the configured default (24 h).
-	none, err := e.svc.MintUserToken(e.ctx, "alice", -1)
+	none, err := e.svc.IssueUserToken(e.ctx, "", "alice", -1)
 	require.NoError(t, err)
 	require.Nil(t, none.ExpiresAt)
-	def, err := e.svc.MintUserToken(e.ctx, "alice", 0)
+	def, err := e.svc.IssueUserToken(e.ctx, "", "alice", 0)
 	require.NoError(t, err)
 	require.Equal(t, e.clk.Now().Truncate(time.Second).Add(chat.DefaultUserTokenTTL).Unix(), def.ExpiresAt.Unix())
 
-	// A host minting with the package function and the same secret.
-	own, err := chat.MintUserToken(testSecret, "bob", e.clk.Now(), 0)
+	// A host signing its own token with the same secret.
+	own, err := jwt.NewWithClaims(jwt.SigningMethodHS256, chat.UserClaims{UserID: "bob",
+		RegisteredClaims: jwt.RegisteredClaims{IssuedAt: jwt.NewNumericDate(e.clk.Now())}}).SignedString(testSecret)
 	require.NoError(t, err)
 	u, err = e.svc.AuthenticateUser(e.ctx, own)
 	require.NoError(t, err)
@@ -76,7 +77,7 @@ func TestUserTokenMintAndAuthenticate(t *testing.T) {
 	_, err = e.svc.GetUser(e.ctx, e.admin, "bob")
 	requireTokenCode(t, err, chat.CodeNotFound)
 	name := "Bob"
-	_, err = e.svc.UpdateUser(e.ctx, "bob", chat.UpdateUser{UserID: "bob", DisplayName: &name})
+	_, err = e.svc.UpdateUser(e.ctx, "bob", chat.UpdateUserInput{UserID: "bob", DisplayName: &name})
 	require.NoError(t, err, "a user acting first creates itself")
 	got, err := e.svc.GetUser(e.ctx, e.admin, "bob")
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestUserTokenExpiry(t *testing.T) {
 	_, err = e.svc.AuthenticateUser(e.ctx, future)
 	requireTokenCode(t, err, chat.CodeUnauthorized)
 
-	tok, err := e.svc.MintUserToken(e.ctx, "a", time.Minute)
+	tok, err := e.svc.IssueUserToken(e.ctx, "", "a", time.Minute)
 	require.NoError(t, err)
 	e.clk.Add(time.Minute + chat.UserTokenLeeway + time.Second)
 	_, err = e.svc.AuthenticateUser(e.ctx, tok.Token)
@@ -170,24 +171,28 @@ func TestUserTokenRevocation(t *testing.T) {
 	_, err = e.svc.AuthenticateUser(e.ctx, next)
 	require.NoError(t, err, "issued in the second after the revocation")
 
-	fresh, err := e.svc.MintUserToken(e.ctx, "a", time.Hour)
+	fresh, err := e.svc.IssueUserToken(e.ctx, "", "a", time.Hour)
 	require.NoError(t, err, "minted in the second of the revocation")
 	_, err = e.svc.AuthenticateUser(e.ctx, fresh.Token)
 	require.NoError(t, err)
 	_, err = e.svc.IssueUserToken(e.ctx, "a", "a", time.Hour)
 	requireTokenCode(t, err, chat.CodePermissionDenied)
+	byAdmin, err := e.svc.IssueUserToken(e.ctx, e.admin, "a", time.Hour)
+	require.NoError(t, err, "an admin may mint for others")
+	_, err = e.svc.AuthenticateUser(e.ctx, byAdmin.Token)
+	require.NoError(t, err)
 }
 
 // A globally banned user's tokens are refused with CodeGlobalBanned and
 // none are minted for it.
 func TestUserTokenGlobalBan(t *testing.T) {
 	e := newTokenEnv(t)
-	tok, err := e.svc.MintUserToken(e.ctx, "a", time.Hour)
+	tok, err := e.svc.IssueUserToken(e.ctx, "", "a", time.Hour)
 	require.NoError(t, err)
 	require.NoError(t, e.svc.GlobalBan(e.ctx, e.admin, "a", false))
 	_, err = e.svc.AuthenticateUser(e.ctx, tok.Token)
 	requireTokenCode(t, err, chat.CodeGlobalBanned)
-	_, err = e.svc.MintUserToken(e.ctx, "a", time.Hour)
+	_, err = e.svc.IssueUserToken(e.ctx, "", "a", time.Hour)
 	requireTokenCode(t, err, chat.CodeGlobalBanned)
 }
 
@@ -202,7 +207,7 @@ func TestUserTokenGeneratedSecretShared(t *testing.T) {
 	require.NoError(t, err)
 	other, err := chat.New(t.Context(), memory.New(), chat.Config{})
 	require.NoError(t, err)
-	tok, err := a.MintUserToken(t.Context(), "alice", time.Hour)
+	tok, err := a.IssueUserToken(t.Context(), "", "alice", time.Hour)
 	require.NoError(t, err)
 	_, err = b.AuthenticateUser(t.Context(), tok.Token)
 	require.NoError(t, err)
@@ -220,11 +225,11 @@ func BenchmarkAuthenticate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, adminToken, err := svc.CreateAdmin(ctx, "root", "admin")
+	_, adminToken, err := svc.CreateAdmin(ctx, "", "root", "admin")
 	if err != nil {
 		b.Fatal(err)
 	}
-	ut, err := svc.MintUserToken(ctx, "alice", time.Hour)
+	ut, err := svc.IssueUserToken(ctx, "", "alice", time.Hour)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -250,7 +255,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 // an update or an erasure through the Service applies to the next request.
 func TestUserTokenSeesChangesAtOnce(t *testing.T) {
 	e := newTokenEnv(t)
-	tok, err := e.svc.MintUserToken(e.ctx, "a", time.Hour)
+	tok, err := e.svc.IssueUserToken(e.ctx, "", "a", time.Hour)
 	require.NoError(t, err)
 	u, err := e.svc.AuthenticateUser(e.ctx, tok.Token)
 	require.NoError(t, err)
@@ -265,7 +270,7 @@ func TestUserTokenSeesChangesAtOnce(t *testing.T) {
 	u.DisplayName = "changed by the caller"
 
 	name := "Alice"
-	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUser{UserID: "a", DisplayName: &name})
+	_, err = e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "a", DisplayName: &name})
 	require.NoError(t, err)
 	u, err = e.svc.AuthenticateUser(e.ctx, tok.Token)
 	require.NoError(t, err)

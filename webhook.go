@@ -102,8 +102,9 @@ func (s *Service) createWebhook(ctx context.Context, actorID, rawURL string, eve
 // EnsureWebhook makes sure a webhook for rawURL with the given secret
 // exists (the example server's static webhook): it updates the secret and
 // re-enables an existing registration for the URL, or creates one.
-// Errors: CodeBadRequest (bad URL, empty secret).
-func (s *Service) EnsureWebhook(ctx context.Context, rawURL, secret string) (*Webhook, error) {
+// actorID as in CreateAdmin. Errors: CodeBadRequest (bad URL, empty
+// secret).
+func (s *Service) EnsureWebhook(ctx context.Context, actorID, rawURL, secret string) (*Webhook, error) {
 	if secret == "" {
 		return nil, invalid("secret", "is required")
 	}
@@ -125,7 +126,7 @@ func (s *Service) EnsureWebhook(ctx context.Context, rawURL, secret string) (*We
 				if err := tx.UpdateWebhook(ctx, h); err != nil {
 					return err
 				}
-				return s.audit(ctx, tx, actorFrom(ctx), AuditWebhookUpdate, AuditTargetWebhook, h.WebhookID, "",
+				return s.audit(ctx, tx, actorID, AuditWebhookUpdate, AuditTargetWebhook, h.WebhookID, "",
 					map[string]any{"url": h.URL, "events": stringsAny(h.Events)})
 			}
 		}
@@ -134,7 +135,7 @@ func (s *Service) EnsureWebhook(ctx context.Context, rawURL, secret string) (*We
 	if err != nil || found != nil {
 		return found, err
 	}
-	return s.createWebhook(ctx, actorFrom(ctx), rawURL, nil, secret)
+	return s.createWebhook(ctx, actorID, rawURL, nil, secret)
 }
 
 // ListWebhooks returns every webhook without secrets. Errors: only the
@@ -195,12 +196,12 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, actorID, webhookID st
 }
 
 // DisableWebhook disables a webhook, recording why (its disabledReason),
-// with a webhook.disable audit entry in the same transaction; the actor
-// is the server (the webhook dispatcher, for a receiver that answered
-// 410 Gone), or the user named by WithActor. A webhook already disabled
-// stays as it is, with no entry. Errors: CodeNotFound, CodeBadRequest
-// (an empty reason).
-func (s *Service) DisableWebhook(ctx context.Context, webhookID, reason string) error {
+// with a webhook.disable audit entry in the same transaction by actorID:
+// "" for the server's operator (the webhook dispatcher passes it for a
+// receiver that answered 410 Gone), as in CreateAdmin. A webhook already
+// disabled stays as it is, with no entry. Errors: CodeNotFound,
+// CodeBadRequest (an empty reason).
+func (s *Service) DisableWebhook(ctx context.Context, actorID, webhookID, reason string) error {
 	if reason == "" {
 		return invalid("reason", "is required")
 	}
@@ -218,7 +219,7 @@ func (s *Service) DisableWebhook(ctx context.Context, webhookID, reason string) 
 		if err := tx.UpdateWebhook(ctx, w); err != nil {
 			return notFound(err, "webhook", webhookID)
 		}
-		return s.audit(ctx, tx, actorFrom(ctx), AuditWebhookDisable, AuditTargetWebhook, webhookID, "",
+		return s.audit(ctx, tx, actorID, AuditWebhookDisable, AuditTargetWebhook, webhookID, "",
 			map[string]any{"reason": reason})
 	})
 }

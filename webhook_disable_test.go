@@ -15,8 +15,8 @@ func TestDisableWebhook(t *testing.T) {
 	w, err := e.svc.CreateWebhook(e.ctx, e.admin, "https://hooks.example.com/chat", nil)
 	require.NoError(t, err)
 
-	require.Equal(t, chat.CodeBadRequest, chat.ErrorCode(e.svc.DisableWebhook(e.ctx, w.WebhookID, "")))
-	require.Equal(t, chat.CodeNotFound, chat.ErrorCode(e.svc.DisableWebhook(e.ctx, "nope", "gone")))
+	require.Equal(t, chat.CodeBadRequest, chat.ErrorCode(e.svc.DisableWebhook(e.ctx, "", w.WebhookID, "")))
+	require.Equal(t, chat.CodeNotFound, chat.ErrorCode(e.svc.DisableWebhook(e.ctx, "", "nope", "gone")))
 	entries := func() []chat.AuditEntry {
 		l, err := e.svc.QueryAudit(e.ctx, e.admin, chat.AuditQuery{TargetID: w.WebhookID, Action: chat.AuditWebhookDisable})
 		require.NoError(t, err)
@@ -24,7 +24,7 @@ func TestDisableWebhook(t *testing.T) {
 	}
 	require.Empty(t, entries(), "refused calls leave no entry")
 
-	require.NoError(t, e.svc.DisableWebhook(e.ctx, w.WebhookID, "receiver answered 410 Gone"))
+	require.NoError(t, e.svc.DisableWebhook(e.ctx, "", w.WebhookID, "receiver answered 410 Gone"))
 	l, err := e.svc.ListWebhooks(e.ctx, e.admin)
 	require.NoError(t, err)
 	require.Len(t, l.Webhooks, 1)
@@ -36,7 +36,7 @@ func TestDisableWebhook(t *testing.T) {
 	require.Equal(t, chat.AuditTargetWebhook, es[0].TargetType)
 	require.Equal(t, map[string]any{"reason": "receiver answered 410 Gone"}, es[0].Details)
 
-	require.NoError(t, e.svc.DisableWebhook(chat.WithActor(e.ctx, e.admin), w.WebhookID, "again"))
+	require.NoError(t, e.svc.DisableWebhook(e.ctx, e.admin, w.WebhookID, "again"))
 	require.Len(t, entries(), 1, "already disabled: nothing changes")
 	l, err = e.svc.ListWebhooks(e.ctx, e.admin)
 	require.NoError(t, err)
@@ -46,7 +46,7 @@ func TestDisableWebhook(t *testing.T) {
 	// records that actor.
 	_, err = e.svc.RotateWebhookSecret(e.ctx, e.admin, w.WebhookID)
 	require.NoError(t, err)
-	require.NoError(t, e.svc.DisableWebhook(chat.WithActor(e.ctx, e.admin), w.WebhookID, "by hand"))
+	require.NoError(t, e.svc.DisableWebhook(e.ctx, e.admin, w.WebhookID, "by hand"))
 	es = entries()
 	require.Len(t, es, 2)
 	require.Equal(t, e.admin, es[0].ActorID, "newest first")

@@ -40,7 +40,7 @@ type Config struct {
 	// offers a box for a user id, and POST dev-token {"userId":"..."}
 	// answers with the token DevSignIn returns, shaped as the API's
 	// POST /users/:userId/token ({"token","userId","expiresAt"}); a
-	// closure over Service.MintUserToken fits. Anybody who can reach the page can then act as any user:
+	// closure over Service.IssueUserToken fits. Anybody who can reach the page can then act as any user:
 	// use it only on a machine of your own. Default nil (off: the page
 	// asks for a token pasted by the person).
 	DevSignIn func(ctx context.Context, userID string) (*chat.UserToken, error)

@@ -95,7 +95,7 @@ func TestDevSignIn(t *testing.T) {
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
 	h := chatpage.New(chatpage.Config{DevSignIn: func(ctx context.Context, userID string) (*chat.UserToken, error) {
-		return svc.MintUserToken(ctx, userID, time.Hour)
+		return svc.IssueUserToken(ctx, "", userID, time.Hour)
 	}})
 
 	page := serve(t, h, "GET", "/", "", "")

@@ -15,7 +15,7 @@
 //	mux.Handle("/chat/", http.StripPrefix("/chat", chatpage.New(cfg)))
 //
 // Sign-in: the page asks the person for a user token, which the host
-// application hands over (it mints one with Service.MintUserToken or any
+// application hands over (it mints one with Service.IssueUserToken or any
 // JWT library). For development, Config.DevSignIn lets anybody who can
 // reach the page sign in as any user id: never enable it where the page is
 // reachable by others.

@@ -24,7 +24,7 @@ func server() (string, string, func()) {
 	if err != nil {
 		panic(err)
 	}
-	_, token, err := svc.CreateAdmin(ctx, "ops", "ops")
+	_, token, err := svc.CreateAdmin(ctx, "", "ops", "ops")
 	if err != nil {
 		panic(err)
 	}

@@ -17,7 +17,7 @@ func (h *handler) adminsRoutes(rt *router) {
 			q.fail("/admins", "The two passwords differ; type the same password twice.")
 			return
 		}
-		a, token, err := h.svc.CreateAdminWithPassword(q.r.Context(), name, q.form("userId"), q.r.PostForm.Get("password"))
+		a, token, err := h.svc.CreateAdminWithPassword(q.r.Context(), q.actor(), name, q.form("userId"), q.r.PostForm.Get("password"))
 		if err != nil {
 			q.done("/admins", err, "")
 			return
@@ -26,7 +26,7 @@ func (h *handler) adminsRoutes(rt *router) {
 	})
 	rt.post("/admins/{name}/rotate", func(q *req) {
 		name := q.pathID("name")
-		token, err := h.svc.RotateAdmin(q.r.Context(), name)
+		token, err := h.svc.RotateAdmin(q.r.Context(), q.actor(), name)
 		if err != nil {
 			q.done("/admins", err, "")
 			return
@@ -39,7 +39,7 @@ func (h *handler) adminsRoutes(rt *router) {
 			q.fail("/admins", "Revoking "+name+" cuts off its token and sessions: tick the box to confirm.")
 			return
 		}
-		err := h.svc.RevokeAdmin(q.r.Context(), name)
+		err := h.svc.RevokeAdmin(q.r.Context(), q.actor(), name)
 		if err == nil && name == q.admin.Name {
 			h.clearCookie(q.w, q.r, sessionCookie)
 			h.setFlash(q.w, q.r, "ok", "You revoked your own account and are signed out.")

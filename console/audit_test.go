@@ -91,7 +91,7 @@ func TestAuditPage(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	res, _ = b.post("/admin/users/mallory/profile", url.Values{"csrf": {token}, "displayName": {evilName}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"mallory"}})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"mallory"}})
 	require.NoError(t, err)
 	res, _ = b.post("/admin/channels/room/members/ban", url.Values{"csrf": {token}, "userId": {"mallory"}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
@@ -174,7 +174,7 @@ func TestDryRunBox(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.svc.AddRules(ctx, actor, chat.Whitelist, []string{"example.com"}, false)
 	require.NoError(t, err)
-	_, err = p.svc.CreateChannel(ctx, actor, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "ben"}})
+	_, err = p.svc.CreateChannel(ctx, actor, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "ben"}})
 	require.NoError(t, err)
 	require.NoError(t, p.svc.BanUsers(ctx, actor, "room", []string{"ben"}))
 	before := len(p.auditOf(""))
@@ -255,11 +255,11 @@ func TestPurgeButton(t *testing.T) {
 	token := b.signedIn()
 	actor := p.root.UserID
 	for _, c := range []string{"room", "other"} {
-		_, err := p.svc.CreateChannel(ctx, actor, chat.CreateChannel{ChannelID: c, Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "ben"}})
+		_, err := p.svc.CreateChannel(ctx, actor, chat.CreateChannelInput{ChannelID: c, Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "ben"}})
 		require.NoError(t, err)
 	}
 	postAs := func(user, channel, text string) {
-		_, err := p.svc.CreateMessage(ctx, user, chat.CreateMessage{ChannelID: channel, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
+		_, err := p.svc.CreateMessage(ctx, user, chat.CreateMessageInput{ChannelID: channel, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
 		require.NoError(t, err)
 	}
 	for i := range 3 {
@@ -352,17 +352,17 @@ func TestPurgeRunsEveryBatch(t *testing.T) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost, PurgeBatch: 2})
 	require.NoError(t, err)
-	root, _, err := svc.CreateAdminWithPassword(ctx, "root", "", rootPassword)
+	root, _, err := svc.CreateAdminWithPassword(ctx, "", "root", "", rootPassword)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/admin/", http.StripPrefix("/admin", console.New(svc, console.Config{})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	p := &panel{t: t, svc: svc, srv: srv, root: root}
-	_, err = svc.CreateChannel(ctx, root.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
+	_, err = svc.CreateChannel(ctx, root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
 	require.NoError(t, err)
 	for i := range 7 {
-		_, err := svc.CreateMessage(ctx, "ann", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": strconv.Itoa(i)}})
+		_, err := svc.CreateMessage(ctx, "ann", chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": strconv.Itoa(i)}})
 		require.NoError(t, err)
 	}
 	b := p.browser("10.6.0.5")

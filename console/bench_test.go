@@ -22,16 +22,16 @@ func BenchmarkChannelPage(b *testing.B) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost})
 	require.NoError(b, err)
-	a, _, err := svc.CreateAdminWithPassword(ctx, "root", "", "bench password")
+	a, _, err := svc.CreateAdminWithPassword(ctx, "", "root", "", "bench password")
 	require.NoError(b, err)
 	var members []string
 	for i := range 20 {
 		members = append(members, "user-"+strconv.Itoa(i))
 	}
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: members})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: members})
 	require.NoError(b, err)
 	for i := range 60 {
-		_, err := svc.CreateMessage(ctx, members[i%20], chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText,
+		_, err := svc.CreateMessage(ctx, members[i%20], chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText,
 			Data: map[string]any{"text": "message number " + strconv.Itoa(i) + " <with> some & text"}})
 		require.NoError(b, err)
 	}
@@ -78,7 +78,7 @@ func BenchmarkSignIn(b *testing.B) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(b, err)
-	_, _, err = svc.CreateAdminWithPassword(ctx, "root", "", "bench password")
+	_, _, err = svc.CreateAdminWithPassword(ctx, "", "root", "", "bench password")
 	require.NoError(b, err)
 	hash, err := bcrypt.GenerateFromPassword([]byte("bench password"), chat.AdminPasswordCost)
 	require.NoError(b, err)

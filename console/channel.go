@@ -90,7 +90,7 @@ func (h *handler) channelRoutes(rt *router) {
 		return "Channel closed: its members were removed and its messages deleted.", h.svc.CloseChannel(q.r.Context(), q.actor(), id)
 	}))
 	rt.post("/channels/{id}/post", h.channelAction(func(q *req, id string) (string, error) {
-		_, err := h.svc.CreateMessage(q.r.Context(), q.actor(), chat.CreateMessage{
+		_, err := h.svc.CreateMessage(q.r.Context(), q.actor(), chat.CreateMessageInput{
 			ChannelID: id, Type: chat.MessageTypeText, Data: map[string]any{"text": q.r.PostForm.Get("text")},
 		})
 		return "Message sent as " + q.actor() + ".", err

@@ -95,7 +95,7 @@ func (h *handler) createChannel(q *req) {
 		q.done("/channels", err, "")
 		return
 	}
-	_, err = h.svc.CreateChannel(q.r.Context(), q.actor(), chat.CreateChannel{
+	_, err = h.svc.CreateChannel(q.r.Context(), q.actor(), chat.CreateChannelInput{
 		ChannelID: id, Type: chat.ChannelTypeStandard, DisplayName: q.form("displayName"),
 		Tags: list(q.form("tags")), UserIDs: list(q.form("userIds")), Metadata: meta,
 	})

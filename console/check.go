@@ -35,7 +35,7 @@ func (h *handler) checkMessage(q *req) {
 		c.Refused, c.Verdict, status = true, "Enter the text of the message to test.", http.StatusBadRequest
 	default:
 		c.Tested = true
-		res, err := h.svc.CheckMessage(q.r.Context(), q.actor(), c.UserID, chat.CreateMessage{
+		res, err := h.svc.CheckMessage(q.r.Context(), q.actor(), c.UserID, chat.CreateMessageInput{
 			ChannelID: c.ChannelID, Type: chat.MessageTypeText, Data: map[string]any{"text": c.Text},
 		})
 		switch {

@@ -62,7 +62,7 @@ func newPanelConfig(t *testing.T, tls bool, sc chat.Config, cc console.Config) *
 	sc.AdminPasswordCost = bcrypt.MinCost
 	svc, err := chat.New(ctx, memory.New(), sc)
 	require.NoError(t, err)
-	root, _, err := svc.CreateAdminWithPassword(ctx, "root", "", rootPassword)
+	root, _, err := svc.CreateAdminWithPassword(ctx, "", "root", "", rootPassword)
 	require.NoError(t, err)
 	clk := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	cc.Now = clk.now
@@ -319,9 +319,9 @@ func TestSignInFailures(t *testing.T) {
 
 	// A revoked admin cannot sign in.
 	ctx := context.Background()
-	_, _, err := p.svc.CreateAdminWithPassword(ctx, "gone", "", "a long enough password")
+	_, _, err := p.svc.CreateAdminWithPassword(ctx, "", "gone", "", "a long enough password")
 	require.NoError(t, err)
-	require.NoError(t, p.svc.RevokeAdmin(ctx, "gone"))
+	require.NoError(t, p.svc.RevokeAdmin(ctx, "", "gone"))
 	res, page = b.signIn("gone", "a long enough password")
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
 	require.Contains(t, page, "revoked")
@@ -374,16 +374,16 @@ func TestInjectionIsEscaped(t *testing.T) {
 	const evilID = `x<script>alert(1)</script>`
 	name := evil + `"><img src=x onerror=alert(2)>`
 	meta := map[string]any{"bio": evil, evil: "key"}
-	_, err := p.svc.UpdateUser(ctx, actor, chat.UpdateUser{UserID: evilID, DisplayName: &name, Metadata: &meta})
+	_, err := p.svc.UpdateUser(ctx, actor, chat.UpdateUserInput{UserID: evilID, DisplayName: &name, Metadata: &meta})
 	require.NoError(t, err)
 	_, err = p.svc.PutRoles(ctx, actor, []string{evilID}, []string{evil})
 	require.NoError(t, err)
-	_, err = p.svc.CreateChannel(ctx, actor, chat.CreateChannel{ChannelID: evilID, Type: chat.ChannelTypeStandard,
+	_, err = p.svc.CreateChannel(ctx, actor, chat.CreateChannelInput{ChannelID: evilID, Type: chat.ChannelTypeStandard,
 		DisplayName: name, Tags: []string{evil}, Metadata: meta, UserIDs: []string{evilID}})
 	require.NoError(t, err)
-	_, err = p.svc.CreateMessage(ctx, actor, chat.CreateMessage{ChannelID: evilID, Type: chat.MessageTypeText, Data: map[string]any{"text": evil}})
+	_, err = p.svc.CreateMessage(ctx, actor, chat.CreateMessageInput{ChannelID: evilID, Type: chat.MessageTypeText, Data: map[string]any{"text": evil}})
 	require.NoError(t, err)
-	_, err = p.svc.CreateMessage(ctx, actor, chat.CreateMessage{ChannelID: evilID, Type: chat.MessageTypeCustom, Data: map[string]any{"html": evil}})
+	_, err = p.svc.CreateMessage(ctx, actor, chat.CreateMessageInput{ChannelID: evilID, Type: chat.MessageTypeCustom, Data: map[string]any{"html": evil}})
 	require.NoError(t, err)
 	_, err = p.svc.FlagUser(ctx, actor, evilID)
 	require.NoError(t, err)
@@ -393,7 +393,7 @@ func TestInjectionIsEscaped(t *testing.T) {
 	require.NoError(t, err)
 	wh, err := p.svc.CreateWebhook(ctx, actor, `https://example.com/<script>alert(1)</script>`, []string{"message.didCreate"})
 	require.NoError(t, err)
-	_, _, err = p.svc.CreateAdminWithPassword(ctx, evilID, evilID, "a long enough password")
+	_, _, err = p.svc.CreateAdminWithPassword(ctx, "", evilID, evilID, "a long enough password")
 	require.NoError(t, err)
 
 	b := p.browser("10.3.0.1")

@@ -19,7 +19,7 @@
 // The panel acts as the signed-in admin's chat user, through the same
 // Service methods as the HTTP API, so the same rules and error messages
 // apply; the audit log names that user as the actor of every change made
-// here (methods without an actor argument get it through chat.WithActor).
+// here, the admin accounts' included.
 // The audit log page reads that log; the rules page's "Test a message"
 // box is a dry run (Service.CheckMessage); a user's page can delete the
 // user's messages (Service.PurgeUserMessages) after a confirmation step.

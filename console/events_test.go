@@ -40,7 +40,7 @@ func newPanelWith(t *testing.T, fn func(svc *chat.Service, cfg *console.Config))
 	clk := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost, Now: clk.now})
 	require.NoError(t, err)
-	root, _, err := svc.CreateAdminWithPassword(ctx, "root", "", rootPassword)
+	root, _, err := svc.CreateAdminWithPassword(ctx, "", "root", "", rootPassword)
 	require.NoError(t, err)
 	cfg := console.Config{
 		Now:        clk.now,
@@ -154,7 +154,7 @@ func (s *sse) ends(t *testing.T) {
 }
 
 func (p *panel) post(user, channel, text string) chat.Message {
-	ml, err := p.svc.CreateMessage(context.Background(), user, chat.CreateMessage{
+	ml, err := p.svc.CreateMessage(context.Background(), user, chat.CreateMessageInput{
 		ChannelID: channel, Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
 	require.NoError(p.t, err)
 	return ml.Messages[0]
@@ -165,7 +165,7 @@ func TestChannelEventStream(t *testing.T) {
 	p := newLivePanel(t, time.Hour)
 	ctx := context.Background()
 	for _, id := range []string{"lobby", "other"} {
-		_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{
+		_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{
 			ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 		require.NoError(t, err)
 	}
@@ -247,7 +247,7 @@ func TestChannelEventStream(t *testing.T) {
 func TestChannelEventStreamEndsWithTheSession(t *testing.T) {
 	t.Parallel()
 	p := newLivePanel(t, 20*time.Millisecond)
-	_, err := p.svc.CreateChannel(context.Background(), p.root.UserID, chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard})
+	_, err := p.svc.CreateChannel(context.Background(), p.root.UserID, chat.CreateChannelInput{ChannelID: "lobby", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 
 	// Pings arrive, and do not keep an idle session alive.
@@ -289,7 +289,7 @@ func TestChannelPagePollsWithoutEvents(t *testing.T) {
 		var none *stream.Hub
 		cfg.Events = none
 	})
-	_, err := p.svc.CreateChannel(context.Background(), p.root.UserID, chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard})
+	_, err := p.svc.CreateChannel(context.Background(), p.root.UserID, chat.CreateChannelInput{ChannelID: "lobby", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	b := p.browser("10.1.0.3")
 	b.signedIn()
@@ -307,7 +307,7 @@ func TestChannelPagePollsWithoutEvents(t *testing.T) {
 func TestLiveRequestsDoNotExtendTheSession(t *testing.T) {
 	t.Parallel()
 	p := newLivePanel(t, time.Hour)
-	_, err := p.svc.CreateChannel(context.Background(), p.root.UserID, chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard})
+	_, err := p.svc.CreateChannel(context.Background(), p.root.UserID, chat.CreateChannelInput{ChannelID: "lobby", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	b := p.browser("10.1.0.4")
 	b.signedIn()

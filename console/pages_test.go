@@ -60,7 +60,7 @@ func TestUsersSearchAndFlags(t *testing.T) {
 	ctx := context.Background()
 	for _, id := range []string{"zebra-keeper", "zed", "amy"} {
 		name := map[string]string{"zebra-keeper": "The Zebra Keeper", "zed": "Zed", "amy": "Amy"}[id]
-		_, err := p.svc.UpdateUser(ctx, p.root.UserID, chat.UpdateUser{UserID: id, DisplayName: &name})
+		_, err := p.svc.UpdateUser(ctx, p.root.UserID, chat.UpdateUserInput{UserID: id, DisplayName: &name})
 		require.NoError(t, err)
 	}
 	_, err := p.svc.FlagUser(ctx, p.root.UserID, "amy")
@@ -84,12 +84,12 @@ func TestUsersSearchAndFlags(t *testing.T) {
 	require.Contains(t, page, `<span id="user-flags">0 flag(s)</span>`)
 
 	// A global ban with its messages deleted, then unbanned.
-	_, err = p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"amy"}})
+	_, err = p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"amy"}})
 	require.NoError(t, err)
-	tok, err := p.svc.MintUserToken(ctx, "amy", 0)
+	tok, err := p.svc.IssueUserToken(ctx, "", "amy", 0)
 	require.NoError(t, err)
 	_ = tok
-	ml, err := p.svc.CreateMessage(ctx, "amy", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
+	ml, err := p.svc.CreateMessage(ctx, "amy", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
 	require.NoError(t, err)
 	res, _ = b.post("/admin/users/amy/ban", url.Values{"csrf": {token}, "deleteMessages": {"yes"}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
@@ -220,7 +220,7 @@ func TestWebhooksAndAdmins(t *testing.T) {
 	require.Contains(t, page, "flash-error")
 
 	// A delivery, its log and a redelivery.
-	_, err = p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err = p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	_, page = b.get("/admin/webhooks/" + w.WebhookID)
 	require.Contains(t, page, "channel.didCreate")
@@ -246,7 +246,7 @@ func TestWebhooksAndAdmins(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	_, page = b.get("/admin/admins")
 	require.Contains(t, page, "The two passwords differ")
-	_, _, err = p.svc.CreateAdminWithPassword(ctx, "helper-admin", "", "helper password")
+	_, _, err = p.svc.CreateAdminWithPassword(ctx, "", "helper-admin", "", "helper password")
 	require.NoError(t, err)
 	other := p.browser("10.5.0.5")
 	res, _ = other.signIn("helper-admin", "helper password")
@@ -286,7 +286,7 @@ func TestIDsWithSlashesAndSpaces(t *testing.T) {
 	p := newPanel(t, false)
 	ctx := context.Background()
 	const id = "team/a b?c#d"
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{"x/y"}})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{"x/y"}})
 	require.NoError(t, err)
 	b := p.browser("10.6.0.1")
 	token := b.signedIn()
@@ -312,12 +312,12 @@ func TestMessageComments(t *testing.T) {
 	t.Parallel()
 	p := newPanel(t, false)
 	ctx := context.Background()
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
-	parent, err := p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "the post"}})
+	parent, err := p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "the post"}})
 	require.NoError(t, err)
 	pid := parent.Messages[0].MessageID
-	_, err = p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, ParentID: pid, Data: map[string]any{"text": "a comment"}})
+	_, err = p.svc.CreateMessage(ctx, p.root.UserID, chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, ParentID: pid, Data: map[string]any{"text": "a comment"}})
 	require.NoError(t, err)
 	b := p.browser("10.7.0.1")
 	b.signedIn()
@@ -335,7 +335,7 @@ func TestChannelSearch(t *testing.T) {
 	t.Parallel()
 	p := newPanel(t, false)
 	ctx := context.Background()
-	for i, c := range []chat.CreateChannel{
+	for i, c := range []chat.CreateChannelInput{
 		{ChannelID: "zoo", DisplayName: "The Zebra Keepers"},
 		{ChannelID: "night-shift", DisplayName: "Owls <b>"},
 		{ChannelID: "team-1", DisplayName: "Team"},

@@ -107,7 +107,7 @@ func (h *handler) purge(q *req) {
 		return
 	}
 	res, err := h.svc.PurgeUserMessages(context.WithoutCancel(q.r.Context()), q.actor(),
-		chat.PurgeMessages{UserID: id, ChannelID: v.ChannelID, Since: since})
+		chat.PurgeUserMessagesInput{UserID: id, ChannelID: v.ChannelID, Since: since})
 	text := ""
 	if err == nil {
 		text = "Deleted " + strconv.Itoa(res.Deleted) + " messages of " + id + "."

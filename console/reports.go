@@ -127,7 +127,7 @@ func (h *handler) resolveReport(q *req) {
 		q.fail(back, "Deleting a message and banning a user cannot be undone from here: tick the box to confirm.")
 		return
 	}
-	_, err := h.svc.ResolveReport(q.r.Context(), q.actor(), chat.ResolveReport{ReportID: q.pathID("id"), Action: action,
+	_, err := h.svc.ResolveReport(q.r.Context(), q.actor(), chat.ResolveReportInput{ReportID: q.pathID("id"), Action: action,
 		ChannelID: q.form("channelId")})
 	q.done(back, err, resolveText[action])
 }

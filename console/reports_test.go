@@ -38,15 +38,15 @@ func TestReportsPage(t *testing.T) {
 	t.Parallel()
 	p := newPanel(t, false)
 	ctx := context.Background()
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "bob"}})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann", "bob"}})
 	require.NoError(t, err)
-	ml, err := p.svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("<script>alert(1)</script> buy now")})
+	ml, err := p.svc.CreateMessage(ctx, "bob", chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("<script>alert(1)</script> buy now")})
 	require.NoError(t, err)
 	mid := ml.Messages[0].MessageID
 	evilNote := `<img src=x onerror=alert(2)> look`
-	mr, err := p.svc.CreateReport(ctx, "ann", chat.CreateReport{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam", Note: evilNote})
+	mr, err := p.svc.CreateReport(ctx, "ann", chat.CreateReportInput{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam", Note: evilNote})
 	require.NoError(t, err)
-	ur, err := p.svc.CreateReport(ctx, "ann", chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "bob", Reason: "abuse"})
+	ur, err := p.svc.CreateReport(ctx, "ann", chat.CreateReportInput{TargetType: chat.ReportTargetUser, TargetID: "bob", Reason: "abuse"})
 	require.NoError(t, err)
 	msgReport, userReport := mr.Reports[0].ReportID, ur.Reports[0].ReportID
 
@@ -130,9 +130,9 @@ func TestUserDataCard(t *testing.T) {
 	t.Parallel()
 	p := newPanel(t, false)
 	ctx := context.Background()
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
 	require.NoError(t, err)
-	_, err = p.svc.CreateMessage(ctx, "ann", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("my secret")})
+	_, err = p.svc.CreateMessage(ctx, "ann", chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("my secret")})
 	require.NoError(t, err)
 	b := p.browser("10.7.0.2")
 	token := b.signedIn()

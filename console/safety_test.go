@@ -61,7 +61,7 @@ func TestRulesPageDescribesThePreSendHook(t *testing.T) {
 
 	// The "Test a message" box runs the rules only: the hook is not asked,
 	// neither for the content alone nor for a post in a channel.
-	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
+	_, err := p.svc.CreateChannel(ctx, p.root.UserID, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"ann"}})
 	require.NoError(t, err)
 	for _, form := range []url.Values{
 		{"csrf": {token}, "text": {"spam spam"}},
@@ -75,9 +75,9 @@ func TestRulesPageDescribesThePreSendHook(t *testing.T) {
 
 	// A message the hook flagged is marked so on the channel page; one a
 	// user flagged is not.
-	spam, err := p.svc.CreateMessage(ctx, "ann", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("buy spam")})
+	spam, err := p.svc.CreateMessage(ctx, "ann", chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("buy spam")})
 	require.NoError(t, err)
-	plain, err := p.svc.CreateMessage(ctx, "ann", chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("hello")})
+	plain, err := p.svc.CreateMessage(ctx, "ann", chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: chat.TextData("hello")})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, hook.calls.Load(), "the hook is wired: posting asks it")
 	_, err = p.svc.FlagMessage(ctx, p.root.UserID, plain.Messages[0].MessageID)

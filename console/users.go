@@ -15,7 +15,7 @@ func (h *handler) usersRoutes(rt *router) {
 	rt.get("/users/{id}", h.user)
 	rt.post("/users/{id}/profile", h.userAction(func(q *req, id string) (string, error) {
 		name := q.form("displayName")
-		in := chat.UpdateUser{UserID: id, DisplayName: &name}
+		in := chat.UpdateUserInput{UserID: id, DisplayName: &name}
 		if s := q.form("metadata"); s != "" {
 			meta, err := parseMetadata("metadata", s)
 			if err != nil {
@@ -34,7 +34,7 @@ func (h *handler) usersRoutes(rt *router) {
 		// global-admin belongs to admin accounts: the Service keeps it on
 		// a user that has it and refuses to give it, so the form leaves it out.
 		roles = slices.DeleteFunc(roles, func(r string) bool { return r == chat.RoleGlobalAdmin })
-		_, err := h.svc.UpdateUser(q.r.Context(), q.actor(), chat.UpdateUser{UserID: id, Roles: &roles})
+		_, err := h.svc.UpdateUser(q.r.Context(), q.actor(), chat.UpdateUserInput{UserID: id, Roles: &roles})
 		return "Roles saved.", err
 	}))
 	rt.post("/users/{id}/ban", h.userAction(func(q *req, id string) (string, error) {

@@ -160,7 +160,7 @@ func newFixture(t *testing.T, open func(t *testing.T) chat.Store) *fixture {
 		defer cancel()
 		_ = disp.Stop(sctx)
 	})
-	_, token, err := svc.CreateAdmin(ctx, "root", "root")
+	_, token, err := svc.CreateAdmin(ctx, "", "root", "root")
 	require.NoError(t, err)
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

@@ -24,7 +24,7 @@ func TestOpenAPIRateLimited(t *testing.T) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
-	_, token, err := svc.CreateAdmin(ctx, "root", "root")
+	_, token, err := svc.CreateAdmin(ctx, "", "root", "root")
 	require.NoError(t, err)
 	srv := httptest.NewServer(httpapi.New(svc, httpapi.Config{AdminRateLimit: httpapi.RateLimit{Rate: 0.001, Burst: 1}}))
 	t.Cleanup(srv.Close)

@@ -58,7 +58,7 @@ func (h *handler) purgeMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := chat.PurgeMessages{UserID: id, ChannelID: p.str("channelId")}
+	in := chat.PurgeUserMessagesInput{UserID: id, ChannelID: p.str("channelId")}
 	since := p.str("since")
 	if err := p.Err(); err != nil {
 		return err

@@ -54,7 +54,7 @@ func testAudit(t *testing.T, e *env) {
 	require.NoError(t, c.MuteUsers(bg, "ac", []string{"a"}, chat.Unmute))
 	_, err = c.SetChannelRateLimit(bg, "ac", 2*time.Second)
 	require.NoError(t, err)
-	msg, err := e.svc.CreateMessage(bg, "a", chat.CreateMessage{ChannelID: "ac", Type: "text", Data: map[string]any{"text": "hi"}})
+	msg, err := e.svc.CreateMessage(bg, "a", chat.CreateMessageInput{ChannelID: "ac", Type: "text", Data: map[string]any{"text": "hi"}})
 	require.NoError(t, err)
 	mid := msg.Messages[0].MessageID
 	_, err = c.FlagMessage(bg, mid)
@@ -87,20 +87,19 @@ func testAudit(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.NoError(t, c.ClearUserFlags(bg, "b"))
 	require.NoError(t, c.RevokeUserTokens(bg, "b"))
-	panel := chat.WithActor(bg, "admin")
-	_, _, err = e.svc.CreateAdmin(panel, "ops", "opsuser")
+	_, _, err = e.svc.CreateAdmin(bg, "admin", "ops", "opsuser")
 	require.NoError(t, err)
-	_, err = e.svc.RotateAdmin(panel, "ops")
+	_, err = e.svc.RotateAdmin(bg, "admin", "ops")
 	require.NoError(t, err)
-	require.NoError(t, e.svc.RevokeAdmin(bg, "ops"))
+	require.NoError(t, e.svc.RevokeAdmin(bg, "", "ops"))
 	require.NoError(t, c.CloseChannel(bg, "ac"))
 	// Not audited: an author deleting its own message, a user updating
 	// itself.
-	own, err := e.svc.CreateMessage(bg, "admin", chat.CreateMessage{ChannelID: "gen", Type: "text", Data: map[string]any{"text": "x"}})
+	own, err := e.svc.CreateMessage(bg, "admin", chat.CreateMessageInput{ChannelID: "gen", Type: "text", Data: map[string]any{"text": "x"}})
 	require.Error(t, err) // no such channel: nothing audited either
 	require.Nil(t, own)
 	name := "Bee"
-	_, err = e.svc.UpdateUser(bg, "b", chat.UpdateUser{UserID: "b", DisplayName: &name})
+	_, err = e.svc.UpdateUser(bg, "b", chat.UpdateUserInput{UserID: "b", DisplayName: &name})
 	require.NoError(t, err)
 
 	want := []string{
@@ -141,7 +140,7 @@ func testAudit(t *testing.T, e *env) {
 	require.Equal(t, []any{"mods"}, by["user.update b"].Details["roles"])
 	require.EqualValues(t, 2000, by["channel.rateLimit ac"].Details["rateLimitWindow"])
 	require.Equal(t, "admin", by["admin.create ops"].ActorID)
-	require.Equal(t, "", by["admin.revoke ops"].ActorID, "no actor in the context: the operator")
+	require.Equal(t, "", by["admin.revoke ops"].ActorID, "an empty actor: the operator")
 	require.Equal(t, "opsuser", by["admin.create ops"].Details["userId"])
 
 	// Filters.
@@ -212,7 +211,7 @@ func testAudit(t *testing.T, e *env) {
 
 // checkVsCreate asserts that the dry run of in as userID answers what
 // creating it answers, and returns the dry run's answer.
-func checkVsCreate(t *testing.T, e *env, userID string, in chat.CreateMessage, wantCode chat.Code, create bool) *chat.CheckResult {
+func checkVsCreate(t *testing.T, e *env, userID string, in chat.CreateMessageInput, wantCode chat.Code, create bool) *chat.CheckResult {
 	t.Helper()
 	got, err := e.c.CheckMessage(ctx(t), client.CheckMessageRequest{UserID: userID, ChannelID: in.ChannelID, Type: in.Type,
 		Data: in.Data, Tags: in.Tags, ParentID: in.ParentID})
@@ -288,8 +287,8 @@ func moderationState(t *testing.T, e *env) string {
 // gives what creating the message gives, and the dry runs change nothing.
 func testModerationCheck(t *testing.T, e *env) {
 	c, bg := e.c, ctx(t)
-	text := func(ch, s string) chat.CreateMessage {
-		return chat.CreateMessage{ChannelID: ch, Type: chat.MessageTypeText, Data: map[string]any{"text": s}}
+	text := func(ch, s string) chat.CreateMessageInput {
+		return chat.CreateMessageInput{ChannelID: ch, Type: chat.MessageTypeText, Data: map[string]any{"text": s}}
 	}
 	for _, ch := range []string{"mc", "shut", "quiet", "slow"} {
 		_, err := c.CreateChannel(bg, client.CreateChannelRequest{ChannelID: ch, Type: "standard", UserIDs: []string{"u1", "u2", "gb", "bn", "ex"}})
@@ -317,7 +316,7 @@ func testModerationCheck(t *testing.T, e *env) {
 	before := moderationState(t, e)
 	dry := []struct {
 		user string
-		in   chat.CreateMessage
+		in   chat.CreateMessageInput
 		code chat.Code
 	}{
 		{"gb", text("mc", "hello"), chat.CodeGlobalBanned},
@@ -329,13 +328,13 @@ func testModerationCheck(t *testing.T, e *env) {
 		{"u2", text("mc", "hello"), chat.CodeUserMuted},
 		{"u1", text("slow", "again"), chat.CodeRateLimited},
 		{"u1", text("mc", "oh darn it"), chat.CodeBlacklisted},
-		{"u1", chat.CreateMessage{ChannelID: "mc", Type: "custom", Data: map[string]any{"a": []any{"x", map[string]any{"b": "darn"}}}}, chat.CodeBlacklisted},
+		{"u1", chat.CreateMessageInput{ChannelID: "mc", Type: "custom", Data: map[string]any{"a": []any{"x", map[string]any{"b": "darn"}}}}, chat.CodeBlacklisted},
 		{"u1", text("mc", "see https://evil.example.org/x"), chat.CodeLinkNotAllowed},
 		{"admin", text("mc", "DARN"), chat.CodeBlacklisted},
 		{"u1", text("nowhere", "hello"), chat.CodeNotFound},
-		{"u1", chat.CreateMessage{ChannelID: "mc", Type: "text", Data: map[string]any{"text": "hi"}, ParentID: "nomsg"}, chat.CodeBadRequest},
-		{"u1", chat.CreateMessage{ChannelID: "mc", Type: "poll", Data: map[string]any{}}, chat.CodeBadRequest},
-		{"u1", chat.CreateMessage{ChannelID: "mc", Type: "text", Data: map[string]any{"text": ""}}, chat.CodeBadRequest},
+		{"u1", chat.CreateMessageInput{ChannelID: "mc", Type: "text", Data: map[string]any{"text": "hi"}, ParentID: "nomsg"}, chat.CodeBadRequest},
+		{"u1", chat.CreateMessageInput{ChannelID: "mc", Type: "poll", Data: map[string]any{}}, chat.CodeBadRequest},
+		{"u1", chat.CreateMessageInput{ChannelID: "mc", Type: "text", Data: map[string]any{"text": ""}}, chat.CodeBadRequest},
 	}
 	var answers []*chat.CheckResult
 	for _, d := range dry {
@@ -418,7 +417,7 @@ func testPurge(t *testing.T, newStore storeFactory) {
 	}
 	post := func(user, ch string) string {
 		clock.Add(1000)
-		m, err := e.svc.CreateMessage(bg, user, chat.CreateMessage{ChannelID: ch, Type: "text", Data: map[string]any{"text": "spam"}})
+		m, err := e.svc.CreateMessage(bg, user, chat.CreateMessageInput{ChannelID: ch, Type: "text", Data: map[string]any{"text": "spam"}})
 		require.NoError(t, err)
 		return m.Messages[0].MessageID
 	}
@@ -431,7 +430,7 @@ func testPurge(t *testing.T, newStore storeFactory) {
 	}
 	keep := post("ok", "p1")
 	clock.Add(1000)
-	file, err := e.svc.CreateFileMessage(bg, "sp", chat.CreateFile{ChannelID: "p1", FileName: "a.txt", Data: []byte("bytes")})
+	file, err := e.svc.CreateFileMessage(bg, "sp", chat.CreateFileMessageInput{ChannelID: "p1", FileName: "a.txt", Data: []byte("bytes")})
 	require.NoError(t, err)
 	fileID := file.Messages[0].MessageID
 	since := time.UnixMilli(clock.Load()).UTC() // the file message only

@@ -274,26 +274,26 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 		chat.PermGlobalAccess, chat.PermManageMessages})
 	require.NoError(t, err)
 	roles := []string{"moderator"}
-	_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUser{UserID: modID, Roles: &roles})
+	_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUserInput{UserID: modID, Roles: &roles})
 	require.NoError(t, err)
-	_, err = e.svc.CreateChannel(bg, e.admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard,
+	_, err = e.svc.CreateChannel(bg, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard,
 		UserIDs: []string{memberID, revokedID, bannedID}})
 	require.NoError(t, err)
 	for _, id := range []string{outsideID, "zed"} {
-		_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUser{UserID: id})
+		_, err = e.svc.UpdateUser(bg, e.admin, chat.UpdateUserInput{UserID: id})
 		require.NoError(t, err)
 	}
-	ml, err := e.svc.CreateMessage(bg, memberID, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
+	ml, err := e.svc.CreateMessage(bg, memberID, chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
 	require.NoError(t, err)
 	m.ids["{msg}"] = ml.Messages[0].MessageID
 	_, err = e.svc.AddReaction(bg, memberID, m.ids["{msg}"], chat.ReferenceTypeMessage, "like")
 	require.NoError(t, err)
 	png := pngImage(t, 4, 4, false)
-	il, err := e.svc.CreateImageMessage(bg, memberID, chat.CreateImage{ChannelID: "c", FileName: "a.png", MimeType: "image/png",
+	il, err := e.svc.CreateImageMessage(bg, memberID, chat.CreateImageMessageInput{ChannelID: "c", FileName: "a.png", MimeType: "image/png",
 		Width: 4, Height: 4, Renditions: []chat.ImageRendition{{Name: "small", ContentType: "image/png", Width: 4, Height: 4, Data: png}}})
 	require.NoError(t, err)
 	m.ids["{img}"] = il.Messages[0].MessageID
-	fl, err := e.svc.CreateFileMessage(bg, memberID, chat.CreateFile{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("bytes")})
+	fl, err := e.svc.CreateFileMessage(bg, memberID, chat.CreateFileMessageInput{ChannelID: "c", FileName: "a.txt", MimeType: "text/plain", Data: []byte("bytes")})
 	require.NoError(t, err)
 	m.ids["{file}"] = fl.Messages[0].MessageID
 	_, err = e.svc.AddRules(bg, e.admin, chat.Blacklist, []string{"darn"}, false)
@@ -304,11 +304,11 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	require.NoError(t, err)
 	require.NotEmpty(t, dl.Deliveries)
 	m.ids["{req}"] = dl.Deliveries[0].RequestID
-	rl, err := e.svc.CreateReport(bg, revokedID, chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "zed", Reason: "abuse"})
+	rl, err := e.svc.CreateReport(bg, revokedID, chat.CreateReportInput{TargetType: chat.ReportTargetUser, TargetID: "zed", Reason: "abuse"})
 	require.NoError(t, err)
 	m.ids["{report}"] = rl.Reports[0].ReportID
 	for _, id := range []string{e.admin, memberID, outsideID, modID, "zed"} {
-		dl, err := e.svc.RegisterDevice(bg, e.admin, chat.RegisterDevice{UserID: id, Provider: chat.ProviderFirebase, Token: "fcm-" + id})
+		dl, err := e.svc.RegisterDevice(bg, e.admin, chat.RegisterDeviceInput{UserID: id, Provider: chat.ProviderFirebase, Token: "fcm-" + id})
 		require.NoError(t, err)
 		m.ids["{device:"+id+"}"] = dl.Devices[0].DeviceID
 	}
@@ -316,7 +316,7 @@ func newMatrixEnv(t *testing.T, newStore storeFactory) *matrixEnv {
 	require.NoError(t, e.svc.GlobalBan(bg, e.admin, bannedID, false))
 
 	mint := func(user string) string {
-		tok, err := e.svc.MintUserToken(bg, user, time.Hour)
+		tok, err := e.svc.IssueUserToken(bg, "", user, time.Hour)
 		require.NoError(t, err)
 		return tok.Token
 	}

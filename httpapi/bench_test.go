@@ -93,17 +93,17 @@ func benchHTTP(b *testing.B, st chat.Store, op, caller string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, token, err := svc.CreateAdmin(ctx, "bench", "bench")
+	_, token, err := svc.CreateAdmin(ctx, "", "bench", "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range []string{"bench", "query"} {
-		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: c, Type: "standard", UserIDs: []string{"bench", "member"}}); err != nil {
+		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannelInput{ChannelID: c, Type: "standard", UserIDs: []string{"bench", "member"}}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	if caller == "user" {
-		ut, err := svc.MintUserToken(ctx, "member", time.Hour)
+		ut, err := svc.IssueUserToken(ctx, "", "member", time.Hour)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func benchHTTP(b *testing.B, st chat.Store, op, caller string) {
 	body := []byte(`{"channelId":"bench","type":"text","data":{"text":"a message of about fifty bytes from the load test"}}`)
 	if op == "query" {
 		for i := 0; i < 1000; i++ {
-			if _, err := svc.CreateMessage(ctx, "bench", chat.CreateMessage{ChannelID: "query", Type: "text",
+			if _, err := svc.CreateMessage(ctx, "bench", chat.CreateMessageInput{ChannelID: "query", Type: "text",
 				Data: map[string]any{"text": fmt.Sprintf("seed message %d", i)}}); err != nil {
 				b.Fatal(err)
 			}

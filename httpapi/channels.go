@@ -37,7 +37,7 @@ func (h *handler) createChannel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := chat.CreateChannel{
+	in := chat.CreateChannelInput{
 		ChannelID:   p.str("channelId"),
 		Type:        chat.ChannelType(p.str("type")),
 		DisplayName: p.str("displayName"),
@@ -70,7 +70,7 @@ func (h *handler) updateChannel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := chat.UpdateChannel{
+	in := chat.UpdateChannelInput{
 		ChannelID:   id,
 		DisplayName: p.strPtr("displayName"),
 		Metadata:    p.objectPtr("metadata"),

@@ -240,7 +240,7 @@ func TestMount(t *testing.T) {
 	t.Parallel()
 	svc, err := chat.New(ctx(t), memoryStore(t), chat.Config{})
 	require.NoError(t, err)
-	_, token, err := svc.CreateAdmin(ctx(t), "root", "")
+	_, token, err := svc.CreateAdmin(ctx(t), "", "root", "")
 	require.NoError(t, err)
 	h := httpapi.New(svc, httpapi.Config{})
 

@@ -19,7 +19,7 @@ func (h *handler) registerDevice(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := chat.RegisterDevice{UserID: id, Provider: p.str("provider")}
+	in := chat.RegisterDeviceInput{UserID: id, Provider: p.str("provider")}
 	if in.Provider == chat.ProviderWebPush && p.has("token") {
 		if _, ok := p.get("token").(map[string]any); ok {
 			b, err := json.Marshal(p.object("token"))

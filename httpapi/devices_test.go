@@ -38,7 +38,7 @@ func testDevices(t *testing.T, e *env) {
 
 	// The wire form: {"devices":[{deviceId, userId, provider, createdAt,
 	// updatedAt}]}, no token.
-	tok, err := e.svc.MintUserToken(bg, "alice", 0)
+	tok, err := e.svc.IssueUserToken(bg, "", "alice", 0)
 	require.NoError(t, err)
 	auth := []string{"Authorization", "Bearer " + tok.Token}
 	raw := e.do("POST", "/users/alice/devices", "application/json", `{"provider":"apn","token":"00112233445566778899AABBCCDDEEFF00112233445566778899aabbccddeeff"}`, auth...)
@@ -259,13 +259,13 @@ func TestDevicesConcurrentPostgres(t *testing.T) {
 			defer wg.Done()
 			<-start
 			user := fmt.Sprintf("u%d", i)
-			_, errs[i] = e.svc.RegisterDevice(bg, user, chat.RegisterDevice{UserID: user, Provider: chat.ProviderFirebase, Token: "shared-token"})
+			_, errs[i] = e.svc.RegisterDevice(bg, user, chat.RegisterDeviceInput{UserID: user, Provider: chat.ProviderFirebase, Token: "shared-token"})
 		}()
 		go func() {
 			defer wg.Done()
 			<-start
 			for j := range 4 {
-				_, err := e.svc.RegisterDevice(bg, "many", chat.RegisterDevice{UserID: "many", Provider: chat.ProviderFirebase, Token: fmt.Sprintf("t-%d-%d", i, j)})
+				_, err := e.svc.RegisterDevice(bg, "many", chat.RegisterDeviceInput{UserID: "many", Provider: chat.ProviderFirebase, Token: fmt.Sprintf("t-%d-%d", i, j)})
 				if err != nil {
 					errs[n+i] = err
 					return

@@ -81,11 +81,11 @@ func newEditEnv(t *testing.T) (*env, string, string) {
 	t.Helper()
 	e := newEnv(t, memoryStore, matrixConfig)
 	ctx := context.Background()
-	_, err := e.svc.CreateChannel(ctx, e.admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err := e.svc.CreateChannel(ctx, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
-	ml, err := e.svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
+	ml, err := e.svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}})
 	require.NoError(t, err)
-	tok, err := e.svc.MintUserToken(ctx, "alice", time.Hour)
+	tok, err := e.svc.IssueUserToken(ctx, "", "alice", time.Hour)
 	require.NoError(t, err)
 	return e, tok.Token, ml.Messages[0].MessageID
 }

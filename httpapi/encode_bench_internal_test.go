@@ -54,15 +54,15 @@ func benchMessagePage(tb testing.TB, n int) *chat.MessageList {
 		tb.Fatal(err)
 	}
 	authors := []string{"alice", "bob", "carol", "dave"}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: "standard", UserIDs: authors}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: "standard", UserIDs: authors}); err != nil {
 		tb.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		in := chat.CreateMessage{ChannelID: "general", Type: chat.MessageTypeText,
+		in := chat.CreateMessageInput{ChannelID: "general", Type: chat.MessageTypeText,
 			Data: map[string]any{"text": fmt.Sprintf("message %d: about as long as a short line of chat, with a \"quote\"", i)}}
 		if i%5 == 0 {
 			in.Tags = []string{"news", "team"}

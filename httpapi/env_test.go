@@ -74,7 +74,7 @@ func newEnvOn(t *testing.T, st chat.Store, opts ...func(*httpapi.Config, *chat.C
 	ctx := context.Background()
 	svc, err := chat.New(ctx, st, scfg)
 	require.NoError(t, err)
-	_, token, err := svc.CreateAdmin(ctx, "root", "admin")
+	_, token, err := svc.CreateAdmin(ctx, "", "root", "admin")
 	require.NoError(t, err)
 	if cfg.Events == nil {
 		cfg.Events = startHub(t, svc)

@@ -59,22 +59,22 @@ func newAccessEnv(t *testing.T, cfg stream.Config) *accessEnv {
 	t.Cleanup(cancel)
 	clk := &testClock{t: time.Now()}
 	p := startProcess(t, memory.New(), clk, cfg)
-	a, token, err := p.svc.CreateAdmin(ctx, "ops", "")
+	a, token, err := p.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = p.svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err = p.svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 	return &accessEnv{process: p, ctx: ctx, clk: clk, token: token, admin: a.UserID}
 }
 
 func (p *process) post(t *testing.T, text string) {
 	t.Helper()
-	_, err := p.svc.CreateMessage(context.Background(), "bob", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
+	_, err := p.svc.CreateMessage(context.Background(), "bob", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
 	require.NoError(t, err)
 }
 
 func (p *process) userToken(t *testing.T, userID string, ttl time.Duration) string {
 	t.Helper()
-	ut, err := p.svc.MintUserToken(context.Background(), userID, ttl)
+	ut, err := p.svc.IssueUserToken(context.Background(), "", userID, ttl)
 	require.NoError(t, err)
 	return ut.Token
 }
@@ -313,7 +313,7 @@ func TestEventsTokenExpiry(t *testing.T) {
 func TestEventsAdminRevoke(t *testing.T) {
 	t.Parallel()
 	e := newAccessEnv(t, stream.Config{})
-	_, tok, err := e.svc.CreateAdmin(e.ctx, "ops2", "")
+	_, tok, err := e.svc.CreateAdmin(e.ctx, "", "ops2", "")
 	require.NoError(t, err)
 	ws := e.wsDial(t, e.ctx, tok, "")
 	viaTicket := e.wsDial(t, e.ctx, "", "?ticket="+e.ticket(t, tok))
@@ -321,7 +321,7 @@ func TestEventsAdminRevoke(t *testing.T) {
 	spare := e.ticket(t, tok)
 	other := e.wsDial(t, e.ctx, e.token, "")
 
-	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "ops2"))
+	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "", "ops2"))
 	for _, c := range []*websocket.Conn{ws, viaTicket} {
 		code, reason := wsClosed(t, e.ctx, c)
 		require.Equal(t, websocket.StatusCode(4001), code)
@@ -344,7 +344,7 @@ func TestEventsAdminRotate(t *testing.T) {
 	spare := e.ticket(t, e.token)
 	before := e.lastID(t)
 
-	tok, err := e.svc.RotateAdmin(e.ctx, "ops")
+	tok, err := e.svc.RotateAdmin(e.ctx, "", "ops")
 	require.NoError(t, err)
 	code, reason := wsClosed(t, e.ctx, ws)
 	require.Equal(t, websocket.StatusCode(4001), code)
@@ -410,16 +410,16 @@ func TestEventsStreamCap(t *testing.T) {
 func TestEventsTicketAccess(t *testing.T) {
 	t.Parallel()
 	e := newAccessEnv(t, stream.Config{})
-	_, tok2, err := e.svc.CreateAdmin(e.ctx, "ops2", "")
+	_, tok2, err := e.svc.CreateAdmin(e.ctx, "", "ops2", "")
 	require.NoError(t, err)
 	user := e.ticket(t, e.userToken(t, "alice", time.Hour))
 	rotated := e.ticket(t, e.token)
 	revoked := e.ticket(t, tok2)
 
 	require.NoError(t, e.svc.RevokeUserTokens(e.ctx, e.admin, "alice"))
-	_, err = e.svc.RotateAdmin(e.ctx, "ops")
+	_, err = e.svc.RotateAdmin(e.ctx, "", "ops")
 	require.NoError(t, err)
-	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "ops2"))
+	require.NoError(t, e.svc.RevokeAdmin(e.ctx, "", "ops2"))
 	for _, tk := range []string{user, rotated, revoked} {
 		e.wsRefused(t, e.ctx, "", "?ticket="+tk, http.StatusUnauthorized)
 	}

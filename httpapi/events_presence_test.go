@@ -28,7 +28,7 @@ func TestEventsPresence(t *testing.T) {
 	defer cancel()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
-	a, adminToken, err := svc.CreateAdmin(ctx, "ops", "")
+	a, adminToken, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	pres := chat.NewPresence(svc, chat.PresenceConfig{Grace: 100 * time.Millisecond, Interval: 10 * time.Millisecond})
 	require.NoError(t, pres.Start(ctx))
@@ -40,11 +40,11 @@ func TestEventsPresence(t *testing.T) {
 		_ = pres.Stop(context.Background())
 		srv.Close()
 	})
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/events"
 	dial := func(user string) *websocket.Conn {
-		tok, err := svc.MintUserToken(ctx, user, time.Hour)
+		tok, err := svc.IssueUserToken(ctx, "", user, time.Hour)
 		require.NoError(t, err)
 		c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok.Token}}})
 		require.NoError(t, err)

@@ -27,7 +27,7 @@ func TestEventsMarkRead(t *testing.T) {
 	require.NoError(t, err)
 	f.post(t, "one")
 	dial := func(userID string) *websocket.Conn {
-		ut, err := f.svc.MintUserToken(ctx, userID, time.Hour)
+		ut, err := f.svc.IssueUserToken(ctx, "", userID, time.Hour)
 		require.NoError(t, err)
 		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.srv.URL, "http")+"/events",
 			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + ut.Token}}})

@@ -31,7 +31,7 @@ func newStreamFixture(t *testing.T, cfg stream.Config) *streamFixture {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
-	a, token, err := svc.CreateAdmin(ctx, "ops", "")
+	a, token, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	hub := stream.New(svc, cfg)
 	require.NoError(t, hub.Start(ctx))
@@ -40,14 +40,14 @@ func newStreamFixture(t *testing.T, cfg stream.Config) *streamFixture {
 		_ = hub.Stop(ctx)
 		srv.Close()
 	})
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	return &streamFixture{svc: svc, srv: srv, token: token, admin: a.UserID}
 }
 
 func (f *streamFixture) post(t *testing.T, text string) {
 	t.Helper()
-	_, err := f.svc.CreateMessage(context.Background(), "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
+	_, err := f.svc.CreateMessage(context.Background(), "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
 	require.NoError(t, err)
 }
 
@@ -197,9 +197,9 @@ func TestEventsEndUser(t *testing.T) {
 	f := newStreamFixture(t, stream.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := f.svc.CreateChannel(ctx, f.admin, chat.CreateChannel{ChannelID: "elsewhere", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
+	_, err := f.svc.CreateChannel(ctx, f.admin, chat.CreateChannelInput{ChannelID: "elsewhere", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
 	require.NoError(t, err)
-	ut, err := f.svc.MintUserToken(ctx, "alice", time.Hour)
+	ut, err := f.svc.IssueUserToken(ctx, "", "alice", time.Hour)
 	require.NoError(t, err)
 
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/events/ticket", nil)
@@ -223,7 +223,7 @@ func TestEventsEndUser(t *testing.T) {
 		require.NoError(t, err)
 		hello := readWS(t, ctx, c)
 		require.JSONEq(t, `{"userId":"alice","resumed":false}`, string(hello.Data))
-		_, err = f.svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: "elsewhere", Type: chat.MessageTypeText, Data: chat.TextData("not for alice")})
+		_, err = f.svc.CreateMessage(ctx, "bob", chat.CreateMessageInput{ChannelID: "elsewhere", Type: chat.MessageTypeText, Data: chat.TextData("not for alice")})
 		require.NoError(t, err)
 		f.post(t, "for alice")
 		m := readWS(t, ctx, c)

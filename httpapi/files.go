@@ -179,7 +179,7 @@ func (h *handler) createImageMessage(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	p := up.fields
-	in := chat.CreateImage{
+	in := chat.CreateImageMessageInput{
 		ChannelID: p.str("channelId"),
 		Caption:   p.str("caption"),
 		Tags:      p.strs("tags"),
@@ -306,7 +306,7 @@ func (h *handler) createFileMessage(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	p := up.fields
-	in := chat.CreateFile{
+	in := chat.CreateFileMessageInput{
 		ChannelID: p.str("channelId"),
 		Tags:      p.strs("tags"),
 		ParentID:  p.str("parentId"),

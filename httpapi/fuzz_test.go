@@ -42,12 +42,12 @@ func newPagingFixture(tb testing.TB) *pagingFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, token, err := svc.CreateAdmin(context.Background(), "root", "admin")
+	_, token, err := svc.CreateAdmin(context.Background(), "", "root", "admin")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for i := range 7 {
-		if _, err := svc.CreateChannel(context.Background(), "admin", chat.CreateChannel{
+		if _, err := svc.CreateChannel(context.Background(), "admin", chat.CreateChannelInput{
 			ChannelID: fmt.Sprintf("c%d", i), Type: "standard", UserIDs: []string{fmt.Sprintf("u%d", i)},
 		}); err != nil {
 			tb.Fatal(err)

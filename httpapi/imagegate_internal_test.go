@@ -104,7 +104,7 @@ func newGateEnv(t *testing.T, cfg Config) *gateEnv {
 	t.Cleanup(func() { _ = st.Close() })
 	svc, err := chat.New(ctx, st, chat.Config{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	_, token, err := svc.CreateAdmin(ctx, "root", "admin")
+	_, token, err := svc.CreateAdmin(ctx, "", "root", "admin")
 	require.NoError(t, err)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	h := newHandler(svc, cfg)
@@ -249,7 +249,7 @@ func TestInlineOnlyRaster(t *testing.T) {
 	t.Parallel()
 	e := newGateEnv(t, Config{})
 	const svg = `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`
-	out, err := e.h.svc.CreateImageMessage(context.Background(), "admin", chat.CreateImage{
+	out, err := e.h.svc.CreateImageMessage(context.Background(), "admin", chat.CreateImageMessageInput{
 		ChannelID: "ch", FileName: "x.svg", MimeType: "image/svg+xml", Width: 10, Height: 10,
 		Renditions: []chat.ImageRendition{
 			{Name: "small", ContentType: "image/svg+xml", Width: 10, Height: 10, Data: []byte(svg)},

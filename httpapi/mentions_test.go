@@ -44,7 +44,7 @@ func testMentions(t *testing.T, e *env) {
 	requireCode(t, err, chat.CodeBadRequest)
 
 	// The raw JSON: the field is always there.
-	tok, err := e.svc.MintUserToken(bg, "bob", 0)
+	tok, err := e.svc.IssueUserToken(bg, "", "bob", 0)
 	require.NoError(t, err)
 	auth := []string{"Authorization", "Bearer " + tok.Token}
 	raw := e.do("POST", "/messages", "application/json", `{"channelId":"c"}`, auth...)

@@ -61,8 +61,8 @@ func (h *handler) createMessage(w http.ResponseWriter, r *http.Request) error {
 // createMessageParams reads the message of POST /message, which POST
 // /moderation/check reads too: {channelId, type, data, tags, parentId,
 // mentionedUserIds}.
-func createMessageParams(p *params) chat.CreateMessage {
-	return chat.CreateMessage{
+func createMessageParams(p *params) chat.CreateMessageInput {
+	return chat.CreateMessageInput{
 		ChannelID:        p.str("channelId"),
 		Type:             chat.MessageType(p.str("type")),
 		Data:             p.object("data"),
@@ -79,7 +79,7 @@ func (h *handler) updateMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := chat.UpdateMessage{
+	in := chat.UpdateMessageInput{
 		MessageID: id,
 		Data:      p.objectPtr("data"),
 		Caption:   p.strPtr("caption"),

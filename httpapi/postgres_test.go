@@ -95,13 +95,13 @@ func TestEventsAccessPostgres(t *testing.T) {
 	cfg := stream.Config{PollInterval: time.Hour}
 	a := startProcess(t, open(), clk, cfg)
 	b := startProcess(t, open(), clk, cfg)
-	ops, opsToken, err := a.svc.CreateAdmin(ctx, "ops", "")
+	ops, opsToken, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, tok2, err := a.svc.CreateAdmin(ctx, "ops2", "")
+	_, tok2, err := a.svc.CreateAdmin(ctx, "", "ops2", "")
 	require.NoError(t, err)
-	_, tok3, err := a.svc.CreateAdmin(ctx, "ops3", "")
+	_, tok3, err := a.svc.CreateAdmin(ctx, "", "ops3", "")
 	require.NoError(t, err)
-	_, err = a.svc.CreateChannel(ctx, ops.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err = a.svc.CreateChannel(ctx, ops.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 
 	alice := a.userToken(t, "alice", time.Hour)
@@ -125,8 +125,8 @@ func TestEventsAccessPostgres(t *testing.T) {
 	require.Equal(t, "revoked", onA.closed(t))
 	b.wsRefused(t, ctx, "", "?ticket="+spare, http.StatusUnauthorized)
 
-	require.NoError(t, a.svc.RevokeAdmin(ctx, "ops2"))
-	_, err = a.svc.RotateAdmin(ctx, "ops3")
+	require.NoError(t, a.svc.RevokeAdmin(ctx, "", "ops2"))
+	_, err = a.svc.RotateAdmin(ctx, "", "ops3")
 	require.NoError(t, err)
 	for _, c := range []*websocket.Conn{revokedAdmin, rotatedAdmin} {
 		code, reason := wsClosed(t, ctx, c)

@@ -24,7 +24,7 @@ func BenchmarkRateLimitOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, token, err := svc.CreateAdmin(ctx, "root", "admin")
+	_, token, err := svc.CreateAdmin(ctx, "", "root", "admin")
 	if err != nil {
 		b.Fatal(err)
 	}

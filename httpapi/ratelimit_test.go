@@ -59,7 +59,7 @@ func requireLimitHeaders(t *testing.T, r *rawResponse, limit, remaining, reset s
 
 func userToken(t *testing.T, e *env, userID string) string {
 	t.Helper()
-	tok, err := e.svc.MintUserToken(ctx(t), userID, -1)
+	tok, err := e.svc.IssueUserToken(ctx(t), "", userID, -1)
 	require.NoError(t, err)
 	return tok.Token
 }
@@ -171,13 +171,13 @@ func TestRateLimitSeparateBuckets(t *testing.T) {
 		require.Equal(t, http.StatusOK, e.do("GET", "/users", "", "").status)
 	}
 	requireError(t, e.do("GET", "/users", "", ""), chat.CodeRateLimited, "")
-	tok, err := e.svc.RotateAdmin(ctx(t), "root")
+	tok, err := e.svc.RotateAdmin(ctx(t), "", "root")
 	require.NoError(t, err)
 	r = e.do("GET", "/users", "", "", "Authorization", "Bearer "+tok)
 	requireError(t, r, chat.CodeRateLimited, "")
 
 	// A second admin account has a bucket of its own.
-	_, tok2, err := e.svc.CreateAdmin(ctx(t), "second", "admin2")
+	_, tok2, err := e.svc.CreateAdmin(ctx(t), "", "second", "admin2")
 	require.NoError(t, err)
 	r = e.do("GET", "/users", "", "", "Authorization", "Bearer "+tok2)
 	require.Equal(t, http.StatusOK, r.status)
@@ -187,7 +187,7 @@ func TestRateLimitSeparateBuckets(t *testing.T) {
 func TestRateLimitStreamCountsOnce(t *testing.T) {
 	t.Parallel()
 	e, _ := limitedEnv(t, httpapi.RateLimit{}, httpapi.RateLimit{Rate: 1, Burst: 5})
-	_, err := e.svc.CreateChannel(ctx(t), e.admin, chat.CreateChannel{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"carol"}})
+	_, err := e.svc.CreateChannel(ctx(t), e.admin, chat.CreateChannelInput{ChannelID: "room", Type: chat.ChannelTypeStandard, UserIDs: []string{"carol"}})
 	require.NoError(t, err)
 	tok := userToken(t, e, "carol")
 
@@ -204,7 +204,7 @@ func TestRateLimitStreamCountsOnce(t *testing.T) {
 	// Events flow on the open stream without being counted: the
 	// connection was one request.
 	for i := range 3 {
-		_, err := e.svc.CreateMessage(ctx(t), e.admin, chat.CreateMessage{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi " + string(rune('a'+i))}})
+		_, err := e.svc.CreateMessage(ctx(t), e.admin, chat.CreateMessageInput{ChannelID: "room", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi " + string(rune('a'+i))}})
 		require.NoError(t, err)
 	}
 	seen := 0

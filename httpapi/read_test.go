@@ -26,7 +26,7 @@ func relationOf(t *testing.T, cus []chat.ChannelUser, channelID, userID string) 
 // readToSegment and unreadCount of channelUsers.
 func testReadState(t *testing.T, e *env) {
 	c := e.c
-	_, bobToken, err := e.svc.CreateAdmin(ctx(t), "bob", "bob")
+	_, bobToken, err := e.svc.CreateAdmin(ctx(t), "", "bob", "bob")
 	require.NoError(t, err)
 	cb := client.New(e.base, bobToken, client.WithHTTPClient(e.srv.Client()))
 	for _, id := range []string{"room", "quiet"} {

@@ -14,7 +14,7 @@ func (h *handler) createReport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := chat.CreateReport{TargetType: p.str("targetType"), TargetID: p.str("targetId"), Reason: p.str("reason"),
+	in := chat.CreateReportInput{TargetType: p.str("targetType"), TargetID: p.str("targetId"), Reason: p.str("reason"),
 		Note: p.str("note")}
 	if err := p.Err(); err != nil {
 		return err
@@ -57,7 +57,7 @@ func (h *handler) resolveReport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := chat.ResolveReport{ReportID: id, Action: p.str("action"), ChannelID: p.str("channelId")}
+	in := chat.ResolveReportInput{ReportID: id, Action: p.str("action"), ChannelID: p.str("channelId")}
 	if err := p.Err(); err != nil {
 		return err
 	}

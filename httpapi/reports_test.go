@@ -24,7 +24,7 @@ import (
 // userClient returns a client acting as userID with a fresh user token.
 func (e *env) userClient(userID string) *client.Client {
 	e.t.Helper()
-	tok, err := e.svc.MintUserToken(ctx(e.t), userID, 0)
+	tok, err := e.svc.IssueUserToken(ctx(e.t), "", userID, 0)
 	require.NoError(e.t, err)
 	return client.New(e.base, tok.Token, client.WithHTTPClient(e.srv.Client()))
 }
@@ -46,15 +46,15 @@ func testReports(t *testing.T, e *env) {
 	require.NoError(t, err)
 	_, err = c.CreateChannel(bg, client.CreateChannelRequest{ChannelID: "o", Type: "standard", UserIDs: []string{"carol"}})
 	require.NoError(t, err)
-	m, err := e.svc.CreateMessage(bg, "bob", chat.CreateMessage{ChannelID: "r", Type: "text", Data: map[string]any{"text": "buy now"}})
+	m, err := e.svc.CreateMessage(bg, "bob", chat.CreateMessageInput{ChannelID: "r", Type: "text", Data: map[string]any{"text": "buy now"}})
 	require.NoError(t, err)
 	mid := m.Messages[0].MessageID
-	mo, err := e.svc.CreateMessage(bg, "carol", chat.CreateMessage{ChannelID: "o", Type: "text", Data: map[string]any{"text": "elsewhere"}})
+	mo, err := e.svc.CreateMessage(bg, "carol", chat.CreateMessageInput{ChannelID: "o", Type: "text", Data: map[string]any{"text": "elsewhere"}})
 	require.NoError(t, err)
 	alice, carol := e.userClient("alice"), e.userClient("carol")
 
 	// The wire form of a new report.
-	tok, err := e.svc.MintUserToken(bg, "alice", 0)
+	tok, err := e.svc.IssueUserToken(bg, "", "alice", 0)
 	require.NoError(t, err)
 	raw := e.do("POST", "/reports", "application/json", `{"targetType":"message","targetId":"`+mid+`","reason":"spam","note":"twice today"}`,
 		"Authorization", "Bearer "+tok.Token)
@@ -229,10 +229,10 @@ func testUserData(t *testing.T, newStore storeFactory) {
 		_, err := c.CreateChannel(bg, client.CreateChannelRequest{ChannelID: ch, Type: "standard", UserIDs: []string{"u", "v"}})
 		require.NoError(t, err)
 	}
-	_, err := svc.UpdateUser(bg, e.admin, chat.UpdateUser{UserID: "u", DisplayName: client.Ptr("Ursula Private"), Metadata: &map[string]any{"email": "u@example.com"}})
+	_, err := svc.UpdateUser(bg, e.admin, chat.UpdateUserInput{UserID: "u", DisplayName: client.Ptr("Ursula Private"), Metadata: &map[string]any{"email": "u@example.com"}})
 	require.NoError(t, err)
 	post := func(user, ch, text, parent string) string {
-		m, err := svc.CreateMessage(bg, user, chat.CreateMessage{ChannelID: ch, Type: "text", Data: map[string]any{"text": text},
+		m, err := svc.CreateMessage(bg, user, chat.CreateMessageInput{ChannelID: ch, Type: "text", Data: map[string]any{"text": text},
 			Tags: []string{"t-" + user}, ParentID: parent})
 		require.NoError(t, err)
 		return m.Messages[0].MessageID
@@ -244,11 +244,11 @@ func testUserData(t *testing.T, newStore storeFactory) {
 	mine = append(mine, post("u", "b", "secret in b", ""))
 	theirs := post("v", "a", "from v", "")
 	comment := post("v", "a", "a comment by v", mine[0])
-	fl, err := svc.CreateFileMessage(bg, "u", chat.CreateFile{ChannelID: "a", FileName: "diary.txt", MimeType: "text/plain", Data: []byte("dear diary")})
+	fl, err := svc.CreateFileMessage(bg, "u", chat.CreateFileMessageInput{ChannelID: "a", FileName: "diary.txt", MimeType: "text/plain", Data: []byte("dear diary")})
 	require.NoError(t, err)
 	fileID := fl.Messages[0].MessageID
 	png := pngImage(t, 4, 4, false)
-	il, err := svc.CreateImageMessage(bg, "u", chat.CreateImage{ChannelID: "b", FileName: "me.png", MimeType: "image/png", Width: 4, Height: 4,
+	il, err := svc.CreateImageMessage(bg, "u", chat.CreateImageMessageInput{ChannelID: "b", FileName: "me.png", MimeType: "image/png", Width: 4, Height: 4,
 		Renditions: []chat.ImageRendition{{Name: "small", ContentType: "image/png", Width: 4, Height: 4, Data: png}}})
 	require.NoError(t, err)
 	imageID := il.Messages[0].MessageID
@@ -264,7 +264,7 @@ func testUserData(t *testing.T, newStore storeFactory) {
 	require.NoError(t, err)
 	_, err = svc.AddReaction(bg, "v", mine[1], chat.ReferenceTypeMessage, "like")
 	require.NoError(t, err)
-	_, err = svc.CreateReport(bg, "u", chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "v", Reason: "rude", Note: "v said my address"})
+	_, err = svc.CreateReport(bg, "u", chat.CreateReportInput{TargetType: chat.ReportTargetUser, TargetID: "v", Reason: "rude", Note: "v said my address"})
 	require.NoError(t, err)
 	unread := func(user, ch string) int64 {
 		l, err := svc.GetChannel(bg, user, ch)
@@ -279,10 +279,10 @@ func testUserData(t *testing.T, newStore storeFactory) {
 	}
 	require.EqualValues(t, 8, unread("v", "a"), "the 7 texts and the file of u")
 	for i := range 4 {
-		_, err = svc.RegisterDevice(bg, "u", chat.RegisterDevice{UserID: "u", Provider: chat.ProviderFirebase, Token: fmt.Sprintf("fcm-secret-%d", i)})
+		_, err = svc.RegisterDevice(bg, "u", chat.RegisterDeviceInput{UserID: "u", Provider: chat.ProviderFirebase, Token: fmt.Sprintf("fcm-secret-%d", i)})
 		require.NoError(t, err)
 	}
-	_, err = svc.RegisterDevice(bg, "v", chat.RegisterDevice{UserID: "v", Provider: chat.ProviderFirebase, Token: "fcm-of-v"})
+	_, err = svc.RegisterDevice(bg, "v", chat.RegisterDeviceInput{UserID: "v", Provider: chat.ProviderFirebase, Token: "fcm-of-v"})
 	require.NoError(t, err)
 	_, err = svc.SetUserNotifications(bg, "u", "u", chat.NotifyMentions)
 	require.NoError(t, err)
@@ -516,7 +516,7 @@ func TestExportOutlastsWriteTimeout(t *testing.T) {
 	bg := ctx(t)
 	_, err := e.c.CreateChannel(bg, client.CreateChannelRequest{ChannelID: "a", Type: "standard", UserIDs: []string{"u"}})
 	require.NoError(t, err)
-	_, err = e.svc.CreateMessage(bg, "u", chat.CreateMessage{ChannelID: "a", Type: "text", Data: map[string]any{"text": "hello"}})
+	_, err = e.svc.CreateMessage(bg, "u", chat.CreateMessageInput{ChannelID: "a", Type: "text", Data: map[string]any{"text": "hello"}})
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(httpapi.New(e.svc, httpapi.Config{Logger: slog.New(slog.DiscardHandler)}))
 	srv.Config.WriteTimeout = 50 * time.Millisecond

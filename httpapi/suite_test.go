@@ -91,12 +91,12 @@ func testAuth(t *testing.T, e *env) {
 	require.Equal(t, 200, e.do("GET", "/roles", "", "", "Authorization", "bearer "+e.token).status)
 
 	// A second admin works until revoked; revocation applies to the next request.
-	_, tok2, err := e.svc.CreateAdmin(ctx(t), "second", "")
+	_, tok2, err := e.svc.CreateAdmin(ctx(t), "", "second", "")
 	require.NoError(t, err)
 	c2 := client.New(e.base, tok2)
 	_, err = c2.QueryRoles(ctx(t), "")
 	require.NoError(t, err)
-	require.NoError(t, e.svc.RevokeAdmin(ctx(t), "second"))
+	require.NoError(t, e.svc.RevokeAdmin(ctx(t), "", "second"))
 	_, err = c2.QueryRoles(ctx(t), "")
 	ce := requireCode(t, err, chat.CodeUnauthorized)
 	require.Contains(t, ce.Message, "revoked")
@@ -1133,7 +1133,7 @@ func testMutedAuthors(t *testing.T, e *env) {
 	c := e.c
 	_, err := c.CreateChannel(ctx(t), client.CreateChannelRequest{ChannelID: "ch", Type: "standard", UserIDs: []string{"pat"}})
 	require.NoError(t, err)
-	text := chat.CreateMessage{ChannelID: "ch", Type: "text", Data: map[string]any{"text": "hi"}}
+	text := chat.CreateMessageInput{ChannelID: "ch", Type: "text", Data: map[string]any{"text": "hi"}}
 	_, err = e.svc.CreateMessage(ctx(t), "pat", text)
 	require.NoError(t, err)
 	require.NoError(t, c.MuteUsers(ctx(t), "ch", []string{"pat"}, time.Minute))

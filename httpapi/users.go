@@ -43,7 +43,7 @@ func (h *handler) updateUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := chat.UpdateUser{
+	in := chat.UpdateUserInput{
 		UserID:      p.str("userId"),
 		DisplayName: p.strPtr("displayName"),
 		Roles:       p.strsPtr("roles"),

@@ -73,11 +73,11 @@ func bigChannel(b *testing.B, st chat.Store, members int, devices bool) *chat.Se
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, _, err := svc.CreateAdmin(ctx, "bench", "")
+	a, _, err := svc.CreateAdmin(ctx, "", "bench", "")
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: "standard", DisplayName: "Lobby"}); err != nil {
+	if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: "standard", DisplayName: "Lobby"}); err != nil {
 		b.Fatal(err)
 	}
 	var ids []string
@@ -91,7 +91,7 @@ func bigChannel(b *testing.B, st chat.Store, members int, devices bool) *chat.Se
 	}
 	if devices {
 		for _, id := range ids {
-			if _, err := svc.RegisterDevice(ctx, id, chat.RegisterDevice{UserID: id, Provider: chat.ProviderFirebase, Token: "tok-" + id}); err != nil {
+			if _, err := svc.RegisterDevice(ctx, id, chat.RegisterDeviceInput{UserID: id, Provider: chat.ProviderFirebase, Token: "tok-" + id}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -113,7 +113,7 @@ func BenchmarkCreateMessagePushes(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				svc := bigChannel(b, s.open(b), 1000, devices)
 				ctx := context.Background()
-				in := chat.CreateMessage{ChannelID: "c", Type: "text", Data: chat.TextData("hello everyone, the release is out")}
+				in := chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: chat.TextData("hello everyone, the release is out")}
 				b.ReportAllocs()
 				cpu := cpuTime()
 				for b.Loop() {

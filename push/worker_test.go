@@ -31,23 +31,23 @@ func newChatEnv(t *testing.T, members ...string) *chatEnv {
 	clk := newClock()
 	svc, err := chat.New(ctx, st, chat.Config{Now: clk.Now, AllowPrivatePush: true})
 	require.NoError(t, err)
-	a, _, err := svc.CreateAdmin(ctx, "root", "")
+	a, _, err := svc.CreateAdmin(ctx, "", "root", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: "standard", DisplayName: "Lobby", UserIDs: members})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: "standard", DisplayName: "Lobby", UserIDs: members})
 	require.NoError(t, err)
 	return &chatEnv{t: t, ctx: ctx, svc: svc, store: st, clk: clk}
 }
 
 func (e *chatEnv) register(user, provider, token string) chat.Device {
 	e.t.Helper()
-	dl, err := e.svc.RegisterDevice(e.ctx, user, chat.RegisterDevice{UserID: user, Provider: provider, Token: token})
+	dl, err := e.svc.RegisterDevice(e.ctx, user, chat.RegisterDeviceInput{UserID: user, Provider: provider, Token: token})
 	require.NoError(e.t, err)
 	return dl.Devices[0]
 }
 
 func (e *chatEnv) post(user, text string) string {
 	e.t.Helper()
-	out, err := e.svc.CreateMessage(e.ctx, user, chat.CreateMessage{ChannelID: "c", Type: "text", Data: chat.TextData(text)})
+	out, err := e.svc.CreateMessage(e.ctx, user, chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: chat.TextData(text)})
 	require.NoError(e.t, err)
 	return out.Messages[0].MessageID
 }
@@ -264,17 +264,17 @@ func TestWorkerStartStop(t *testing.T) {
 	var w *Worker
 	svc, err := chat.New(ctx, st, chat.Config{AllowPrivatePush: true, OnPush: func() { w.Wake() }})
 	require.NoError(t, err)
-	a, _, err := svc.CreateAdmin(ctx, "root", "")
+	a, _, err := svc.CreateAdmin(ctx, "", "root", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "c", Type: "standard", UserIDs: []string{"ann", "bob"}})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "c", Type: "standard", UserIDs: []string{"ann", "bob"}})
 	require.NoError(t, err)
-	_, err = svc.RegisterDevice(ctx, "bob", chat.RegisterDevice{UserID: "bob", Provider: chat.ProviderWebPush, Token: wpIn.subscription(wpURL + "/ok")})
+	_, err = svc.RegisterDevice(ctx, "bob", chat.RegisterDeviceInput{UserID: "bob", Provider: chat.ProviderWebPush, Token: wpIn.subscription(wpURL + "/ok")})
 	require.NoError(t, err)
 	delivered := make(chan string, 1)
 	w = NewWorker(st, wp, WorkerConfig{PollInterval: time.Hour, OnResult: func(_, r string) { delivered <- r }})
 	require.NoError(t, w.Start(ctx))
 	require.Error(t, w.Start(ctx), "started twice")
-	_, err = svc.CreateMessage(ctx, "ann", chat.CreateMessage{ChannelID: "c", Type: "text", Data: chat.TextData("hi")})
+	_, err = svc.CreateMessage(ctx, "ann", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: chat.TextData("hi")})
 	require.NoError(t, err)
 	require.Equal(t, ResultDelivered, <-delivered, "woken by the commit, not by the hour-long poll")
 	require.NoError(t, w.Stop(ctx))

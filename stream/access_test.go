@@ -19,11 +19,11 @@ import (
 func TestSubscribeWithAccess(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, memory.New(), stream.Config{})
-	ut, err := e.svc.MintUserToken(e.ctx, "alice", time.Hour)
+	ut, err := e.svc.IssueUserToken(e.ctx, "", "alice", time.Hour)
 	require.NoError(t, err)
 	ua, err := e.svc.UserTokenAccess(ut.Token)
 	require.NoError(t, err)
-	ops2, tok2, err := e.svc.CreateAdmin(e.ctx, "ops2", "")
+	ops2, tok2, err := e.svc.CreateAdmin(e.ctx, "", "ops2", "")
 	require.NoError(t, err)
 	aa := chat.AdminAccess(ops2)
 
@@ -42,7 +42,7 @@ func TestSubscribeWithAccess(t *testing.T) {
 	_, err = e.hub.Subscribe(e.ctx, stream.Filter{UserID: "alice", Access: &ua}, nil)
 	require.Equal(t, chat.CodeUnauthorized, chat.ErrorCode(err), "a revoked access: %v", err)
 
-	_, err = e.svc.RotateAdmin(e.ctx, "ops2")
+	_, err = e.svc.RotateAdmin(e.ctx, "", "ops2")
 	require.NoError(t, err)
 	_, err = admin.Next(e.ctx)
 	require.ErrorIs(t, err, stream.ErrAdminRevoked)

@@ -21,18 +21,18 @@ func benchService(b *testing.B) (*chat.Service, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}}); err != nil {
 		b.Fatal(err)
 	}
 	return svc, admin.UserID
 }
 
 func benchPost(b *testing.B, svc *chat.Service) {
-	if _, err := svc.CreateMessage(context.Background(), "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
+	if _, err := svc.CreateMessage(context.Background(), "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -209,7 +209,7 @@ func benchFanoutChannels(b *testing.B, subs int, mode string) {
 		for i := range members {
 			members[i] = "u" + strconv.Itoa(c*size+i)
 		}
-		if _, err := svc.CreateChannel(ctx, admin, chat.CreateChannel{ChannelID: "c" + strconv.Itoa(c), Type: chat.ChannelTypeStandard, UserIDs: members}); err != nil {
+		if _, err := svc.CreateChannel(ctx, admin, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(c), Type: chat.ChannelTypeStandard, UserIDs: members}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -248,7 +248,7 @@ func benchFanoutChannels(b *testing.B, subs int, mode string) {
 			got.Add(size)
 		}
 		t0 := time.Now()
-		if _, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(c*size), chat.CreateMessage{ChannelID: "c" + strconv.Itoa(c), Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
+		if _, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(c*size), chat.CreateMessageInput{ChannelID: "c" + strconv.Itoa(c), Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
 			b.Fatal(err)
 		}
 		got.Wait()

@@ -40,7 +40,7 @@ func TestBlockedUserSilenced(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, memory.New(), stream.Config{})
 	e.channel("c", "alice", "bob", "carol", "mallory")
-	bobMsg, err := e.svc.CreateMessage(e.ctx, "bob", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("hello")})
+	bobMsg, err := e.svc.CreateMessage(e.ctx, "bob", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("hello")})
 	require.NoError(t, err)
 	_, err = e.svc.BlockUser(e.ctx, "alice", "alice", "mallory")
 	require.NoError(t, err)

@@ -15,9 +15,9 @@ import (
 func Example() {
 	ctx := context.Background()
 	svc, _ := chat.New(ctx, memory.New(), chat.Config{})
-	admin, _, _ := svc.CreateAdmin(ctx, "ops", "")
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
-	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "staff", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
+	admin, _, _ := svc.CreateAdmin(ctx, "", "ops", "")
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, _ = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "staff", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
 
 	hub := stream.New(svc, stream.Config{})
 	if err := hub.Start(ctx); err != nil {
@@ -31,7 +31,7 @@ func Example() {
 	defer sub.Close()
 
 	for _, m := range []struct{ channel, text string }{{"staff", "not for alice"}, {"general", "hello"}} {
-		_, _ = svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: m.channel, Type: chat.MessageTypeText, Data: chat.TextData(m.text)})
+		_, _ = svc.CreateMessage(ctx, "bob", chat.CreateMessageInput{ChannelID: m.channel, Type: chat.MessageTypeText, Data: chat.TextData(m.text)})
 	}
 	f, err := sub.Next(ctx)
 	if err != nil {

@@ -29,7 +29,7 @@ func newEnv(t *testing.T, store chat.Store, cfg stream.Config) *env {
 	t.Cleanup(cancel)
 	svc, err := chat.New(ctx, store, chat.Config{})
 	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	hub := stream.New(svc, cfg)
 	require.NoError(t, hub.Start(ctx))
@@ -39,13 +39,13 @@ func newEnv(t *testing.T, store chat.Store, cfg stream.Config) *env {
 
 func (e *env) channel(id string, members ...string) {
 	e.t.Helper()
-	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: members})
+	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: members})
 	require.NoError(e.t, err)
 }
 
 func (e *env) post(author, channelID, text string) {
 	e.t.Helper()
-	_, err := e.svc.CreateMessage(e.ctx, author, chat.CreateMessage{ChannelID: channelID, Type: chat.MessageTypeText, Data: chat.TextData(text)})
+	_, err := e.svc.CreateMessage(e.ctx, author, chat.CreateMessageInput{ChannelID: channelID, Type: chat.MessageTypeText, Data: chat.TextData(text)})
 	require.NoError(e.t, err)
 }
 
@@ -95,7 +95,7 @@ func TestResumeNoGapNoRepeat(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for i := 1; i <= n; i++ {
-			if _, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(strconv.Itoa(i))}); err != nil {
+			if _, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(strconv.Itoa(i))}); err != nil {
 				done <- err
 				return
 			}
@@ -253,9 +253,9 @@ func TestResumeBounds(t *testing.T) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, store, chat.Config{Now: clock})
 	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	var first int64
 	require.NoError(t, store.View(ctx, func(tx chat.Tx) (err error) { first, err = tx.LastEventID(ctx); return }))
@@ -280,7 +280,7 @@ func TestResumeBounds(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.False(t, s.Resumed)
-	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("live")})
+	_, err = svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("live")})
 	require.NoError(t, err)
 	require.Equal(t, "live", text(t, next(t, s)))
 }

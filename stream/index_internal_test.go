@@ -60,7 +60,7 @@ func newIndexEnv(t *testing.T) *indexEnv {
 	t.Cleanup(cancel)
 	svc, err := chat.New(ctx, memory.New(), chat.Config{})
 	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	h := New(svc, Config{})
 	log := &offerLog{got: map[*Subscription][]offered{}}
@@ -72,13 +72,13 @@ func newIndexEnv(t *testing.T) *indexEnv {
 
 func (e *indexEnv) channel(id string, members ...string) {
 	e.t.Helper()
-	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: members})
+	_, err := e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: members})
 	require.NoError(e.t, err)
 }
 
 func (e *indexEnv) post(author, channelID, text string) {
 	e.t.Helper()
-	_, err := e.svc.CreateMessage(e.ctx, author, chat.CreateMessage{ChannelID: channelID, Type: chat.MessageTypeText, Data: chat.TextData(text)})
+	_, err := e.svc.CreateMessage(e.ctx, author, chat.CreateMessageInput{ChannelID: channelID, Type: chat.MessageTypeText, Data: chat.TextData(text)})
 	require.NoError(e.t, err)
 }
 

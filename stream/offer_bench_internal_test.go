@@ -69,7 +69,7 @@ func BenchmarkOfferSpread(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+			admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func BenchmarkOfferSpread(b *testing.B) {
 				for i := range members {
 					members[i] = "u" + strconv.Itoa(c*size+i)
 				}
-				if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c" + strconv.Itoa(c), Type: chat.ChannelTypeStandard, UserIDs: members}); err != nil {
+				if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(c), Type: chat.ChannelTypeStandard, UserIDs: members}); err != nil {
 					b.Fatal(err)
 				}
 			}

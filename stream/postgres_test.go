@@ -55,14 +55,14 @@ func TestPostgresAcrossStores(t *testing.T) {
 	require.NoError(t, err)
 	defer sub.Close()
 
-	admin, _, err := svcA.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svcA.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = svcA.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = svcA.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	const n = 50
 	go func() {
 		for i := 1; i <= n; i++ {
-			if _, err := svcA.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(strconv.Itoa(i))}); err != nil {
+			if _, err := svcA.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(strconv.Itoa(i))}); err != nil {
 				return // the receiving side fails on the missing message
 			}
 		}
@@ -127,7 +127,7 @@ func twoProcesses(t *testing.T, ctx context.Context, clk *clock, cfg stream.Conf
 		return &process{st: st, svc: svc, hub: hub}
 	}
 	a, b = open(), open()
-	ad, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	ad, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	return a, b, ad.UserID
 }
@@ -205,7 +205,7 @@ func TestPostgresTypingAcrossProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	a, b, admin := twoProcesses(t, ctx, newClock(), stream.Config{PollInterval: time.Hour})
-	_, err := a.svc.CreateChannel(ctx, admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err := a.svc.CreateChannel(ctx, admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 	bob, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "bob"}, nil)
 	require.NoError(t, err)
@@ -218,7 +218,7 @@ func TestPostgresTypingAcrossProcesses(t *testing.T) {
 	defer watch.Close()
 
 	require.NoError(t, a.svc.Typing(ctx, "alice", "c"))
-	_, err = a.svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("after typing")})
+	_, err = a.svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("after typing")})
 	require.NoError(t, err)
 
 	// The typing notification and the message's commit come by different

@@ -32,11 +32,11 @@ func TestReportEventsAdminsOnly(t *testing.T) {
 	require.NoError(t, err)
 	mid := ms.Messages[0].MessageID
 
-	r1, err := e.svc.CreateReport(e.ctx, "alice", chat.CreateReport{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam"})
+	r1, err := e.svc.CreateReport(e.ctx, "alice", chat.CreateReportInput{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam"})
 	require.NoError(t, err)
-	_, err = e.svc.CreateReport(e.ctx, "alice", chat.CreateReport{TargetType: chat.ReportTargetUser, TargetID: "bob", Reason: "spam"})
+	_, err = e.svc.CreateReport(e.ctx, "alice", chat.CreateReportInput{TargetType: chat.ReportTargetUser, TargetID: "bob", Reason: "spam"})
 	require.NoError(t, err)
-	_, err = e.svc.ResolveReport(e.ctx, e.admin, chat.ResolveReport{ReportID: r1.Reports[0].ReportID, Action: chat.ResolveDismiss})
+	_, err = e.svc.ResolveReport(e.ctx, e.admin, chat.ResolveReportInput{ReportID: r1.Reports[0].ReportID, Action: chat.ResolveDismiss})
 	require.NoError(t, err)
 	require.Equal(t, chat.EventReportDidCreate, next(t, admin).Event)
 	require.Equal(t, chat.EventReportDidCreate, next(t, admin).Event)

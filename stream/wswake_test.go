@@ -125,7 +125,7 @@ func writerWakeups(t *testing.T) {
 	}
 
 	post := func() int64 {
-		_, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("x")})
+		_, err := e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("x")})
 		require.NoError(t, err)
 		last, err := e.svc.LastEventID(e.ctx)
 		require.NoError(t, err)

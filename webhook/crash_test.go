@@ -191,11 +191,11 @@ func crash2Child(t *testing.T, backend, where string) {
 	svc := adminService(t, s)
 	h, err := svc.CreateWebhook(ctx, "admin", os.Getenv(crash2URLEnv), nil)
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	const messages = 5
 	for i := range messages {
-		_, err := svc.CreateMessage(ctx, "admin", chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": fmt.Sprint("m", i)}})
+		_, err := svc.CreateMessage(ctx, "admin", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": fmt.Sprint("m", i)}})
 		require.NoError(t, err)
 	}
 	fmt.Println("committed", h.Secret, messages)

@@ -608,7 +608,7 @@ func (d *Dispatcher) disableHook(ctx context.Context, r *result) {
 	if r.disable == "" {
 		return
 	}
-	err := d.svc.DisableWebhook(ctx, r.d.WebhookID, r.disable)
+	err := d.svc.DisableWebhook(ctx, "", r.d.WebhookID, r.disable)
 	if err != nil && chat.ErrorCode(err) != chat.CodeNotFound {
 		d.log.Warn("webhook: cannot disable the webhook", "webhookId", r.d.WebhookID, "reason", r.disable, "err", err)
 		r.disable = ""

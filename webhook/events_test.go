@@ -157,22 +157,22 @@ func TestEveryEventDelivered(t *testing.T) {
 			start(t, s, testConfig(func(c *Config) { c.PollInterval = 20 * time.Millisecond }))
 
 			const admin = "admin"
-			_, err = svc.CreateChannel(ctx, admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+			_, err = svc.CreateChannel(ctx, admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 			require.NoError(t, err)
 			_, err = svc.AddUsers(ctx, admin, "c", []string{"carol"})
 			require.NoError(t, err)
 			_, err = svc.JoinChannel(ctx, admin, "c")
 			require.NoError(t, err)
-			ml, err := svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: "text", Data: map[string]any{"text": "hello"}})
+			ml, err := svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: "text", Data: map[string]any{"text": "hello"}})
 			require.NoError(t, err)
 			mid := ml.Messages[0].MessageID
-			rl, err := svc.CreateReport(ctx, "bob", chat.CreateReport{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam"})
+			rl, err := svc.CreateReport(ctx, "bob", chat.CreateReportInput{TargetType: chat.ReportTargetMessage, TargetID: mid, Reason: "spam"})
 			require.NoError(t, err)
-			_, err = svc.ResolveReport(ctx, admin, chat.ResolveReport{ReportID: rl.Reports[0].ReportID, Action: chat.ResolveDismiss})
+			_, err = svc.ResolveReport(ctx, admin, chat.ResolveReportInput{ReportID: rl.Reports[0].ReportID, Action: chat.ResolveDismiss})
 			require.NoError(t, err)
 			_, err = svc.FlagMessage(ctx, admin, mid)
 			require.NoError(t, err)
-			_, err = svc.UpdateMessage(ctx, admin, chat.UpdateMessage{MessageID: mid, Data: &map[string]any{"text": "hello, edited"}})
+			_, err = svc.UpdateMessage(ctx, admin, chat.UpdateMessageInput{MessageID: mid, Data: &map[string]any{"text": "hello, edited"}})
 			require.NoError(t, err)
 			_, err = svc.AddReaction(ctx, admin, mid, "message", "like")
 			require.NoError(t, err)
@@ -187,7 +187,7 @@ func TestEveryEventDelivered(t *testing.T) {
 			require.NoError(t, svc.BanUsers(ctx, admin, "c", []string{"bob"}))
 			require.NoError(t, svc.UnbanUsers(ctx, admin, "c", []string{"bob"}))
 			name := "Alice"
-			_, err = svc.UpdateUser(ctx, admin, chat.UpdateUser{UserID: "alice", DisplayName: &name})
+			_, err = svc.UpdateUser(ctx, admin, chat.UpdateUserInput{UserID: "alice", DisplayName: &name})
 			require.NoError(t, err)
 			require.NoError(t, svc.GlobalBan(ctx, admin, "carol", false))
 			require.NoError(t, svc.GlobalUnban(ctx, admin, "carol"))
@@ -406,7 +406,7 @@ func TestRotateSecretReenables(t *testing.T) {
 	require.NoError(t, err)
 	start(t, s, testConfig(func(c *Config) { c.PollInterval = 20 * time.Millisecond }))
 
-	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		l, err := svc.ListWebhooks(ctx, "admin")
@@ -425,7 +425,7 @@ func TestRotateSecretReenables(t *testing.T) {
 	require.False(t, l.Webhooks[0].IsDisabled)
 	sink.setSecret(rotated.Secret)
 
-	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannel{ChannelID: "d", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(ctx, "admin", chat.CreateChannelInput{ChannelID: "d", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(sink.byName()[chat.EventChannelDidCreate]) == 1 },
 		patience, 10*time.Millisecond, "the next event is delivered with the new secret")
@@ -441,7 +441,7 @@ func adminService(t *testing.T, s chat.Store) *chat.Service {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, s, chat.Config{Logger: testLogger()})
 	require.NoError(t, err)
-	_, _, err = svc.CreateAdmin(ctx, "root", "admin")
+	_, _, err = svc.CreateAdmin(ctx, "", "root", "admin")
 	require.NoError(t, err)
 	return svc
 }

@@ -111,7 +111,7 @@ func ExampleNew() {
 		return
 	}
 	d = webhook.New(svc, store, webhook.Config{AllowPrivate: true})
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -134,7 +134,7 @@ func ExampleNew() {
 	}
 	defer d.Stop(ctx)
 
-	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"ada", "bob"}}); err != nil {
+	if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "general", Type: chat.ChannelTypeStandard, UserIDs: []string{"ada", "bob"}}); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -52,14 +52,14 @@ func BenchmarkCreateMessagePreSend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			a, _, err := svc.CreateAdmin(ctx, "root", "")
+			a, _, err := svc.CreateAdmin(ctx, "", "root", "")
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "bench", Type: chat.ChannelTypeStandard, UserIDs: []string{"u"}}); err != nil {
+			if _, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "bench", Type: chat.ChannelTypeStandard, UserIDs: []string{"u"}}); err != nil {
 				b.Fatal(err)
 			}
-			in := chat.CreateMessage{ChannelID: "bench", Type: chat.MessageTypeText, Data: map[string]any{"text": "a message of about fifty bytes, give or take some"}}
+			in := chat.CreateMessageInput{ChannelID: "bench", Type: chat.MessageTypeText, Data: map[string]any{"text": "a message of about fifty bytes, give or take some"}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

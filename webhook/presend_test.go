@@ -110,10 +110,10 @@ func newHookEnv(t *testing.T, h *hookServer, mod func(*webhook.PreSendConfig)) *
 	t.Cleanup(func() { _ = st.Close() })
 	e.svc, err = chat.New(e.ctx, st, chat.Config{PreSendHook: hook})
 	require.NoError(t, err)
-	a, _, err := e.svc.CreateAdmin(e.ctx, "root", "")
+	a, _, err := e.svc.CreateAdmin(e.ctx, "", "root", "")
 	require.NoError(t, err)
 	e.admin = a.UserID
-	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = e.svc.CreateChannel(e.ctx, e.admin, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	return e
 }
@@ -129,7 +129,7 @@ func (e *hookEnv) result() map[string]int {
 }
 
 func (e *hookEnv) post(text string) (*chat.MessageList, error) {
-	return e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
+	return e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": text}})
 }
 
 // state is what a refused message must leave unchanged: the channel's
@@ -213,7 +213,7 @@ func TestPreSendHookFlag(t *testing.T) {
 
 	// An edit the hook flags again adds nothing: the message has its flag.
 	data := map[string]any{"text": "hmm!"}
-	u, err := e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &data})
+	u, err := e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &data})
 	require.NoError(t, err)
 	require.Equal(t, 2, u.Messages[0].FlagCount)
 	require.Equal(t, map[string]int{webhook.PreSendResultFlag: 2}, e.result())
@@ -233,7 +233,7 @@ func TestPreSendHookEdit(t *testing.T) {
 	m := out.Messages[0]
 	_, last := e.state()
 	data := map[string]any{"text": "bad"}
-	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessage{MessageID: m.MessageID, Data: &data})
+	_, err = e.svc.UpdateMessage(e.ctx, "alice", chat.UpdateMessageInput{MessageID: m.MessageID, Data: &data})
 	require.Equal(t, chat.CodePreSendRejected, chat.ErrorCode(err))
 	got, err := e.svc.GetMessage(e.ctx, e.admin, m.MessageID)
 	require.NoError(t, err)
@@ -253,9 +253,9 @@ func TestPreSendHookAfterRules(t *testing.T) {
 	t.Parallel()
 	h := newHookServer(t, fixed(200, `{"action":"allow"}`))
 	e := newHookEnv(t, h, nil)
-	_, err := e.svc.CreateMessage(e.ctx, "mallory", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
+	_, err := e.svc.CreateMessage(e.ctx, "mallory", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
 	require.Equal(t, chat.CodePermissionDenied, chat.ErrorCode(err))
-	_, err = e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessage{ChannelID: "nope", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
+	_, err = e.svc.CreateMessage(e.ctx, "alice", chat.CreateMessageInput{ChannelID: "nope", Type: chat.MessageTypeText, Data: map[string]any{"text": "hi"}})
 	require.Error(t, err)
 	require.Empty(t, h.calls(t))
 	require.Empty(t, e.result())

@@ -105,15 +105,15 @@ func TestCreatesWithoutWebhookCauseNoClaim(t *testing.T) {
 			hub := stream.New(svc, stream.Config{PollInterval: time.Hour})
 			require.NoError(t, hub.Start(ctx))
 			t.Cleanup(func() { _ = hub.Stop(context.Background()) })
-			admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+			admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 			require.NoError(t, err)
-			_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+			_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 			require.NoError(t, err)
 			require.Eventually(t, func() bool { return cs.snapshot()["update "+OpClaim] >= 1 }, patience, time.Millisecond,
 				"the dispatcher's first claim, at start")
 			post := func(text string) {
 				t.Helper()
-				_, err := svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
+				_, err := svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(text)})
 				require.NoError(t, err)
 			}
 			const n = 20

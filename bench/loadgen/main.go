@@ -285,18 +285,18 @@ func startTarget(name string, o options, addr ...string) (*target, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, tok, err := svc.CreateAdmin(ctx, "bench", "bench")
+		_, tok, err := svc.CreateAdmin(ctx, "", "bench", "bench")
 		if err != nil {
 			return nil, err
 		}
 		token = tok
 		for _, c := range []string{"bench", "query"} {
-			if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: c, Type: "standard", UserIDs: []string{"bench"}}); err != nil {
+			if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannelInput{ChannelID: c, Type: "standard", UserIDs: []string{"bench"}}); err != nil {
 				return nil, err
 			}
 		}
 		for i := 0; i < o.seed; i++ {
-			if _, err := svc.CreateMessage(ctx, "bench", chat.CreateMessage{ChannelID: "query", Type: "text",
+			if _, err := svc.CreateMessage(ctx, "bench", chat.CreateMessageInput{ChannelID: "query", Type: "text",
 				Data: map[string]any{"text": fmt.Sprintf("seed message %d", i)}}); err != nil {
 				return nil, err
 			}

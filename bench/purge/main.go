@@ -100,13 +100,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := svc.CreateAdmin(ctx, "bench", "bench"); err != nil {
+	if _, _, err := svc.CreateAdmin(ctx, "", "bench", "bench"); err != nil {
 		return err
 	}
 	if err := seed(ctx, svc, ts, "spammer", "s", o); err != nil {
 		return err
 	}
-	if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: "quiet", Type: chat.ChannelTypeStandard, UserIDs: []string{"bystander"}}); err != nil {
+	if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannelInput{ChannelID: "quiet", Type: chat.ChannelTypeStandard, UserIDs: []string{"bystander"}}); err != nil {
 		return err
 	}
 	fmt.Printf("store %s, %d messages of one user in %d channels, batch %d\n", kind(o.store), o.messages, o.channels, o.batch)
@@ -123,7 +123,7 @@ func run() error {
 	var perr error
 	during, err := creations(ctx, svc, func(<-chan struct{}) {
 		t0 := time.Now()
-		res, perr = svc.PurgeUserMessages(context.WithValue(ctx, purgeKey{}, true), "bench", chat.PurgeMessages{UserID: "spammer"})
+		res, perr = svc.PurgeUserMessages(context.WithValue(ctx, purgeKey{}, true), "bench", chat.PurgeUserMessagesInput{UserID: "spammer"})
 		elapsed = time.Since(t0)
 	})
 	if err != nil {
@@ -172,7 +172,7 @@ func seed(ctx context.Context, svc *chat.Service, st chat.Store, userID, prefix 
 	for i := range o.channels {
 		id := fmt.Sprintf("%s%03d", prefix, i)
 		ids = append(ids, id)
-		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{userID}}); err != nil {
+		if _, err := svc.CreateChannel(ctx, "bench", chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: []string{userID}}); err != nil {
 			return err
 		}
 	}
@@ -209,7 +209,7 @@ func creations(ctx context.Context, svc *chat.Service, work func(stop <-chan str
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		in := chat.CreateMessage{ChannelID: "quiet", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}}
+		in := chat.CreateMessageInput{ChannelID: "quiet", Type: chat.MessageTypeText, Data: map[string]any{"text": "hello"}}
 		for {
 			select {
 			case <-stop:

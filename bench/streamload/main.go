@@ -59,6 +59,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/lib/pq"
 
 	chat "github.com/chatengine/chat"
@@ -412,7 +413,9 @@ func (cs *clients) connectPaths(ctx context.Context, o options, addrs []string, 
 			defer func() { <-sem; wg.Done() }()
 			opts := &websocket.DialOptions{HTTPClient: &http.Client{Timeout: time.Minute}}
 			if authed {
-				tok, err := chat.MintUserToken([]byte(o.secret), fmt.Sprintf("u%d", first+i), time.Now(), 0)
+				c := chat.UserClaims{UserID: fmt.Sprintf("u%d", first+i),
+					RegisteredClaims: jwt.RegisteredClaims{IssuedAt: jwt.NewNumericDate(time.Now())}}
+				tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(o.secret))
 				if err != nil {
 					panic(err)
 				}

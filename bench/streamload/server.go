@@ -156,7 +156,7 @@ func chatServer(ctx context.Context, o serveOpts) (http.Handler, string, func(),
 	}
 	var token string
 	if o.seedAdmin {
-		if _, token, err = svc.CreateAdmin(ctx, "load", ""); err != nil {
+		if _, token, err = svc.CreateAdmin(ctx, "", "load", ""); err != nil {
 			st.Close()
 			return nil, "", nil, err
 		}

@@ -96,7 +96,7 @@ func text(t *testing.T, f stream.Frame) string {
 
 func post(t *testing.T, ctx context.Context, p *proc, user, channel, txt string) {
 	t.Helper()
-	_, err := p.svc.CreateMessage(ctx, user, chat.CreateMessage{ChannelID: channel, Type: chat.MessageTypeText, Data: chat.TextData(txt)})
+	_, err := p.svc.CreateMessage(ctx, user, chat.CreateMessageInput{ChannelID: channel, Type: chat.MessageTypeText, Data: chat.TextData(txt)})
 	require.NoError(t, err)
 }
 
@@ -141,9 +141,9 @@ func TestAcrossProcesses(t *testing.T) {
 	d := newDeployment(t, ctx)
 	a := d.start(true, nil)
 	b := d.start(true, nil)
-	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
 	require.NoError(t, err)
@@ -151,7 +151,7 @@ func TestAcrossProcesses(t *testing.T) {
 	want := texts("m", 40)
 	go func() {
 		for _, w := range want {
-			if _, err := a.svc.CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(w)}); err != nil {
+			if _, err := a.svc.CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData(w)}); err != nil {
 				return // the reader fails on the missing message
 			}
 		}
@@ -192,10 +192,10 @@ func TestInterest(t *testing.T) {
 	d := newDeployment(t, ctx)
 	a := d.start(true, nil)
 	b := d.start(false, nil)
-	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
 	for _, c := range []string{"mine", "other"} {
-		_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: c, Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+		_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: c, Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 		require.NoError(t, err)
 	}
 	err = a.svc.RemoveUsers(ctx, admin.UserID, "other", []string{"alice"})
@@ -231,9 +231,9 @@ func TestJoinFollowsChannel(t *testing.T) {
 	d := newDeployment(t, ctx)
 	a := d.start(true, nil)
 	b := d.start(false, nil)
-	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"bob"}})
 	require.NoError(t, err)
 	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
 	require.NoError(t, err)
@@ -249,7 +249,7 @@ func TestJoinFollowsChannel(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := a.svc.CreateMessage(ctx, "bob", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("n" + strconv.Itoa(i))}); err != nil {
+			if _, err := a.svc.CreateMessage(ctx, "bob", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("n" + strconv.Itoa(i))}); err != nil {
 				return
 			}
 			posted.Store(int64(i))
@@ -289,9 +289,9 @@ func crashTest(t *testing.T, at func(b *Broker, crash *atomic.Bool)) {
 	a := d.start(true, func(b *Broker) { at(b, &crash) })
 	require.Eventually(t, a.br.Publishing, 20*time.Second, 5*time.Millisecond)
 	b := d.start(true, nil)
-	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
 	require.NoError(t, err)
@@ -372,9 +372,9 @@ func TestEphemeralAcrossProcesses(t *testing.T) {
 	d := newDeployment(t, ctx)
 	a := d.start(true, nil)
 	b := d.start(false, nil)
-	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 	bob, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "bob"}, nil)
 	require.NoError(t, err)
@@ -421,16 +421,16 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 	d := newDeployment(t, ctx)
 	a := d.start(true, nil)
 	b := d.start(false, nil)
-	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	ut, err := b.svc.MintUserToken(ctx, "alice", time.Hour)
+	ut, err := b.svc.IssueUserToken(ctx, "", "alice", time.Hour)
 	require.NoError(t, err)
 	ua, err := b.svc.UserTokenAccess(ut.Token)
 	require.NoError(t, err)
 	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice", Access: &ua}, nil)
 	require.NoError(t, err)
 	defer sub.Close()
-	ops2, _, err := a.svc.CreateAdmin(ctx, "ops2", "")
+	ops2, _, err := a.svc.CreateAdmin(ctx, "", "ops2", "")
 	require.NoError(t, err)
 	aa := chat.AdminAccess(ops2)
 	adm, err := b.hub.Subscribe(ctx, stream.Filter{Admin: true, ChannelIDs: []string{"c"}, Access: &aa}, nil)
@@ -443,7 +443,7 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 	_, err = sub.Next(wait)
 	require.ErrorIs(t, err, stream.ErrRevoked)
 
-	_, err = a.svc.RotateAdmin(ctx, "ops2")
+	_, err = a.svc.RotateAdmin(ctx, "", "ops2")
 	require.NoError(t, err)
 	_, err = adm.Next(wait)
 	require.ErrorIs(t, err, stream.ErrAdminRevoked, "the admin's subject brought admin.didRevokeToken")
@@ -460,9 +460,9 @@ func TestServerRestart(t *testing.T) {
 	d := newDeployment(t, ctx)
 	a := d.start(true, nil)
 	b := d.start(false, nil)
-	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
 	sub, err := b.hub.Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
 	require.NoError(t, err)
@@ -518,16 +518,16 @@ func BenchmarkAcross(b *testing.B) {
 				b.Cleanup(func() { _ = hub.Stop(context.Background()) })
 				svcs, hubs = append(svcs, svc), append(hubs, hub)
 			}
-			admin, _, err := svcs[0].CreateAdmin(ctx, "ops", "")
+			admin, _, err := svcs[0].CreateAdmin(ctx, "", "ops", "")
 			require.NoError(b, err)
-			_, err = svcs[0].CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
+			_, err = svcs[0].CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 			require.NoError(b, err)
 			sub, err := hubs[1].Subscribe(ctx, stream.Filter{UserID: "alice"}, nil)
 			require.NoError(b, err)
 			defer sub.Close()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				_, err := svcs[0].CreateMessage(ctx, "alice", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("x")})
+				_, err := svcs[0].CreateMessage(ctx, "alice", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText, Data: chat.TextData("x")})
 				require.NoError(b, err)
 				for {
 					f, err := sub.Next(ctx)
@@ -553,9 +553,9 @@ func TestPresenceAcrossProcesses(t *testing.T) {
 	d := newDeployment(t, ctx)
 	a := d.start(true, nil)
 	b := d.start(false, nil)
-	admin, _, err := a.svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := a.svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
+	_, err = a.svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice", "bob"}})
 	require.NoError(t, err)
 
 	// Process a's hub tells a Presence; process b's hub delivers.

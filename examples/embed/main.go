@@ -56,12 +56,12 @@ func main() {
 
 	// The Service is usable directly from Go...
 	if ok, _ := svc.HasAdmins(ctx); !ok {
-		_, token, err := svc.CreateAdmin(ctx, "ops", "")
+		_, token, err := svc.CreateAdmin(ctx, "", "ops", "")
 		if err != nil {
 			log.Fatal(err)
 		}
 		log.Printf("admin token (shown once): %s", token)
-		if _, err := svc.CreateChannel(ctx, "ops", chat.CreateChannel{ChannelID: "lobby", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}}); err != nil {
+		if _, err := svc.CreateChannel(ctx, "ops", chat.CreateChannelInput{ChannelID: "lobby", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}}); err != nil {
 			log.Fatal(err)
 		}
 		// Lengths of time are durations (or chat.MuteForever, chat.Unmute).
@@ -69,7 +69,7 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	out, err := svc.CreateMessage(ctx, "ops", chat.CreateMessage{ChannelID: "lobby", Type: chat.MessageTypeText, Data: chat.TextData("server started")})
+	out, err := svc.CreateMessage(ctx, "ops", chat.CreateMessageInput{ChannelID: "lobby", Type: chat.MessageTypeText, Data: chat.TextData("server started")})
 	var rule chat.RuleRef
 	switch {
 	case errors.As(err, &rule):

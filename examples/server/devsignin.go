@@ -14,6 +14,6 @@ const devSignInTTL = 24 * time.Hour
 // (-unsafe-dev-sign-in): development only.
 func devSignIn(svc *chat.Service) func(ctx context.Context, userID string) (*chat.UserToken, error) {
 	return func(ctx context.Context, userID string) (*chat.UserToken, error) {
-		return svc.MintUserToken(ctx, userID, devSignInTTL)
+		return svc.IssueUserToken(ctx, "", userID, devSignInTTL)
 	}
 }

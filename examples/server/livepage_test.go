@@ -27,7 +27,7 @@ func postWhileDown(t *testing.T, path, userID, channelID, text string, expire bo
 	defer func() { require.NoError(t, st.Close()) }()
 	svc, err := chat.New(ctx, st, chat.Config{})
 	require.NoError(t, err)
-	_, err = svc.CreateMessage(ctx, userID, chat.CreateMessage{ChannelID: channelID, Type: "text", Data: map[string]any{"text": text}})
+	_, err = svc.CreateMessage(ctx, userID, chat.CreateMessageInput{ChannelID: channelID, Type: "text", Data: map[string]any{"text": text}})
 	require.NoError(t, err)
 	if expire {
 		require.NoError(t, st.Update(ctx, func(tx chat.Tx) error {

@@ -549,9 +549,9 @@ func TestPanelMountKeepsEscapedIDs(t *testing.T) {
 	ctx := context.Background()
 	svc, err := chat.New(ctx, memory.New(), chat.Config{AdminPasswordCost: bcrypt.MinCost})
 	require.NoError(t, err)
-	a, _, err := svc.CreateAdminWithPassword(ctx, "ops", "", "ops password 123")
+	a, _, err := svc.CreateAdminWithPassword(ctx, "", "ops", "", "ops password 123")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "team/one", Type: chat.ChannelTypeStandard})
+	_, err = svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "team/one", Type: chat.ChannelTypeStandard})
 	require.NoError(t, err)
 	r := chi.NewRouter()
 	cfg := defaults

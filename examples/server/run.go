@@ -539,9 +539,9 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 			if pw, err = c.readPassword(c.stdin, args[0]); err != nil {
 				return fmt.Errorf("reading the password: %w", err)
 			}
-			a, token, err = svc.CreateAdminWithPassword(ctx, args[0], userID, pw)
+			a, token, err = svc.CreateAdminWithPassword(ctx, "", args[0], userID, pw)
 		} else {
-			a, token, err = svc.CreateAdmin(ctx, args[0], userID)
+			a, token, err = svc.CreateAdmin(ctx, "", args[0], userID)
 		}
 		if chat.ErrorCode(err) == chat.CodeConflict {
 			return chat.Errorf(chat.CodeConflict, "admin %q already exists; to give it a new token run `admin rotate %s`", args[0], args[0])
@@ -557,7 +557,7 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 		}
 		return nil
 	case "rotate":
-		token, err := svc.RotateAdmin(ctx, args[0])
+		token, err := svc.RotateAdmin(ctx, "", args[0])
 		if err != nil {
 			return err
 		}
@@ -575,7 +575,7 @@ func (c *cli) admin(ctx context.Context, cfg *config, pos []string, userID strin
 		fmt.Fprintf(c.stderr, "Admin %q can sign in to the admin panel (/admin/) with this password; its open panel sessions were ended.\n", args[0])
 		return nil
 	case "revoke":
-		if err := svc.RevokeAdmin(ctx, args[0]); err != nil {
+		if err := svc.RevokeAdmin(ctx, "", args[0]); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stderr, "Revoked the access token of admin %q.\n", args[0])

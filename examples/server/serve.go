@@ -242,7 +242,7 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		return err
 	}
 	if cfg.webhookURL != "" {
-		w, err := svc.EnsureWebhook(ctx, cfg.webhookURL, cfg.webhookSecret)
+		w, err := svc.EnsureWebhook(ctx, "", cfg.webhookURL, cfg.webhookSecret)
 		if err != nil {
 			return fmt.Errorf("registering -webhook-url: %w", err)
 		}
@@ -470,7 +470,7 @@ func (c *cli) firstAdmin(ctx context.Context, svc *chat.Service, kind, tokenFile
 	if has {
 		return nil
 	}
-	a, token, err := svc.CreateAdmin(ctx, "admin", "")
+	a, token, err := svc.CreateAdmin(ctx, "", "admin", "")
 	if chat.ErrorCode(err) == chat.CodeConflict {
 		return nil // another process sharing the store was first
 	}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
@@ -583,19 +584,26 @@ func TestGCPercent(t *testing.T) {
 	require.Equal(t, 123, debug.SetGCPercent(100))
 }
 
-// -user-token-secret signs the end users' tokens: a token the host mints
-// with it authenticates, one signed with another secret does not.
+// -user-token-secret signs the end users' tokens: a token the host signs
+// with it (chat.UserClaims, HS256, with a JWT library) authenticates, one
+// signed with another secret does not.
 func TestUserTokenSecretFlag(t *testing.T) {
 	t.Parallel()
 	secret := "the host application's user-token secret"
 	s := start(t, "-store", "memory", "-user-token-secret", secret)
-	good, err := chat.MintUserToken([]byte(secret), "alice", time.Now(), time.Hour)
+	hostToken := func(secret string) (string, error) {
+		now := time.Now()
+		c := chat.UserClaims{UserID: "alice", RegisteredClaims: jwt.RegisteredClaims{
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}}
+		return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(secret))
+	}
+	good, err := hostToken(secret)
 	require.NoError(t, err)
 	code, body := s.call(t, good, "PUT", "/api/v2/users", map[string]any{"userId": "alice", "displayName": "Alice"})
 	require.Equal(t, 200, code, "%v", body)
 	code, body = s.call(t, good, "GET", "/api/v2/users/alice", nil)
 	require.Equal(t, 200, code, "%v", body)
-	bad, err := chat.MintUserToken([]byte("another secret"), "alice", time.Now(), time.Hour)
+	bad, err := hostToken("another secret")
 	require.NoError(t, err)
 	code, body = s.call(t, bad, "GET", "/api/v2/users/alice", nil)
 	require.Equal(t, 401, code)

@@ -356,10 +356,10 @@ func BenchmarkVsRaw32(b *testing.B) {
 	b.Cleanup(func() { s.Close() })
 	svc, err := chat.New(ctx, s, chat.Config{})
 	require.NoError(b, err)
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(b, err)
 	for w := 0; w < writers; w++ {
-		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c" + strconv.Itoa(w),
+		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(w),
 			Type: chat.ChannelTypeStandard, UserIDs: []string{"u" + strconv.Itoa(w)}})
 		require.NoError(b, err)
 	}
@@ -405,7 +405,7 @@ func BenchmarkVsRaw32(b *testing.B) {
 			return err
 		})
 		dSvc += run(func(w int) error {
-			_, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(w), chat.CreateMessage{ChannelID: "c" + strconv.Itoa(w),
+			_, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(w), chat.CreateMessageInput{ChannelID: "c" + strconv.Itoa(w),
 				Type: chat.MessageTypeText, Data: chat.TextData("hello, this is a benchmark message of a typical length")})
 			return err
 		})

@@ -33,7 +33,7 @@ func BenchmarkMuteExpiryLateness(b *testing.B) {
 				}
 				svcs = append(svcs, svc)
 			}
-			a, _, err := svcs[0].CreateAdmin(ctx, "root", "admin")
+			a, _, err := svcs[0].CreateAdmin(ctx, "", "root", "admin")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func BenchmarkMuteExpiryLateness(b *testing.B) {
 				for j := range 50 {
 					ids = append(ids, fmt.Sprintf("u%d", j))
 				}
-				if _, err := svcs[0].CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: ch, Type: chat.ChannelTypeStandard, UserIDs: ids}); err != nil {
+				if _, err := svcs[0].CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: ch, Type: chat.ChannelTypeStandard, UserIDs: ids}); err != nil {
 					b.Fatal(err)
 				}
 				after, err := svcs[0].LastEventID(ctx)

@@ -42,7 +42,7 @@ func TestMuteExpiryTwoProcesses(t *testing.T) {
 		svcs, stores = append(svcs, svc), append(stores, st)
 	}
 	st := stores[0]
-	a, _, err := svcs[0].CreateAdmin(ctx, "root", "admin")
+	a, _, err := svcs[0].CreateAdmin(ctx, "", "root", "admin")
 	require.NoError(t, err)
 
 	const chans, members = 6, 8
@@ -53,7 +53,7 @@ func TestMuteExpiryTwoProcesses(t *testing.T) {
 			ids = append(ids, fmt.Sprintf("u%d", j))
 		}
 		svc := svcs[i%2]
-		_, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: ids})
+		_, err := svc.CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: id, Type: chat.ChannelTypeStandard, UserIDs: ids})
 		require.NoError(t, err)
 		require.NoError(t, svc.MuteChannel(ctx, a.UserID, id, time.Duration(i+1)*time.Second))
 		for j, u := range ids {

@@ -206,13 +206,13 @@ func TestCreateMessageRoundTrips(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	svc, err := chat.New(ctx, s, chat.Config{})
 	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard,
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard,
 		UserIDs: []string{"u"}})
 	require.NoError(t, err)
 	post := func() {
-		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText,
+		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText,
 			Data: chat.TextData("hello")})
 		require.NoError(t, err)
 	}
@@ -266,13 +266,13 @@ func TestCreateMessageRoundTrips(t *testing.T) {
 	_, err = svc.AddUsers(ctx, admin.UserID, "c", []string{"v", "w"})
 	require.NoError(t, err)
 	for _, u := range []string{"u", "v", "w"} {
-		_, err = svc.RegisterDevice(ctx, u, chat.RegisterDevice{UserID: u, Provider: chat.ProviderFirebase, Token: "tok-" + u})
+		_, err = svc.RegisterDevice(ctx, u, chat.RegisterDeviceInput{UserID: u, Provider: chat.ProviderFirebase, Token: "tok-" + u})
 		require.NoError(t, err)
 	}
 	_, err = svc.SetChannelNotifications(ctx, "w", "c", chat.NotifyNone)
 	require.NoError(t, err)
 	n0 = s.StatementCount()
-	out, err := svc.CreateMessage(ctx, "u", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText,
+	out, err := svc.CreateMessage(ctx, "u", chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText,
 		Data: chat.TextData("to the phones")})
 	require.NoError(t, err)
 	// The presence read runs the held-back message insert first, so the

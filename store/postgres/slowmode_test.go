@@ -28,21 +28,21 @@ func TestSlowModeConcurrentPosts(t *testing.T) {
 		require.NoError(t, err)
 		svcs[i] = svc
 	}
-	a, _, err := svcs[0].CreateAdmin(ctx, "root", "")
+	a, _, err := svcs[0].CreateAdmin(ctx, "", "root", "")
 	require.NoError(t, err)
 	const rounds, perStore = 6, 4
 	members := []string{"warm"}
 	for r := range rounds {
 		members = append(members, fmt.Sprintf("u%d", r))
 	}
-	_, err = svcs[0].CreateChannel(ctx, a.UserID, chat.CreateChannel{ChannelID: "slow", Type: "standard", UserIDs: members})
+	_, err = svcs[0].CreateChannel(ctx, a.UserID, chat.CreateChannelInput{ChannelID: "slow", Type: "standard", UserIDs: members})
 	require.NoError(t, err)
 	_, err = svcs[0].SetChannelRateLimit(ctx, a.UserID, "slow", time.Minute)
 	require.NoError(t, err)
 	// Both stores post once first, so that the rounds below run on
 	// warm connections and prepared statements.
 	for _, svc := range svcs {
-		_, err := svc.CreateMessage(ctx, a.UserID, chat.CreateMessage{ChannelID: "slow", Type: "text", Data: map[string]any{"text": "warm-up"}})
+		_, err := svc.CreateMessage(ctx, a.UserID, chat.CreateMessageInput{ChannelID: "slow", Type: "text", Data: map[string]any{"text": "warm-up"}})
 		require.NoError(t, err)
 	}
 	for r := range rounds {
@@ -60,7 +60,7 @@ func TestSlowModeConcurrentPosts(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					_, err := svc.CreateMessage(ctx, user, chat.CreateMessage{ChannelID: "slow", Type: "text",
+					_, err := svc.CreateMessage(ctx, user, chat.CreateMessageInput{ChannelID: "slow", Type: "text",
 						Data: map[string]any{"text": fmt.Sprintf("%s says %d", user, g)}})
 					mu.Lock()
 					defer mu.Unlock()

@@ -43,11 +43,11 @@ func BenchCreateWAL(b *testing.B, open func(b *testing.B) chat.Store, ready func
 			if err != nil {
 				b.Fatal(err)
 			}
-			admin, _, err := svc.CreateAdmin(ctx, "bench", "")
+			admin, _, err := svc.CreateAdmin(ctx, "", "bench", "")
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "wal", Type: chat.ChannelTypeStandard}); err != nil {
+			if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "wal", Type: chat.ChannelTypeStandard}); err != nil {
 				b.Fatal(err)
 			}
 			ix := chat.NewIndexer(s, chat.IndexerConfig{})
@@ -63,7 +63,7 @@ func BenchCreateWAL(b *testing.B, open func(b *testing.B) chat.Store, ready func
 					if !words {
 						text = strings.Repeat("-", len(text))
 					}
-					if _, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessage{ChannelID: "wal",
+					if _, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessageInput{ChannelID: "wal",
 						Type: chat.MessageTypeText, Data: map[string]any{"text": text}}); err != nil {
 						b.Fatal(err)
 					}
