@@ -91,7 +91,7 @@ func benchFanoutStreams(b *testing.B, subs int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func benchFanoutStreams(b *testing.B, subs int) {
 		for i := range members {
 			members[i] = "u" + strconv.Itoa(c*size+i)
 		}
-		if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c" + strconv.Itoa(c), Type: chat.ChannelTypeStandard, UserIDs: members}); err != nil {
+		if _, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(c), Type: chat.ChannelTypeStandard, UserIDs: members}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -130,7 +130,7 @@ func benchFanoutStreams(b *testing.B, subs int) {
 		c := i % chans
 		got.Add(size)
 		t0 := time.Now()
-		if _, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(c*size), chat.CreateMessage{ChannelID: "c" + strconv.Itoa(c), Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
+		if _, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(c*size), chat.CreateMessageInput{ChannelID: "c" + strconv.Itoa(c), Type: chat.MessageTypeText, Data: chat.TextData("hello")}); err != nil {
 			b.Fatal(err)
 		}
 		got.Wait()
