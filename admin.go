@@ -55,11 +55,13 @@ func (s *Service) createAdmin(ctx context.Context, name, userID string, password
 			map[string]any{"userId": userID}); err != nil {
 			return err
 		}
-		us, err := tx.EnsureUsers(ctx, []string{userID}, now.Time)
+		if _, err := tx.EnsureUsers(ctx, []string{userID}, now.Time); err != nil {
+			return err
+		}
+		u, err := tx.LockUser(ctx, userID)
 		if err != nil {
 			return err
 		}
-		u := us[0]
 		if !hasRole(u.Roles, RoleGlobalAdmin) {
 			u.Roles = append(u.Roles, RoleGlobalAdmin)
 			u.UpdatedAt = now

@@ -198,6 +198,22 @@ func (t *tx) GetUser(ctx context.Context, userID string) (*chat.User, error) {
 	return us[0], nil
 }
 
+// LockUser implements chat.LockStore: in an Update the row is held (FOR
+// NO KEY UPDATE) until the transaction ends, so UpdateUser of it writes
+// without running the transaction again.
+func (t *tx) LockUser(ctx context.Context, userID string) (*chat.User, error) {
+	lock := t.lockRows()
+	us, err := t.users(ctx, `SELECT `+userReadCols+` FROM {s}users WHERE user_id = $1`+lock, userID)
+	if err != nil {
+		return nil, err
+	}
+	if len(us) == 0 {
+		return nil, chat.Errorf(chat.CodeNotFound, "user %q not found", userID)
+	}
+	t.readUsers(us, lock != "")
+	return us[0], nil
+}
+
 // GetUsers returns the users that exist among ids in the order of ids (an
 // id given twice is returned twice, as EnsureUsers needs).
 func (t *tx) GetUsers(ctx context.Context, ids []string) ([]*chat.User, error) {
