@@ -57,11 +57,12 @@ func (t *tx) users(ctx context.Context, tmpl string, args ...any) ([]*chat.User,
 	return out, err
 }
 
-// Users are read without a lock, unless an earlier run of the same Update
-// wrote them (tx.lockUsers): nearly every transaction reads its acting
-// user, and locking that row would queue every write of one user (an
-// admin's, a bot's) behind the others. UpdateUser makes a transaction that
-// writes a user it read without a lock run again (see Store.Update).
+// GetUser, GetUsers and EnsureUsers read users without a lock, unless an
+// earlier run of the same Update wrote them (tx.lockUsers): nearly every
+// transaction reads its acting user, and locking that row would queue
+// every write of one user (an admin's, a bot's) behind the others. LockUser
+// locks. UpdateUser makes a transaction that writes a user it read without
+// a lock run again (see Store.Update).
 
 // readUsers records the users an Update read by id, and whether it holds
 // their rows.
