@@ -79,7 +79,7 @@ func (s *Service) channelList(ctx context.Context, tx Tx, chs []*Channel, cus []
 		presentChannel(c, now)
 		out.Channels = append(out.Channels, *c)
 	}
-	unread, err := tx.UnreadCounts(ctx, cus)
+	unread, err := UnreadCounts(ctx, tx, cus)
 	if err != nil {
 		return nil, err
 	}

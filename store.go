@@ -200,22 +200,62 @@ type ChannelStore interface {
 	// PutChannelUser never writes the marker: it keeps the stored one when
 	// it replaces a relation and starts a new relation at 0.
 	MarkRead(ctx context.Context, channelID, userID string, segment int64) (*ChannelUser, error)
-	// UnreadCounts returns, for each relation of cus in order, the number
-	// of live (not deleted) messages in cu.ChannelID whose author is not
-	// cu.UserID and whose channelSegment is above cu.ReadToSegment
-	// (comments included); 0 when the channel does not exist. The cost
-	// must not grow with the number of unread messages: adapters count
-	// messageCount - ReadToSegment (every segment up to the channel's
-	// messageCount belongs to exactly one message, see AppendMessage),
-	// less the user's own messages and the deleted messages of others
-	// above the marker, each read from an index.
-	UnreadCounts(ctx context.Context, cus []*ChannelUser) ([]int64, error)
+	// CountUnread returns, for each relation cu of cus in order, the
+	// counts of rows its unread count is computed from (UnreadFacts): the
+	// messageCount of cu.ChannelID (0 when the channel does not exist),
+	// the messages of cu.UserID in it whose channelSegment is above
+	// cu.ReadToSegment (deleted or not, comments included), and the
+	// deleted messages of other authors above it. Each count is read from
+	// an index, so the cost does not grow with the number of unread
+	// messages. Callers use the package function UnreadCounts.
+	CountUnread(ctx context.Context, cus []*ChannelUser) ([]UnreadFacts, error)
 	// DeleteChannelUser removes a relation (no-op when absent) and keeps
 	// memberCount in step.
 	DeleteChannelUser(ctx context.Context, channelID, userID string) error
 	// DeleteChannelUsers removes every relation of the channel and sets
 	// its memberCount to 0.
 	DeleteChannelUsers(ctx context.Context, channelID string) error
+}
+
+// UnreadFacts are the counts of rows that the unread count of one relation
+// is computed from (see ChannelStore.CountUnread and UnreadCount).
+type UnreadFacts struct {
+	// MessageCount is the channel's messageCount, 0 when the channel
+	// does not exist.
+	MessageCount int64
+	// Own counts the user's messages above the marker, deleted or not.
+	Own int64
+	// DeletedOthers counts the deleted messages of other authors above
+	// the marker.
+	DeletedOthers int64
+}
+
+// UnreadCount is the unread count of a relation whose read marker is
+// readTo: the live (not deleted) messages of other authors whose
+// channelSegment is above readTo, comments included, 0 when the channel
+// does not exist. Every segment up to the channel's messageCount belongs
+// to exactly one message (see AppendMessage), so it is messageCount -
+// readTo less the user's own messages and the deleted messages of others
+// above the marker.
+func UnreadCount(readTo int64, f UnreadFacts) int64 {
+	return max(0, f.MessageCount-readTo-f.Own-f.DeletedOthers)
+}
+
+// UnreadCounts returns the unread count (UnreadCount) of each relation of
+// cus, in order, from the counts the store reads (CountUnread).
+func UnreadCounts(ctx context.Context, tx Tx, cus []*ChannelUser) ([]int64, error) {
+	fs, err := tx.CountUnread(ctx, cus)
+	if err != nil {
+		return nil, err
+	}
+	if len(fs) != len(cus) {
+		return nil, Errorf(CodeInternal, "store: CountUnread returned %d counts for %d relations", len(fs), len(cus))
+	}
+	out := make([]int64, len(cus))
+	for i, f := range fs {
+		out[i] = UnreadCount(cus[i].ReadToSegment, f)
+	}
+	return out, nil
 }
 
 // MessageFilter selects messages of one channel in channelSegment order.

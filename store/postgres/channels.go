@@ -448,13 +448,13 @@ func (t *tx) MarkRead(ctx context.Context, channelID, userID string, segment int
 	return cus[0], nil
 }
 
-// unreadQuery is the statement of UnreadCounts; its arguments are
+// unreadQuery is the statement of CountUnread; its arguments are
 // unreadArgs. Each relation reads its channel by primary key (a join
 // would let the planner hash the whole channels table for a page).
-const unreadQuery = `SELECT GREATEST(0, COALESCE((SELECT c.message_count FROM {s}channels c WHERE c.channel_id = q.ch), q.r) - q.r
-		- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r)
-		- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.is_deleted AND m.channel_segment > q.r
-			AND m.user_id <> q.u))
+const unreadQuery = `SELECT COALESCE((SELECT c.message_count FROM {s}channels c WHERE c.channel_id = q.ch), 0),
+		(SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r),
+		(SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.is_deleted AND m.channel_segment > q.r
+			AND m.user_id <> q.u)
 	FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS q(ch, u, r, i)
 	ORDER BY q.i`
 
@@ -468,13 +468,29 @@ func unreadArgs(cus []*chat.ChannelUser) []any {
 	return []any{textArray(chs), textArray(us), pq.Int64Array(rs)}
 }
 
-// UnreadCounts counts, in one statement, each relation's segments above
-// its marker less the user's own messages (messages_author_idx) and the
-// deleted messages of others (messages_deleted_idx) above it: index range
-// counts, never a read of the unread messages themselves. It takes no
-// locks.
-func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
-	return t.countPerRelation(ctx, "unread counts", unreadQuery, cus)
+// CountUnread reads, in one statement, each relation's channel
+// messageCount, the user's own messages (messages_author_idx) and the
+// deleted messages of others (messages_deleted_idx) above its marker:
+// index range counts, never a read of the unread messages themselves. It
+// takes no locks.
+func (t *tx) CountUnread(ctx context.Context, cus []*chat.ChannelUser) ([]chat.UnreadFacts, error) {
+	if len(cus) == 0 {
+		return nil, nil
+	}
+	out := make([]chat.UnreadFacts, 0, len(cus))
+	err := t.query(ctx, unreadQuery, unreadArgs(cus), func(r *sql.Rows) error {
+		var f chat.UnreadFacts
+		err := r.Scan(&f.MessageCount, &f.Own, &f.DeletedOthers)
+		out = append(out, f)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != len(cus) {
+		return nil, fmt.Errorf("postgres: unread counts: %d rows for %d relations", len(out), len(cus))
+	}
+	return out, nil
 }
 
 // countPerRelation runs query, a statement over unreadArgs(cus) that
