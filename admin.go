@@ -57,11 +57,13 @@ func (s *Service) createAdmin(ctx context.Context, actorID, name, userID string,
 			map[string]any{"userId": userID}); err != nil {
 			return err
 		}
-		us, err := tx.EnsureUsers(ctx, []string{userID}, now.Time)
+		if _, err := tx.EnsureUsers(ctx, []string{userID}, now.Time); err != nil {
+			return err
+		}
+		u, err := tx.LockUser(ctx, userID)
 		if err != nil {
 			return err
 		}
-		u := us[0]
 		if !hasRole(u.Roles, RoleGlobalAdmin) {
 			u.Roles = append(u.Roles, RoleGlobalAdmin)
 			u.UpdatedAt = now

@@ -209,7 +209,7 @@ func (s *Service) authorizeUser(ctx context.Context, tx Tx, actorID string, u *U
 		}
 	}
 	if r.ownRelation {
-		cu, err := tx.GetChannelUser(ctx, channelID, actorID)
+		cu, err := tx.LockChannelUser(ctx, channelID, actorID)
 		if err != nil && ErrorCode(err) != CodeNotFound {
 			return nil, err
 		}
@@ -234,7 +234,7 @@ func (s *Service) authorizeUser(ctx context.Context, tx Tx, actorID string, u *U
 	case r.perm != "" && !c.perms[r.perm]:
 		return nil, deny(describe(act) + " without the permission " + r.perm)
 	case r.member:
-		cu, err := tx.GetChannelUser(ctx, channelID, actorID)
+		cu, err := tx.LockChannelUser(ctx, channelID, actorID)
 		if err != nil && ErrorCode(err) != CodeNotFound {
 			return nil, err
 		}

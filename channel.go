@@ -79,7 +79,7 @@ func (s *Service) channelList(ctx context.Context, tx Tx, chs []*Channel, cus []
 		presentChannel(c, now)
 		out.Channels = append(out.Channels, *c)
 	}
-	unread, err := tx.UnreadCounts(ctx, cus)
+	unread, err := UnreadCounts(ctx, tx, cus)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (s *Service) channelList(ctx context.Context, tx Tx, chs []*Channel, cus []
 
 // openChannel returns a channel that exists and is not closed.
 func openChannel(ctx context.Context, tx Tx, channelID string) (*Channel, error) {
-	c, err := tx.GetChannel(ctx, channelID)
+	c, err := tx.LockChannel(ctx, channelID)
 	if err != nil {
 		return nil, notFound(err, "channel", channelID)
 	}
@@ -127,7 +127,7 @@ func checkAddable(ctx context.Context, tx Tx, channelID string, users []*User) e
 		}
 		ids[i] = u.UserID
 	}
-	cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+	cus, err := tx.LockChannelUsers(ctx, channelID, ids)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func othersOrSelf(actorID string, ids []string, act action) action {
 
 // addMembers makes users members; it returns those that were not members.
 func addMembers(ctx context.Context, tx Tx, channelID string, ids []string, now Time) ([]string, error) {
-	cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+	cus, err := tx.LockChannelUsers(ctx, channelID, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -247,10 +247,10 @@ func (s *Service) CreateChannel(ctx context.Context, actorID string, in CreateCh
 		if _, err := addMembers(ctx, tx, c.ChannelID, members, now); err != nil {
 			return err
 		}
-		if c, err = tx.GetChannel(ctx, c.ChannelID); err != nil {
+		if c, err = tx.LockChannel(ctx, c.ChannelID); err != nil {
 			return err
 		}
-		cus, err := tx.GetChannelUsers(ctx, c.ChannelID, members)
+		cus, err := tx.LockChannelUsers(ctx, c.ChannelID, members)
 		if err != nil {
 			return err
 		}
@@ -529,7 +529,7 @@ func (s *Service) AddUsers(ctx context.Context, actorID, channelID string, userI
 		if err != nil {
 			return err
 		}
-		c, err := tx.GetChannel(ctx, channelID)
+		c, err := tx.LockChannel(ctx, channelID)
 		if err != nil {
 			return err
 		}
@@ -539,7 +539,7 @@ func (s *Service) AddUsers(ctx context.Context, actorID, channelID string, userI
 				return err
 			}
 		}
-		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		cus, err := tx.LockChannelUsers(ctx, channelID, ids)
 		if err != nil {
 			return err
 		}
@@ -562,7 +562,7 @@ func (s *Service) AddUsers(ctx context.Context, actorID, channelID string, userI
 // membership is m (members for a removal, bans for an unban) and returns
 // their user ids in the order the store gave them.
 func deleteChannelUsers(ctx context.Context, tx Tx, channelID string, ids []string, m Membership) ([]string, error) {
-	cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+	cus, err := tx.LockChannelUsers(ctx, channelID, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -655,11 +655,11 @@ func (s *Service) JoinChannel(ctx context.Context, actorID, channelID string) (*
 		if err != nil {
 			return err
 		}
-		c, err := tx.GetChannel(ctx, channelID)
+		c, err := tx.LockChannel(ctx, channelID)
 		if err != nil {
 			return err
 		}
-		cus, err := tx.GetChannelUsers(ctx, channelID, []string{actorID})
+		cus, err := tx.LockChannelUsers(ctx, channelID, []string{actorID})
 		if err != nil {
 			return err
 		}
@@ -810,7 +810,7 @@ func (s *Service) MuteUsers(ctx context.Context, actorID, channelID string, user
 		if err != nil {
 			return err
 		}
-		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		cus, err := tx.LockChannelUsers(ctx, channelID, ids)
 		if err != nil {
 			return err
 		}
@@ -916,7 +916,7 @@ func (s *Service) BanUsers(ctx context.Context, actorID, channelID string, userI
 		if err != nil {
 			return err
 		}
-		cus, err := tx.GetChannelUsers(ctx, channelID, ids)
+		cus, err := tx.LockChannelUsers(ctx, channelID, ids)
 		if err != nil {
 			return err
 		}
@@ -1018,7 +1018,7 @@ func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) e
 		if _, err := s.authorize(ctx, tx, actorID, actCloseChannel, channelID); err != nil {
 			return err
 		}
-		c, err := tx.GetChannel(ctx, channelID)
+		c, err := tx.LockChannel(ctx, channelID)
 		if err != nil {
 			return notFound(err, "channel", channelID)
 		}
@@ -1028,7 +1028,7 @@ func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) e
 		if c.IsClosed {
 			return nil
 		}
-		cus, err := tx.GetChannelUsers(ctx, channelID, nil)
+		cus, err := tx.LockChannelUsers(ctx, channelID, nil)
 		if err != nil {
 			return err
 		}
@@ -1066,7 +1066,7 @@ func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) e
 // touchChannel reads a channel in tx and stores it with updatedAt now: a
 // change to its members or bans changes the channel's updatedAt.
 func touchChannel(ctx context.Context, tx Tx, channelID string, now Time) (*Channel, error) {
-	c, err := tx.GetChannel(ctx, channelID)
+	c, err := tx.LockChannel(ctx, channelID)
 	if err != nil {
 		return nil, err
 	}

@@ -49,12 +49,10 @@ func (c *Channel) RateLimit() time.Duration {
 // the author's last message there (deleted ones too) is less than the
 // window old.
 func checkRateLimit(ctx context.Context, tx Tx, c *Channel, authorID string, now time.Time) error {
-	if l, ok := tx.(ChannelUserLocker); ok {
-		// Two posts by one author racing in concurrent transactions: the
-		// second waits here for the first to end, then sees its message.
-		if err := l.LockChannelUser(ctx, c.ChannelID, authorID); err != nil {
-			return err
-		}
+	// Two posts by one author racing in concurrent transactions: the
+	// second waits here for the first to end, then sees its message.
+	if _, err := tx.LockChannelUser(ctx, c.ChannelID, authorID); err != nil && ErrorCode(err) != CodeNotFound {
+		return err
 	}
 	ms, err := tx.QueryMessages(ctx, MessageFilter{ChannelID: c.ChannelID, UserID: authorID, IncludeDeleted: true, Descending: true, Limit: 1})
 	if err != nil || len(ms) == 0 {

@@ -47,7 +47,10 @@ type DeviceStore interface {
 	// device with the same provider and token exists.
 	CreateDevice(ctx context.Context, d *Device) error
 	// GetDeviceByToken returns the device with this provider and token,
-	// whoever owns it, or CodeNotFound.
+	// whoever owns it, or CodeNotFound. In an Update, adapters whose
+	// write transactions run concurrently (Postgres) hold the device's
+	// row until the transaction ends, since registration reads it to move
+	// or touch it.
 	GetDeviceByToken(ctx context.Context, provider, token string) (*Device, error)
 	// TouchDevice sets the device's updatedAt; CodeNotFound if absent.
 	TouchDevice(ctx context.Context, deviceID string, now time.Time) error

@@ -100,9 +100,11 @@
 // FinishDeliveries use them when present and fall back to the required
 // methods otherwise, with the same results; the conformance suite in
 // store/storetest checks both paths. A Store may implement OutboxWatcher to
-// wake webhook dispatchers on commit instead of letting them poll, and a
-// Tx whose write transactions run concurrently implements
-// ChannelUserLocker, so that slow mode stays exact across processes.
+// wake webhook dispatchers on commit instead of letting them poll. Every Tx
+// has the methods of LockStore, which read a row the transaction is about
+// to write and, in stores whose write transactions run concurrently
+// (Postgres), hold it until the transaction ends; the Get methods never
+// hold rows (see Tx).
 //
 // # Choices where the API contract is silent
 //

@@ -101,7 +101,7 @@ func (s *Service) expireMembers(ctx context.Context, tx Tx, ev *events, cus []*C
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		c, err := tx.GetChannel(ctx, id)
+		c, err := tx.LockChannel(ctx, id)
 		if err != nil {
 			return err
 		}

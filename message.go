@@ -222,7 +222,7 @@ func (s *Service) checkPostBy(ctx context.Context, tx Tx, author *User, channelI
 		if perms, _, err = s.permissions(ctx, tx, author); err != nil {
 			return nil, err
 		}
-		if cu, err = tx.GetChannelUser(ctx, channelID, actorID); err != nil && ErrorCode(err) != CodeNotFound {
+		if cu, err = tx.LockChannelUser(ctx, channelID, actorID); err != nil && ErrorCode(err) != CodeNotFound {
 			return nil, err
 		}
 	}
@@ -245,7 +245,7 @@ func (s *Service) checkPostBy(ctx context.Context, tx Tx, author *User, channelI
 	}
 	pc := &postContext{author: author, channel: c}
 	if parentID != "" {
-		p, err := tx.GetMessage(ctx, parentID)
+		p, err := tx.LockMessage(ctx, parentID)
 		if err != nil && ErrorCode(err) != CodeNotFound {
 			return nil, err
 		}
@@ -850,7 +850,7 @@ func (s *Service) DeleteMessage(ctx context.Context, actorID, messageID string) 
 	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, ev *events) error {
-		m, err := tx.GetMessage(ctx, messageID)
+		m, err := tx.LockMessage(ctx, messageID)
 		if err != nil {
 			return notFound(err, "message", messageID)
 		}
@@ -899,7 +899,7 @@ func (s *Service) FlagMessage(ctx context.Context, actorID, messageID string) (*
 	now := s.Now()
 	var out *MessageList
 	err := s.update(ctx, func(tx Tx, ev *events) error {
-		m, err := tx.GetMessage(ctx, messageID)
+		m, err := tx.LockMessage(ctx, messageID)
 		if err != nil {
 			return notFound(err, "message", messageID)
 		}
@@ -943,7 +943,7 @@ func (s *Service) ClearMessageFlags(ctx context.Context, actorID, messageID stri
 		if _, err := s.authorize(ctx, tx, actorID, actClearMsgFlags, ""); err != nil {
 			return err
 		}
-		m, err := tx.GetMessage(ctx, messageID)
+		m, err := tx.LockMessage(ctx, messageID)
 		if err != nil {
 			return notFound(err, "message", messageID)
 		}

@@ -123,7 +123,7 @@ func (s *Service) UpdateMessage(ctx context.Context, actorID string, in UpdateMe
 // new tags. It writes nothing.
 func (s *Service) editedMessage(ctx context.Context, tx Tx, actorID string, in UpdateMessageInput, tags []string) (*Message, error) {
 
-	m, err := tx.GetMessage(ctx, in.MessageID)
+	m, err := tx.LockMessage(ctx, in.MessageID)
 	if err != nil {
 		return nil, notFound(err, "message", in.MessageID)
 	}

@@ -73,7 +73,7 @@ func (s *Service) PurgeUserMessages(ctx context.Context, actorID string, in Purg
 				return notFound(err, "user", in.UserID)
 			}
 			if first && in.ChannelID != "" {
-				if _, err := tx.GetChannel(ctx, in.ChannelID); err != nil {
+				if _, err := tx.LockChannel(ctx, in.ChannelID); err != nil {
 					return notFound(err, "channel", in.ChannelID)
 				}
 			}

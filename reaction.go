@@ -160,7 +160,7 @@ func (s *Service) AddReaction(ctx context.Context, actorID, referenceID string, 
 	now := s.Now()
 	var id string
 	err := s.update(ctx, func(tx Tx, ev *events) error {
-		m, err := tx.GetMessage(ctx, referenceID)
+		m, err := tx.LockMessage(ctx, referenceID)
 		if err != nil {
 			return notFound(err, "message", referenceID)
 		}
@@ -187,7 +187,7 @@ func (s *Service) AddReaction(ctx context.Context, actorID, referenceID string, 
 		}
 		id = r.ReactionID
 		if inserted {
-			m, err = tx.GetMessage(ctx, referenceID)
+			m, err = tx.LockMessage(ctx, referenceID)
 			if err != nil {
 				return err
 			}
@@ -212,7 +212,7 @@ func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID strin
 	}
 	var id string
 	err := s.update(ctx, func(tx Tx, ev *events) error {
-		m, err := tx.GetMessage(ctx, referenceID)
+		m, err := tx.LockMessage(ctx, referenceID)
 		if err != nil {
 			return notFound(err, "message", referenceID)
 		}
@@ -230,7 +230,7 @@ func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID strin
 			return err
 		}
 		id = r.ReactionID
-		if m, err = tx.GetMessage(ctx, referenceID); err != nil {
+		if m, err = tx.LockMessage(ctx, referenceID); err != nil {
 			return err
 		}
 		us, err := tx.GetUsers(ctx, []string{actorID})

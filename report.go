@@ -160,10 +160,8 @@ type ReportStore interface {
 	// report per reporter and target, kept by the store's own unique
 	// index on SQL stores).
 	CreateReport(ctx context.Context, r *Report) error
-	// GetReport returns the report or CodeNotFound. In an Update, the
-	// report read stays as read until the transaction ends (adapters
-	// whose writers run concurrently lock its row), so a read-modify-write
-	// of a report, such as resolving it, happens once.
+	// GetReport returns the report or CodeNotFound (LockReport holds it
+	// for a read-modify-write, such as resolving it).
 	GetReport(ctx context.Context, reportID string) (*Report, error)
 	// UpdateReport replaces note, state, resolution and resolvedAt by
 	// report id; CodeNotFound if absent.
@@ -543,7 +541,7 @@ func (s *Service) ResolveReport(ctx context.Context, actorID string, in ResolveR
 		if _, err := s.authorize(ctx, tx, actorID, actReviewReports, ""); err != nil {
 			return err
 		}
-		r, err := tx.GetReport(ctx, in.ReportID)
+		r, err := tx.LockReport(ctx, in.ReportID)
 		if err != nil {
 			return notFound(err, "report", in.ReportID)
 		}

@@ -50,7 +50,17 @@ type DeliveryWatcher interface {
 }
 
 // Tx is one transaction: the union of the per-area stores.
+//
+// Locks: the Get, Query and List methods take no row locks. A transaction
+// that reads a row in order to write it, or whose writes depend on what it
+// read (a membership, a closed flag), reads it with a method of LockStore,
+// which in an Update holds the row until the transaction ends in stores
+// whose write transactions run concurrently (Postgres). Writes hold the
+// rows they write; writes of channel relations hold the channel's row
+// first. Stores that run one write transaction at a time (memory, SQLite)
+// need no row locks: their Lock methods read like the Get methods.
 type Tx interface {
+	LockStore
 	ChannelStore
 	MessageStore
 	SearchStore
@@ -78,6 +88,46 @@ type Tx interface {
 	MentionStore
 	PushStore
 	PresenceStore
+}
+
+// LockStore reads rows for a read-modify-write. In an Update of the
+// Postgres store each method holds the rows it returns (SELECT ... FOR NO
+// KEY UPDATE) until the transaction ends: a row read and then written
+// cannot change in between, and another transaction that locks or writes
+// the row waits for the holder to end. FOR NO KEY UPDATE does not stop the
+// inserts of rows that reference the held row (a message in a held
+// channel). In a View, and in stores that run one write transaction at a
+// time, each method reads exactly as the matching Get method. A channel's
+// relations are locked after the channel's row, by every method and write.
+// Postgres detects a deadlock between two transactions that lock rows in
+// opposite orders and runs the function it aborted again.
+type LockStore interface {
+	// LockChannel returns and holds the channel's row, or CodeNotFound.
+	LockChannel(ctx context.Context, channelID string) (*Channel, error)
+	// LockChannelUser holds the channel's row, then the relation of
+	// userID to it, and returns the relation, or CodeNotFound when there
+	// is none. A relation read as missing stays missing until the
+	// transaction ends (the channel's row, held, guards its relations).
+	LockChannelUser(ctx context.Context, channelID, userID string) (*ChannelUser, error)
+	// LockChannelUsers holds the channel's row, then returns and holds the
+	// relations as GetChannelUsers returns them.
+	LockChannelUsers(ctx context.Context, channelID string, userIDs []string) ([]*ChannelUser, error)
+	// LockMessage returns and holds the message's row (deleted ones
+	// too), or CodeNotFound.
+	LockMessage(ctx context.Context, messageID string) (*Message, error)
+	// LockUser returns and holds the user's row, or CodeNotFound. Users
+	// are read by nearly every transaction (the acting user), so GetUser,
+	// GetUsers and EnsureUsers never hold them; a transaction that writes
+	// a user reads it with LockUser first. On Postgres, an UpdateUser of
+	// a user this transaction read with GetUser, GetUsers or EnsureUsers
+	// (existing) rolls the transaction back and runs the function again,
+	// reading that user with the lock (see the Postgres package).
+	LockUser(ctx context.Context, userID string) (*User, error)
+	// LockWebhook returns and holds the webhook (with its secret), or
+	// CodeNotFound.
+	LockWebhook(ctx context.Context, webhookID string) (*Webhook, error)
+	// LockReport returns and holds the report, or CodeNotFound.
+	LockReport(ctx context.Context, reportID string) (*Report, error)
 }
 
 // ChannelCursor is a keyset position in the newest-first channel order
@@ -150,22 +200,62 @@ type ChannelStore interface {
 	// PutChannelUser never writes the marker: it keeps the stored one when
 	// it replaces a relation and starts a new relation at 0.
 	MarkRead(ctx context.Context, channelID, userID string, segment int64) (*ChannelUser, error)
-	// UnreadCounts returns, for each relation of cus in order, the number
-	// of live (not deleted) messages in cu.ChannelID whose author is not
-	// cu.UserID and whose channelSegment is above cu.ReadToSegment
-	// (comments included); 0 when the channel does not exist. The cost
-	// must not grow with the number of unread messages: adapters count
-	// messageCount - ReadToSegment (every segment up to the channel's
-	// messageCount belongs to exactly one message, see AppendMessage),
-	// less the user's own messages and the deleted messages of others
-	// above the marker, each read from an index.
-	UnreadCounts(ctx context.Context, cus []*ChannelUser) ([]int64, error)
+	// CountUnread returns, for each relation cu of cus in order, the
+	// counts of rows its unread count is computed from (UnreadFacts): the
+	// messageCount of cu.ChannelID (0 when the channel does not exist),
+	// the messages of cu.UserID in it whose channelSegment is above
+	// cu.ReadToSegment (deleted or not, comments included), and the
+	// deleted messages of other authors above it. Each count is read from
+	// an index, so the cost does not grow with the number of unread
+	// messages. Callers use the package function UnreadCounts.
+	CountUnread(ctx context.Context, cus []*ChannelUser) ([]UnreadFacts, error)
 	// DeleteChannelUser removes a relation (no-op when absent) and keeps
 	// memberCount in step.
 	DeleteChannelUser(ctx context.Context, channelID, userID string) error
 	// DeleteChannelUsers removes every relation of the channel and sets
 	// its memberCount to 0.
 	DeleteChannelUsers(ctx context.Context, channelID string) error
+}
+
+// UnreadFacts are the counts of rows that the unread count of one relation
+// is computed from (see ChannelStore.CountUnread and UnreadCount).
+type UnreadFacts struct {
+	// MessageCount is the channel's messageCount, 0 when the channel
+	// does not exist.
+	MessageCount int64
+	// Own counts the user's messages above the marker, deleted or not.
+	Own int64
+	// DeletedOthers counts the deleted messages of other authors above
+	// the marker.
+	DeletedOthers int64
+}
+
+// UnreadCount is the unread count of a relation whose read marker is
+// readTo: the live (not deleted) messages of other authors whose
+// channelSegment is above readTo, comments included, 0 when the channel
+// does not exist. Every segment up to the channel's messageCount belongs
+// to exactly one message (see AppendMessage), so it is messageCount -
+// readTo less the user's own messages and the deleted messages of others
+// above the marker.
+func UnreadCount(readTo int64, f UnreadFacts) int64 {
+	return max(0, f.MessageCount-readTo-f.Own-f.DeletedOthers)
+}
+
+// UnreadCounts returns the unread count (UnreadCount) of each relation of
+// cus, in order, from the counts the store reads (CountUnread).
+func UnreadCounts(ctx context.Context, tx Tx, cus []*ChannelUser) ([]int64, error) {
+	fs, err := tx.CountUnread(ctx, cus)
+	if err != nil {
+		return nil, err
+	}
+	if len(fs) != len(cus) {
+		return nil, Errorf(CodeInternal, "store: CountUnread returned %d counts for %d relations", len(fs), len(cus))
+	}
+	out := make([]int64, len(cus))
+	for i, f := range fs {
+		out[i] = UnreadCount(cus[i].ReadToSegment, f)
+	}
+	return out, nil
 }
 
 // MessageFilter selects messages of one channel in channelSegment order.
@@ -214,18 +304,6 @@ type MessageStore interface {
 	SoftDeleteUserMessages(ctx context.Context, userID string, now time.Time) ([]string, error)
 }
 
-// ChannelUserLocker is an optional capability of a Tx, for stores whose
-// write transactions run concurrently (Postgres): in an Update,
-// LockChannelUser holds the channel-user row of userID in channelID (when
-// there is one) until the transaction ends, so that what the transaction
-// reads after it sees every transaction that held the row before. Slow
-// mode locks the author's row before reading the author's last message.
-// Stores that run one write transaction at a time need not implement it;
-// in a View it does nothing.
-type ChannelUserLocker interface {
-	LockChannelUser(ctx context.Context, channelID, userID string) error
-}
-
 // MessageAppender is an optional capability of a Tx: AppendMessage does
 // what NextSegment followed by CreateMessage does, in one step where the
 // adapter can (one statement, one round trip, on Postgres). Callers use the
@@ -247,7 +325,7 @@ type MessageAppender interface {
 // user, the channel, the user's relation to it, the rules and webhooks
 // versions), so that the reads that follow cost no further round trip to
 // the store. Reads and locks are the same as those of GetUser,
-// GetChannelUser and GetChannel in this order, and a missing row is no
+// LockChannel and LockChannelUser in this order, and a missing row is no
 // error here (the read that follows reports it).
 type PostPrefetcher interface {
 	PrefetchPost(ctx context.Context, channelID, userID string) error

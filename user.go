@@ -193,11 +193,13 @@ func (s *Service) UpdateUser(ctx context.Context, actorID string, in UpdateUserI
 				}
 			}
 		}
-		us, err := tx.EnsureUsers(ctx, []string{in.UserID}, now.Time)
+		if _, err := tx.EnsureUsers(ctx, []string{in.UserID}, now.Time); err != nil {
+			return err
+		}
+		u, err := tx.LockUser(ctx, in.UserID)
 		if err != nil {
 			return err
 		}
-		u := us[0]
 		if in.DisplayName != nil {
 			u.DisplayName = *in.DisplayName
 		}
@@ -259,7 +261,7 @@ func (s *Service) setGlobalBan(ctx context.Context, actorID, userID string, ban,
 	now := s.Now()
 	defer s.authUsers.forget(userID) // also on failure: the store may have committed
 	return s.update(ctx, func(tx Tx, ev *events) error {
-		u, err := tx.GetUser(ctx, userID)
+		u, err := tx.LockUser(ctx, userID)
 		if err != nil {
 			return notFound(err, "user", userID)
 		}
@@ -324,7 +326,7 @@ func (s *Service) FlagUser(ctx context.Context, actorID, userID string) (*UserLi
 		if _, err := s.authorize(ctx, tx, actorID, actFlagUser, ""); err != nil {
 			return err
 		}
-		u, err := tx.GetUser(ctx, userID)
+		u, err := tx.LockUser(ctx, userID)
 		if err != nil {
 			return notFound(err, "user", userID)
 		}
@@ -358,7 +360,7 @@ func (s *Service) ClearUserFlags(ctx context.Context, actorID, userID string) er
 	now := s.Now()
 	defer s.authUsers.forget(userID) // also on failure: the store may have committed
 	return s.update(ctx, func(tx Tx, ev *events) error {
-		u, err := tx.GetUser(ctx, userID)
+		u, err := tx.LockUser(ctx, userID)
 		if err != nil {
 			return notFound(err, "user", userID)
 		}

@@ -420,7 +420,7 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 		if _, err := s.authorize(ctx, tx, actorID, actEraseUser, ""); err != nil {
 			return err
 		}
-		u, err := tx.GetUser(ctx, userID)
+		u, err := tx.LockUser(ctx, userID)
 		if err != nil {
 			return notFound(err, "user", userID)
 		}
@@ -551,7 +551,7 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 				if _, err := tx.RemoveReaction(ctx, userID, r.ReferenceID, r.ReactionName); err != nil {
 					return err
 				}
-				m, err := tx.GetMessage(ctx, r.ReferenceID)
+				m, err := tx.LockMessage(ctx, r.ReferenceID)
 				if err != nil {
 					return err
 				}

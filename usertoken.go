@@ -138,11 +138,13 @@ func (s *Service) RevokeUserTokens(ctx context.Context, actorID, userID string) 
 	now := s.Now()
 	defer s.authUsers.forget(userID) // also on failure: the store may have committed
 	return s.update(ctx, func(tx Tx, ev *events) error {
-		us, err := tx.EnsureUsers(ctx, []string{userID}, now.Time)
+		if _, err := tx.EnsureUsers(ctx, []string{userID}, now.Time); err != nil {
+			return err
+		}
+		u, err := tx.LockUser(ctx, userID)
 		if err != nil {
 			return err
 		}
-		u := us[0]
 		u.TokensRevokedAt = &now
 		u.UpdatedAt = now
 		if err := tx.UpdateUser(ctx, u); err != nil {

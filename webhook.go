@@ -119,6 +119,15 @@ func (s *Service) EnsureWebhook(ctx context.Context, actorID, rawURL, secret str
 			return err
 		}
 		for _, h := range hs {
+			if h.URL != rawURL {
+				continue
+			}
+			// The list was read without locks: hold the row to write it.
+			if h, err = tx.LockWebhook(ctx, h.WebhookID); ErrorCode(err) == CodeNotFound {
+				continue // deleted since
+			} else if err != nil {
+				return err
+			}
 			if h.URL == rawURL {
 				h.Secret, h.IsDisabled, h.DisabledReason, h.UpdatedAt = secret, false, "", now
 				h.Events = emptyIfNil(h.Events)
@@ -181,7 +190,7 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, actorID, webhookID st
 	var w *Webhook
 	err := s.update(ctx, func(tx Tx, _ *events) error {
 		var err error
-		w, err = tx.GetWebhook(ctx, webhookID)
+		w, err = tx.LockWebhook(ctx, webhookID)
 		if err != nil {
 			return notFound(err, "webhook", webhookID)
 		}
@@ -207,7 +216,7 @@ func (s *Service) DisableWebhook(ctx context.Context, actorID, webhookID, reason
 	}
 	now := s.Now()
 	return s.update(ctx, func(tx Tx, _ *events) error {
-		w, err := tx.GetWebhook(ctx, webhookID)
+		w, err := tx.LockWebhook(ctx, webhookID)
 		if err != nil {
 			return notFound(err, "webhook", webhookID)
 		}

@@ -340,39 +340,39 @@ func (t *tx) MarkRead(_ context.Context, channelID, userID string, segment int64
 	return cpChannelUser(cu), nil
 }
 
-// UnreadCounts counts from the channel's messageCount, less the user's own
-// messages above the marker (chanAuthor) and the deleted messages of
-// others above it (chanMsgs.deleted), as the SQL adapters do.
-func (t *tx) UnreadCounts(_ context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+// CountUnread reads the channel's messageCount, the user's own messages
+// above the marker (chanAuthor) and the deleted messages of others above
+// it (chanMsgs.deleted).
+func (t *tx) CountUnread(_ context.Context, cus []*chat.ChannelUser) ([]chat.UnreadFacts, error) {
 	if err := t.readable(); err != nil {
 		return nil, err
 	}
 	d := t.d
-	out := make([]int64, len(cus))
+	out := make([]chat.UnreadFacts, len(cus))
 	for i, cu := range cus {
 		c, ok := d.channels[cu.ChannelID]
 		if !ok {
 			continue
 		}
 		r := cu.ReadToSegment
-		n := c.MessageCount - r
+		f := &out[i]
+		f.MessageCount = c.MessageCount
 		ch, okc := d.strIDs[cu.ChannelID]
 		u, oku := d.strIDs[cu.UserID]
 		if okc && oku {
 			if own := d.chanAuthor[chanAuthorKey{ch, u}]; own != nil {
 				j, _ := d.search(*own, r+1)
-				n -= int64(len(*own) - j)
+				f.Own = int64(len(*own) - j)
 			}
 		}
 		if cm := d.chanMsgs[cu.ChannelID]; cm != nil {
 			j, _ := d.search(cm.deleted, r+1)
 			for _, p := range cm.deleted[j:] {
 				if !oku || d.allMsgs[p].user != u {
-					n--
+					f.DeletedOthers++
 				}
 			}
 		}
-		out[i] = max(n, 0)
 	}
 	return out, nil
 }

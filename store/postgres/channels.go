@@ -83,37 +83,51 @@ func (t *tx) CreateChannel(ctx context.Context, c *chat.Channel) error {
 	return t.writeChannelKeys(ctx, c)
 }
 
-// GetChannel locks the row in an Update.
+// GetChannel reads the row without a lock (a row PrefetchPost read, locked
+// in an Update, is served as it is).
 func (t *tx) GetChannel(ctx context.Context, channelID string) (*chat.Channel, error) {
+	return t.channel(ctx, channelID, false)
+}
+
+// LockChannel implements chat.LockStore: in an Update the row is held
+// (FOR NO KEY UPDATE) until the transaction ends.
+func (t *tx) LockChannel(ctx context.Context, channelID string) (*chat.Channel, error) {
+	return t.channel(ctx, channelID, true)
+}
+
+func (t *tx) channel(ctx context.Context, channelID string, lock bool) (*chat.Channel, error) {
 	if c, ok := t.prefetchedChannel(channelID); ok {
 		if c == nil {
 			return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", channelID)
 		}
 		return c, nil
 	}
-	cs, err := t.channels(ctx, `SELECT `+channelCols+` FROM {s}channels WHERE channel_id = $1`+t.lockRows(), channelID)
+	tmpl := `SELECT ` + channelCols + ` FROM {s}channels WHERE channel_id = $1`
+	if lock {
+		tmpl += t.lockRows()
+	}
+	cs, err := t.channels(ctx, tmpl, channelID)
 	if err != nil {
 		return nil, err
 	}
 	if len(cs) == 0 {
 		return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", channelID)
 	}
-	t.lockedChannel(channelID)
+	if lock {
+		t.lockedChannel(channelID)
+	}
 	return cs[0], nil
 }
 
-// GetChannels locks the rows in an Update, in channel id order.
+// GetChannels reads without locks.
 func (t *tx) GetChannels(ctx context.Context, ids []string) ([]*chat.Channel, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	cs, err := t.channels(ctx, `SELECT `+channelCols+` FROM {s}channels WHERE channel_id = ANY($1::text[])
-		ORDER BY channel_id`+t.lockRows(), textArray(ids))
+		ORDER BY channel_id`, textArray(ids))
 	if err != nil {
 		return nil, err
-	}
-	for _, c := range cs {
-		t.lockedChannel(c.ChannelID)
 	}
 	return inIDOrder(ids, cs, func(c *chat.Channel) string { return c.ChannelID }, nil), nil
 }
@@ -312,26 +326,23 @@ func (t *tx) lockChannel(ctx context.Context, channelID string) error {
 	return nil
 }
 
-// LockChannelUser implements chat.ChannelUserLocker: in an Update, a row
-// lock on the channel-user row (after the channel's) until the transaction
-// ends.
-func (t *tx) LockChannelUser(ctx context.Context, channelID, userID string) error {
-	if !t.write {
-		return nil
-	}
-	if err := t.lockChannel(ctx, channelID); err != nil {
-		return err
-	}
-	_, err := t.exists(ctx, `SELECT 1 FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2 FOR NO KEY UPDATE`, channelID, userID)
-	return err
+// LockChannelUser implements chat.LockStore: in an Update, the channel's
+// row and then the relation's are held until the transaction ends.
+func (t *tx) LockChannelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
+	return t.getChannelUser(ctx, channelID, userID, true)
 }
 
-// GetChannelUser locks the channel row and then the relation in an Update.
+// GetChannelUser reads the relation without a lock (a relation
+// PrefetchPost read, locked in an Update, is served as it is).
 func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
+	return t.getChannelUser(ctx, channelID, userID, false)
+}
+
+func (t *tx) getChannelUser(ctx context.Context, channelID, userID string, lock bool) (*chat.ChannelUser, error) {
 	cu, ok := t.prefetchedChannelUser(channelID, userID)
 	if !ok {
 		var err error
-		if cu, err = t.channelUser(ctx, channelID, userID); err != nil {
+		if cu, err = t.channelUser(ctx, channelID, userID, lock); err != nil {
 			return nil, err
 		}
 	}
@@ -341,16 +352,16 @@ func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*cha
 	return cu, nil
 }
 
-// channelUser reads a relation, or nil. In an Update that does not hold
-// the channel's row yet, one statement locks the channel row and then the
+// channelUser reads a relation, or nil. To lock it in an Update that does
+// not hold the channel's row yet, one statement locks the channel row and then the
 // relation. That statement's snapshot may predate the channel lock it
 // waited for, so a relation it finds missing (perhaps inserted or deleted
 // by the transaction it waited for) is read again by a statement of its
 // own, which sees every relation committed before the lock was granted.
 // One it finds present is current: the row lock rechecks the newest
 // version of a row that changed meanwhile.
-func (t *tx) channelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
-	if t.write && !t.heldChannels[channelID] {
+func (t *tx) channelUser(ctx context.Context, channelID, userID string, lock bool) (*chat.ChannelUser, error) {
+	if lock && t.write && !t.heldChannels[channelID] {
 		cus, err := t.channelUsers(ctx, `WITH c AS MATERIALIZED (
 				SELECT 1 FROM {s}channels WHERE channel_id = $1 FOR NO KEY UPDATE
 			)
@@ -364,29 +375,45 @@ func (t *tx) channelUser(ctx context.Context, channelID, userID string) (*chat.C
 			return cus[0], nil
 		}
 	}
-	cus, err := t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
-		WHERE channel_id = $1 AND user_id = $2`+t.lockRows(), channelID, userID)
+	tmpl := `SELECT ` + channelUserSel + ` FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2`
+	if lock {
+		tmpl += t.lockRows()
+	}
+	cus, err := t.channelUsers(ctx, tmpl, channelID, userID)
 	if err != nil || len(cus) == 0 {
 		return nil, err
 	}
 	return cus[0], nil
 }
 
-// GetChannelUsers locks the channel row and then the relations in an
-// Update.
+// GetChannelUsers reads the relations without locks.
 func (t *tx) GetChannelUsers(ctx context.Context, channelID string, userIDs []string) ([]*chat.ChannelUser, error) {
+	return t.getChannelUsers(ctx, channelID, userIDs, false)
+}
+
+// LockChannelUsers implements chat.LockStore: in an Update, the channel's
+// row and then the relations are held until the transaction ends.
+func (t *tx) LockChannelUsers(ctx context.Context, channelID string, userIDs []string) ([]*chat.ChannelUser, error) {
+	return t.getChannelUsers(ctx, channelID, userIDs, true)
+}
+
+func (t *tx) getChannelUsers(ctx context.Context, channelID string, userIDs []string, lock bool) ([]*chat.ChannelUser, error) {
 	if userIDs != nil && len(userIDs) == 0 {
 		return nil, nil
 	}
-	if err := t.lockChannel(ctx, channelID); err != nil {
-		return nil, err
+	suffix := ""
+	if lock {
+		if err := t.lockChannel(ctx, channelID); err != nil {
+			return nil, err
+		}
+		suffix = t.lockRows()
 	}
 	if userIDs == nil {
 		return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
-			WHERE channel_id = $1 ORDER BY user_id`+t.lockRows(), channelID)
+			WHERE channel_id = $1 ORDER BY user_id`+suffix, channelID)
 	}
 	return t.channelUsers(ctx, `SELECT `+channelUserSel+` FROM {s}channel_users
-		WHERE channel_id = $1 AND user_id = ANY($2::text[]) ORDER BY user_id`+t.lockRows(), channelID, textArray(userIDs))
+		WHERE channel_id = $1 AND user_id = ANY($2::text[]) ORDER BY user_id`+suffix, channelID, textArray(userIDs))
 }
 
 // ListMemberships reads without locks: it spans channels.
@@ -421,13 +448,13 @@ func (t *tx) MarkRead(ctx context.Context, channelID, userID string, segment int
 	return cus[0], nil
 }
 
-// unreadQuery is the statement of UnreadCounts; its arguments are
+// unreadQuery is the statement of CountUnread; its arguments are
 // unreadArgs. Each relation reads its channel by primary key (a join
 // would let the planner hash the whole channels table for a page).
-const unreadQuery = `SELECT GREATEST(0, COALESCE((SELECT c.message_count FROM {s}channels c WHERE c.channel_id = q.ch), q.r) - q.r
-		- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r)
-		- (SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.is_deleted AND m.channel_segment > q.r
-			AND m.user_id <> q.u))
+const unreadQuery = `SELECT COALESCE((SELECT c.message_count FROM {s}channels c WHERE c.channel_id = q.ch), 0),
+		(SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r),
+		(SELECT count(*) FROM {s}messages m WHERE m.channel_id = q.ch AND m.is_deleted AND m.channel_segment > q.r
+			AND m.user_id <> q.u)
 	FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS q(ch, u, r, i)
 	ORDER BY q.i`
 
@@ -441,13 +468,29 @@ func unreadArgs(cus []*chat.ChannelUser) []any {
 	return []any{textArray(chs), textArray(us), pq.Int64Array(rs)}
 }
 
-// UnreadCounts counts, in one statement, each relation's segments above
-// its marker less the user's own messages (messages_author_idx) and the
-// deleted messages of others (messages_deleted_idx) above it: index range
-// counts, never a read of the unread messages themselves. It takes no
-// locks.
-func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
-	return t.countPerRelation(ctx, "unread counts", unreadQuery, cus)
+// CountUnread reads, in one statement, each relation's channel
+// messageCount, the user's own messages (messages_author_idx) and the
+// deleted messages of others (messages_deleted_idx) above its marker:
+// index range counts, never a read of the unread messages themselves. It
+// takes no locks.
+func (t *tx) CountUnread(ctx context.Context, cus []*chat.ChannelUser) ([]chat.UnreadFacts, error) {
+	if len(cus) == 0 {
+		return nil, nil
+	}
+	out := make([]chat.UnreadFacts, 0, len(cus))
+	err := t.query(ctx, unreadQuery, unreadArgs(cus), func(r *sql.Rows) error {
+		var f chat.UnreadFacts
+		err := r.Scan(&f.MessageCount, &f.Own, &f.DeletedOthers)
+		out = append(out, f)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != len(cus) {
+		return nil, fmt.Errorf("postgres: unread counts: %d rows for %d relations", len(out), len(cus))
+	}
+	return out, nil
 }
 
 // countPerRelation runs query, a statement over unreadArgs(cus) that
@@ -519,5 +562,3 @@ func (t *tx) DeleteChannelUsers(ctx context.Context, channelID string) error {
 		UPDATE {s}channels SET member_count = 0 WHERE channel_id = $1 AND member_count <> 0`, channelID)
 	return err
 }
-
-var _ chat.ChannelUserLocker = (*tx)(nil)

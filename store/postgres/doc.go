@@ -44,20 +44,24 @@
 //
 // Every value travels as a bound parameter; statements are prepared once
 // per connection. View runs a REPEATABLE READ READ ONLY transaction, so all
-// its reads see one snapshot. Update runs a READ COMMITTED transaction in
-// which reads by id of channels, channel users, messages and webhooks lock
-// their rows (SELECT ... FOR NO KEY UPDATE) until it ends: a row the
-// function reads and then writes cannot change in between, and another
-// process that wants the row waits. Relations are read and written under
-// their channel's row lock, taken first, which keeps memberCount exact and
-// a relation read as missing missing. Lists (Query*, List* other than
-// ListWebhooks) take no locks.
+// its reads see one snapshot. Update runs a READ COMMITTED transaction.
+// In it, the methods of chat.LockStore (LockChannel, LockChannelUser,
+// LockChannelUsers, LockMessage, LockUser, LockWebhook, LockReport) lock
+// the rows they read (SELECT ... FOR NO KEY UPDATE) until it ends: a row
+// the function reads and then writes cannot change in between, and another
+// process that wants the row waits. The Get, Query and List methods take
+// no locks, apart from GetDeviceByToken and ListDevices (device
+// registration) and the claims (SKIP LOCKED) that their documentation
+// names. Relations are locked and written under their channel's row lock,
+// taken first, which keeps memberCount exact and a relation locked as
+// missing missing.
 //
-// Users are the exception: nearly every request reads its acting user, and
-// locking that row would queue all writes by one user (an admin, a bot)
-// behind each other. Users are read without a lock; when the function then
-// writes a user it read, Update rolls the transaction back and runs the
-// function again, reading that user with the lock.
+// Nearly every request reads its acting user with GetUser, which does not
+// lock, so that writes by one user (an admin, a bot) do not queue behind
+// each other; a user to write is read with LockUser. When a function
+// writes a user it read with GetUser, GetUsers or EnsureUsers, Update
+// rolls the transaction back and runs the function again, reading that
+// user with the lock.
 //
 // Posting a message is one statement: UPDATE ... SET message_count =
 // message_count + 1 ... RETURNING on the channel row together with the

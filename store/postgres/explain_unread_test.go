@@ -12,7 +12,7 @@ import (
 
 // TestExplainUnread builds 500 channels of 2,000 messages (the rows of
 // storetest.UnreadMessage), ANALYZEs them and checks that the unread
-// counts of a page of relations, exactly as UnreadCounts runs them, read
+// counts of a page of relations, exactly as CountUnread runs them, read
 // messages only through messages_author_idx and messages_deleted_idx, by
 // index-only scans, channels by primary key, and never scan a table.
 func TestExplainUnread(t *testing.T) {

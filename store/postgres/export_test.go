@@ -14,7 +14,7 @@ func (s *Store) MessageQuery(f chat.MessageFilter) (string, []any) {
 }
 
 // UnreadQuery returns the schema-qualified SQL and the arguments that
-// UnreadCounts runs for cus.
+// CountUnread runs for cus.
 func (s *Store) UnreadQuery(cus []*chat.ChannelUser) (string, []any) {
 	return s.stmt(unreadQuery).sql, unreadArgs(cus)
 }

@@ -21,8 +21,9 @@ import (
 )
 
 // Tests of the concurrency the store gets from Postgres: row locks taken
-// by reads in Update transactions, the second run of a transaction that
-// wrote a user it read without a lock, and retries after deadlocks.
+// by the Lock methods (chat.LockStore) in Update transactions, none taken
+// by the Get methods, the second run of a transaction that wrote a user it
+// read without a lock, and retries after deadlocks.
 
 // openNamed opens a store over schema whose connections carry their own
 // application_name, so that a test can see in pg_stat_activity what its
@@ -102,11 +103,12 @@ func holdWhile(t *testing.T, s chat.Store, read func(ctx context.Context, tx cha
 	}
 }
 
-// TestUpdateReadsLockRows: in an Update, a read by id of a channel, a
-// relation (present or missing), a message or a webhook holds the row: a
-// writer of that row in another store (another process) waits for the
-// lock until the reader's transaction ends, then goes through.
-func TestUpdateReadsLockRows(t *testing.T) {
+// TestLockMethodsHoldRows: in an Update, LockChannel, LockChannelUser (of
+// a present or a missing relation), LockChannelUsers, LockMessage,
+// LockUser and LockWebhook hold their rows: a writer of that row in
+// another store (another process) waits for the lock until the reader's
+// transaction ends, then goes through.
+func TestLockMethodsHoldRows(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
 	s := openStore(t, schema)
@@ -120,32 +122,21 @@ func TestUpdateReadsLockRows(t *testing.T) {
 		read  func(ctx context.Context, tx chat.Tx) error
 		write func(ctx context.Context, tx chat.Tx) error
 	}{
-		{"GetChannel", func(ctx context.Context, tx chat.Tx) error {
-			_, err := tx.GetChannel(ctx, "c")
+		{"LockChannel", func(ctx context.Context, tx chat.Tx) error {
+			_, err := tx.LockChannel(ctx, "c")
 			return err
 		}, func(ctx context.Context, tx chat.Tx) error {
 			_, err := tx.NextSegment(ctx, "c", t0)
 			return err
 		}},
-		{"GetChannels", func(ctx context.Context, tx chat.Tx) error {
-			cs, err := tx.GetChannels(ctx, []string{"x", "c"})
-			if err == nil && len(cs) != 1 {
-				err = fmt.Errorf("got %d channels", len(cs))
-			}
-			return err
-		}, func(ctx context.Context, tx chat.Tx) error {
-			c := channel("c", at(0))
-			c.DisplayName = "renamed"
-			return tx.UpdateChannel(ctx, c)
-		}},
-		{"GetChannelUser", func(ctx context.Context, tx chat.Tx) error {
-			_, err := tx.GetChannelUser(ctx, "c", "u")
+		{"LockChannelUser", func(ctx context.Context, tx chat.Tx) error {
+			_, err := tx.LockChannelUser(ctx, "c", "u")
 			return err
 		}, func(ctx context.Context, tx chat.Tx) error {
 			return tx.PutChannelUser(ctx, rel("u", chat.MembershipBanned))
 		}},
-		{"GetChannelUser of a missing relation", func(ctx context.Context, tx chat.Tx) error {
-			_, err := tx.GetChannelUser(ctx, "c", "nobody")
+		{"LockChannelUser of a missing relation", func(ctx context.Context, tx chat.Tx) error {
+			_, err := tx.LockChannelUser(ctx, "c", "nobody")
 			if chat.ErrorCode(err) == chat.CodeNotFound {
 				return nil
 			}
@@ -153,44 +144,31 @@ func TestUpdateReadsLockRows(t *testing.T) {
 		}, func(ctx context.Context, tx chat.Tx) error {
 			return tx.PutChannelUser(ctx, rel("nobody", chat.MembershipBanned))
 		}},
-		{"GetChannelUsers", func(ctx context.Context, tx chat.Tx) error {
-			_, err := tx.GetChannelUsers(ctx, "c", nil)
+		{"LockChannelUsers", func(ctx context.Context, tx chat.Tx) error {
+			_, err := tx.LockChannelUsers(ctx, "c", nil)
 			return err
 		}, func(ctx context.Context, tx chat.Tx) error {
 			return tx.DeleteChannelUser(ctx, "c", "nobody")
 		}},
-		{"LockChannelUser", func(ctx context.Context, tx chat.Tx) error {
-			return tx.(chat.ChannelUserLocker).LockChannelUser(ctx, "c", "u")
-		}, func(ctx context.Context, tx chat.Tx) error {
-			return tx.PutChannelUser(ctx, rel("u", chat.MembershipMember))
-		}},
-		{"GetMessage", func(ctx context.Context, tx chat.Tx) error {
-			_, err := tx.GetMessage(ctx, "m")
+		{"LockMessage", func(ctx context.Context, tx chat.Tx) error {
+			_, err := tx.LockMessage(ctx, "m")
 			return err
 		}, func(ctx context.Context, tx chat.Tx) error {
 			m := message("m", "c", "u", 1)
 			m.FlagCount = 3
 			return tx.UpdateMessage(ctx, m)
 		}},
-		{"GetMessages", func(ctx context.Context, tx chat.Tx) error {
-			_, err := tx.GetMessages(ctx, []string{"m"})
+		{"LockUser", func(ctx context.Context, tx chat.Tx) error {
+			_, err := tx.LockUser(ctx, "u")
 			return err
 		}, func(ctx context.Context, tx chat.Tx) error {
-			_, _, err := tx.AddReaction(ctx, &chat.Reaction{ReactionID: chat.NewID(), ReferenceID: "m",
-				ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: chat.NewID(), CreatedAt: at(0)})
-			return err
+			return tx.UpdateUser(ctx, &chat.User{UserID: "u", DisplayName: "Locked", CreatedAt: at(0), UpdatedAt: at(1)})
 		}},
-		{"GetWebhook", func(ctx context.Context, tx chat.Tx) error {
-			_, err := tx.GetWebhook(ctx, "w")
+		{"LockWebhook", func(ctx context.Context, tx chat.Tx) error {
+			_, err := tx.LockWebhook(ctx, "w")
 			return err
 		}, func(ctx context.Context, tx chat.Tx) error {
 			return tx.UpdateWebhook(ctx, &chat.Webhook{WebhookID: "w", URL: "https://y", Secret: "s", CreatedAt: at(0), UpdatedAt: at(1)})
-		}},
-		{"ListWebhooks", func(ctx context.Context, tx chat.Tx) error {
-			_, err := tx.ListWebhooks(ctx)
-			return err
-		}, func(ctx context.Context, tx chat.Tx) error {
-			return tx.UpdateWebhook(ctx, &chat.Webhook{WebhookID: "w", URL: "https://z", Secret: "s", CreatedAt: at(0), UpdatedAt: at(2)})
 		}},
 	}
 	for _, c := range cases {
@@ -207,6 +185,64 @@ func TestUpdateReadsLockRows(t *testing.T) {
 		require.NoError(t, release(), c.name)
 		require.NoError(t, <-wrote, c.name)
 	}
+}
+
+// TestGetReadsDoNotLock: in an Update, the Get and List methods hold no
+// rows: while a transaction that read the channel, its relations, the
+// message and the webhooks that way is open, writes of each of those rows
+// in another store go through.
+func TestGetReadsDoNotLock(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	s := openStore(t, schema)
+	other := openStore(t, schema)
+	lockFixture(t, s)
+	ctx := ctxT(t)
+	release := holdWhile(t, s, func(ctx context.Context, tx chat.Tx) error {
+		if _, err := tx.GetChannel(ctx, "c"); err != nil {
+			return err
+		}
+		if _, err := tx.GetChannels(ctx, []string{"c"}); err != nil {
+			return err
+		}
+		if _, err := tx.GetChannelUser(ctx, "c", "u"); err != nil {
+			return err
+		}
+		if _, err := tx.GetChannelUsers(ctx, "c", nil); err != nil {
+			return err
+		}
+		if _, err := tx.GetMessage(ctx, "m"); err != nil {
+			return err
+		}
+		if _, err := tx.GetMessages(ctx, []string{"m"}); err != nil {
+			return err
+		}
+		if _, err := tx.GetWebhook(ctx, "w"); err != nil {
+			return err
+		}
+		_, err := tx.ListWebhooks(ctx)
+		return err
+	})
+	require.NoError(t, other.Update(ctx, func(tx chat.Tx) error {
+		c := channel("c", at(0))
+		c.DisplayName = "renamed"
+		if err := tx.UpdateChannel(ctx, c); err != nil {
+			return err
+		}
+		if _, err := tx.NextSegment(ctx, "c", t0); err != nil {
+			return err
+		}
+		if err := tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: "u", Membership: chat.MembershipBanned, CreatedAt: at(0), UpdatedAt: at(0)}); err != nil {
+			return err
+		}
+		m := message("m", "c", "u", 1)
+		m.FlagCount = 3
+		if err := tx.UpdateMessage(ctx, m); err != nil {
+			return err
+		}
+		return tx.UpdateWebhook(ctx, &chat.Webhook{WebhookID: "w", URL: "https://y", Secret: "s", CreatedAt: at(0), UpdatedAt: at(1)})
+	}), "written while the reader is open")
+	require.NoError(t, release())
 }
 
 // TestUpdateReadsOfUsersDoNotLock: users are read without a lock, so
@@ -253,9 +289,10 @@ func TestUpdateReadsOfUsersDoNotLock(t *testing.T) {
 
 // TestReadModifyWrite runs concurrent read-modify-write transactions from
 // two stores (two processes) on one row of each kind: no update is lost.
-// Rows read by id are locked, so each function runs exactly once; a
-// function that writes a user it read runs exactly twice (the first run,
-// which read the user without a lock, is rolled back).
+// Rows read with the Lock methods are held, so each function runs exactly
+// once; a function that writes a user it read with GetUser runs exactly
+// twice (the first run, which read the user without a lock, is rolled
+// back).
 func TestReadModifyWrite(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
@@ -278,7 +315,7 @@ func TestReadModifyWrite(t *testing.T) {
 	}
 
 	runs := run(func(_ int, tx chat.Tx) error {
-		m, err := tx.GetMessage(ctx, "m")
+		m, err := tx.LockMessage(ctx, "m")
 		if err != nil {
 			return err
 		}
@@ -294,7 +331,7 @@ func TestReadModifyWrite(t *testing.T) {
 			return tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: fmt.Sprintf("m%d", i),
 				Membership: chat.MembershipMember, CreatedAt: at(0), UpdatedAt: at(0)})
 		}
-		c, err := tx.GetChannel(ctx, "c")
+		c, err := tx.LockChannel(ctx, "c")
 		if err != nil {
 			return err
 		}
@@ -307,7 +344,7 @@ func TestReadModifyWrite(t *testing.T) {
 	// A relation read as missing stays missing until the reader writes
 	// it: the first transaction creates it, the others extend it.
 	runs = run(func(_ int, tx chat.Tx) error {
-		cu, err := tx.GetChannelUser(ctx, "c", "late")
+		cu, err := tx.LockChannelUser(ctx, "c", "late")
 		switch {
 		case chat.ErrorCode(err) == chat.CodeNotFound:
 			mute := at(0)
@@ -324,7 +361,7 @@ func TestReadModifyWrite(t *testing.T) {
 	require.Equal(t, n, runs, "relation: each function ran once")
 
 	runs = run(func(i int, tx chat.Tx) error {
-		w, err := tx.GetWebhook(ctx, "w")
+		w, err := tx.LockWebhook(ctx, "w")
 		if err != nil {
 			return err
 		}
@@ -341,7 +378,17 @@ func TestReadModifyWrite(t *testing.T) {
 		u.FlagCount++
 		return tx.UpdateUser(ctx, u)
 	})
-	require.Equal(t, 2*n, runs, "user: each function ran twice")
+	require.Equal(t, 2*n, runs, "user read with GetUser: each function ran twice")
+
+	runs = run(func(_ int, tx chat.Tx) error {
+		u, err := tx.LockUser(ctx, "u")
+		if err != nil {
+			return err
+		}
+		u.FlagCount++
+		return tx.UpdateUser(ctx, u)
+	})
+	require.Equal(t, n, runs, "user read with LockUser: each function ran once")
 
 	view(t, stores[1], func(tx chat.Tx) error {
 		m, err := tx.GetMessage(ctx, "m")
@@ -359,7 +406,7 @@ func TestReadModifyWrite(t *testing.T) {
 		require.Len(t, w.Events, n)
 		u, err := tx.GetUser(ctx, "u")
 		require.NoError(t, err)
-		require.Equal(t, n, u.FlagCount)
+		require.Equal(t, 2*n, u.FlagCount)
 		return nil
 	})
 }

@@ -195,8 +195,19 @@ func appendConflict(messageID string, segment int64, channelID string) error {
 		messageID, segment, channelID)
 }
 
+// GetMessage reads the row without a lock.
 func (t *tx) GetMessage(ctx context.Context, messageID string) (*chat.Message, error) {
-	ms, err := t.messages(ctx, `SELECT `+messageCols+` FROM {s}messages WHERE message_id = $1`+t.lockRows(), messageID)
+	return t.message(ctx, `SELECT `+messageCols+` FROM {s}messages WHERE message_id = $1`, messageID)
+}
+
+// LockMessage implements chat.LockStore: in an Update the row is held
+// (FOR NO KEY UPDATE) until the transaction ends.
+func (t *tx) LockMessage(ctx context.Context, messageID string) (*chat.Message, error) {
+	return t.message(ctx, `SELECT `+messageCols+` FROM {s}messages WHERE message_id = $1`+t.lockRows(), messageID)
+}
+
+func (t *tx) message(ctx context.Context, tmpl, messageID string) (*chat.Message, error) {
+	ms, err := t.messages(ctx, tmpl, messageID)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +222,7 @@ func (t *tx) GetMessages(ctx context.Context, ids []string) ([]*chat.Message, er
 		return nil, nil
 	}
 	ms, err := t.messages(ctx, `SELECT `+messageCols+` FROM {s}messages WHERE message_id = ANY($1::text[])
-		ORDER BY message_id`+t.lockRows(), textArray(ids))
+		ORDER BY message_id`, textArray(ids))
 	if err != nil {
 		return nil, err
 	}

@@ -56,9 +56,19 @@ func (t *tx) CreateWebhook(ctx context.Context, w *chat.Webhook) error {
 	return nil
 }
 
-// GetWebhook locks the row in an Update.
+// GetWebhook reads the row without a lock.
 func (t *tx) GetWebhook(ctx context.Context, webhookID string) (*chat.Webhook, error) {
-	ws, err := t.webhooks(ctx, `SELECT `+webhookCols+` FROM {s}webhooks WHERE webhook_id = $1`+t.lockRows(), webhookID)
+	return t.webhook(ctx, `SELECT `+webhookCols+` FROM {s}webhooks WHERE webhook_id = $1`, webhookID)
+}
+
+// LockWebhook implements chat.LockStore: in an Update the row is held
+// (FOR NO KEY UPDATE) until the transaction ends.
+func (t *tx) LockWebhook(ctx context.Context, webhookID string) (*chat.Webhook, error) {
+	return t.webhook(ctx, `SELECT `+webhookCols+` FROM {s}webhooks WHERE webhook_id = $1`+t.lockRows(), webhookID)
+}
+
+func (t *tx) webhook(ctx context.Context, tmpl, webhookID string) (*chat.Webhook, error) {
+	ws, err := t.webhooks(ctx, tmpl, webhookID)
 	if err != nil {
 		return nil, err
 	}
@@ -68,10 +78,9 @@ func (t *tx) GetWebhook(ctx context.Context, webhookID string) (*chat.Webhook, e
 	return ws[0], nil
 }
 
-// ListWebhooks locks the rows in an Update: registering a webhook reads
-// them all to find one with the same URL and replaces it.
+// ListWebhooks reads without locks.
 func (t *tx) ListWebhooks(ctx context.Context) ([]*chat.Webhook, error) {
-	return t.webhooks(ctx, `SELECT `+webhookCols+` FROM {s}webhooks ORDER BY created_at, webhook_id`+t.lockRows())
+	return t.webhooks(ctx, `SELECT `+webhookCols+` FROM {s}webhooks ORDER BY created_at, webhook_id`)
 }
 
 // UpdateWebhook replaces the webhook's fields and bumps the webhooks

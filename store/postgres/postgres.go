@@ -261,13 +261,12 @@ func channelName(prefix, schema string) string {
 const maxReruns = 4
 
 // Update runs fn in a READ COMMITTED read-write transaction and commits it
-// when fn returns nil. Reads by id of channels, channel users, messages and
-// webhooks lock their rows (SELECT ... FOR NO KEY UPDATE) until the
-// transaction ends, so a row fn reads and then writes cannot change in
-// between. Users are read without a lock, since nearly every transaction
-// reads its acting user; when fn writes a user it read without a lock,
-// the transaction is rolled back and fn runs again, this time reading that
-// user with the lock.
+// when fn returns nil. The methods of chat.LockStore lock the rows they
+// read (SELECT ... FOR NO KEY UPDATE) until the transaction ends, so a row
+// fn reads with them and then writes cannot change in between; the Get,
+// Query and List methods do not lock. When fn writes a user it read
+// without a lock (GetUser rather than LockUser), the transaction is rolled
+// back and fn runs again, this time reading that user with the lock.
 //
 // fn also runs again, up to Options.Retries more times, when Postgres
 // aborted the transaction with a serialization failure (SQLSTATE 40001) or
@@ -600,8 +599,8 @@ func (t *tx) fail(err error) error {
 	return err
 }
 
-// lockRows is appended to reads by id: in an Update they lock the rows they
-// return until the transaction ends. FOR NO KEY UPDATE conflicts with
+// lockRows is appended to the reads of the Lock methods: in an Update they
+// lock the rows they return until the transaction ends. FOR NO KEY UPDATE conflicts with
 // every write of the row and with other locking reads, but not with the
 // key-share locks that inserts referencing the row take.
 func (t *tx) lockRows() string {

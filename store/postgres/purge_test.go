@@ -13,8 +13,8 @@ import (
 // TestPurgeBatchLocksRows: a purge batch and a read-modify-write of one
 // of its messages (a flag, an edit) serialize on the message's row, in
 // either order, so neither undoes the other: a purge waits for a
-// transaction that read the message, and a transaction that reads a
-// message the purge holds waits, then sees it deleted.
+// transaction that locked the message (LockMessage), and a transaction
+// that locks a message the purge holds waits, then sees it deleted.
 func TestPurgeBatchLocksRows(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
@@ -23,10 +23,10 @@ func TestPurgeBatchLocksRows(t *testing.T) {
 	lockFixture(t, s)
 	ctx := ctxT(t)
 
-	// A reader holds m: the purge waits, then deletes it, with the
+	// A reader locks m: the purge waits, then deletes it, with the
 	// reader's write kept.
 	release := holdWhile(t, s, func(ctx context.Context, tx chat.Tx) error {
-		m, err := tx.GetMessage(ctx, "m")
+		m, err := tx.LockMessage(ctx, "m")
 		if err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func TestPurgeBatchLocksRows(t *testing.T) {
 		var m *chat.Message
 		err := other.Update(ctx, func(tx chat.Tx) error {
 			var err error
-			m, err = tx.GetMessage(ctx, "m2")
+			m, err = tx.LockMessage(ctx, "m2")
 			return err
 		})
 		if err != nil {

@@ -69,11 +69,20 @@ func (t *tx) CreateReport(ctx context.Context, r *chat.Report) error {
 	return err
 }
 
-// GetReport implements chat.ReportStore. In an Update it locks the row
-// (FOR NO KEY UPDATE), so that of two transactions resolving one report
-// the second reads it as the first left it.
+// GetReport implements chat.ReportStore, without a lock.
 func (t *tx) GetReport(ctx context.Context, reportID string) (*chat.Report, error) {
-	rs, err := t.reports(ctx, `SELECT `+reportCols+` FROM {s}reports WHERE report_id = $1`+t.lockRows(), reportID)
+	return t.report(ctx, `SELECT `+reportCols+` FROM {s}reports WHERE report_id = $1`, reportID)
+}
+
+// LockReport implements chat.LockStore: in an Update the row is held (FOR
+// NO KEY UPDATE), so that of two transactions resolving one report the
+// second reads it as the first left it.
+func (t *tx) LockReport(ctx context.Context, reportID string) (*chat.Report, error) {
+	return t.report(ctx, `SELECT `+reportCols+` FROM {s}reports WHERE report_id = $1`+t.lockRows(), reportID)
+}
+
+func (t *tx) report(ctx context.Context, tmpl, reportID string) (*chat.Report, error) {
+	rs, err := t.reports(ctx, tmpl, reportID)
 	if err != nil {
 		return nil, err
 	}

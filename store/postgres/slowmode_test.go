@@ -16,7 +16,7 @@ import (
 // from 2 stores on one schema (as 2 server processes would) x 4
 // goroutines at once. Exactly one post passes; the others are refused
 // with CodeRateLimited, because each post locks the member's row before
-// it reads the member's last message (chat.ChannelUserLocker).
+// it reads the member's last message (chat.LockStore.LockChannelUser).
 func TestSlowModeConcurrentPosts(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)

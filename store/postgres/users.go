@@ -57,11 +57,12 @@ func (t *tx) users(ctx context.Context, tmpl string, args ...any) ([]*chat.User,
 	return out, err
 }
 
-// Users are read without a lock, unless an earlier run of the same Update
-// wrote them (tx.lockUsers): nearly every transaction reads its acting
-// user, and locking that row would queue every write of one user (an
-// admin's, a bot's) behind the others. UpdateUser makes a transaction that
-// writes a user it read without a lock run again (see Store.Update).
+// GetUser, GetUsers and EnsureUsers read users without a lock, unless an
+// earlier run of the same Update wrote them (tx.lockUsers): nearly every
+// transaction reads its acting user, and locking that row would queue
+// every write of one user (an admin's, a bot's) behind the others. LockUser
+// locks. UpdateUser makes a transaction that writes a user it read without
+// a lock run again (see Store.Update).
 
 // readUsers records the users an Update read by id, and whether it holds
 // their rows.
@@ -187,6 +188,22 @@ func (t *tx) GetUser(ctx context.Context, userID string) (*chat.User, error) {
 		return u, nil
 	}
 	lock := t.lockUsersOf(userID)
+	us, err := t.users(ctx, `SELECT `+userReadCols+` FROM {s}users WHERE user_id = $1`+lock, userID)
+	if err != nil {
+		return nil, err
+	}
+	if len(us) == 0 {
+		return nil, chat.Errorf(chat.CodeNotFound, "user %q not found", userID)
+	}
+	t.readUsers(us, lock != "")
+	return us[0], nil
+}
+
+// LockUser implements chat.LockStore: in an Update the row is held (FOR
+// NO KEY UPDATE) until the transaction ends, so UpdateUser of it writes
+// without running the transaction again.
+func (t *tx) LockUser(ctx context.Context, userID string) (*chat.User, error) {
+	lock := t.lockRows()
 	us, err := t.users(ctx, `SELECT `+userReadCols+` FROM {s}users WHERE user_id = $1`+lock, userID)
 	if err != nil {
 		return nil, err

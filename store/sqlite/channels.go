@@ -332,28 +332,41 @@ func (t *tx) MarkRead(ctx context.Context, channelID, userID string, segment int
 	return rows[0], nil
 }
 
-// unreadQuery counts, for each [channelId, userId, readToSegment] of a
-// JSON array, the channel's segments above the marker less the user's own
-// messages (messages_author_idx) and the deleted messages of others
-// (messages_deleted_idx) above it: index range counts, never a read of the
-// unread messages themselves.
-const unreadQuery = `SELECT max(0, coalesce((SELECT c.message_count FROM channels c WHERE c.channel_id = q.ch), q.r) - q.r
-	- (SELECT count(*) FROM messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r)
-	- (SELECT count(*) FROM messages m WHERE m.channel_id = q.ch AND m.is_deleted = 1 AND m.channel_segment > q.r AND m.user_id <> q.u))
+// unreadQuery reads, for each [channelId, userId, readToSegment] of a
+// JSON array, the channel's messageCount, the user's own messages
+// (messages_author_idx) and the deleted messages of others
+// (messages_deleted_idx) above the marker: index range counts, never a
+// read of the unread messages themselves.
+const unreadQuery = `SELECT coalesce((SELECT c.message_count FROM channels c WHERE c.channel_id = q.ch), 0),
+	(SELECT count(*) FROM messages m WHERE m.channel_id = q.ch AND m.user_id = q.u AND m.channel_segment > q.r),
+	(SELECT count(*) FROM messages m WHERE m.channel_id = q.ch AND m.is_deleted = 1 AND m.channel_segment > q.r AND m.user_id <> q.u)
 FROM (SELECT key AS i, CAST(json_extract(value, '$[0]') AS TEXT) AS ch, CAST(json_extract(value, '$[1]') AS TEXT) AS u,
 	CAST(json_extract(value, '$[2]') AS INTEGER) AS r FROM json_each(?)) q
 ORDER BY q.i`
 
-// UnreadCounts implements chat.ChannelStore with one statement (see
+// CountUnread implements chat.ChannelStore with one statement (see
 // unreadQuery).
-func (t *tx) UnreadCounts(ctx context.Context, cus []*chat.ChannelUser) ([]int64, error) {
-	return t.countPerRelation(ctx, "unread counts", unreadQuery, cus)
+func (t *tx) CountUnread(ctx context.Context, cus []*chat.ChannelUser) ([]chat.UnreadFacts, error) {
+	return perRelation(t, ctx, "unread counts", unreadQuery, cus, func(sc scanner) (chat.UnreadFacts, error) {
+		var f chat.UnreadFacts
+		return f, sc.Scan(&f.MessageCount, &f.Own, &f.DeletedOthers)
+	})
 }
 
 // countPerRelation runs query, a statement that answers one count for each
 // [channelId, userId, readToSegment] of its JSON array argument, in order,
 // for the relations cus.
 func (t *tx) countPerRelation(ctx context.Context, what, query string, cus []*chat.ChannelUser) ([]int64, error) {
+	return perRelation(t, ctx, what, query, cus, func(sc scanner) (int64, error) {
+		var n int64
+		return n, sc.Scan(&n)
+	})
+}
+
+// perRelation runs query, a statement that answers one row for each
+// [channelId, userId, readToSegment] of its JSON array argument, in order,
+// for the relations cus, and scans each row with scan.
+func perRelation[T any](t *tx, ctx context.Context, what, query string, cus []*chat.ChannelUser, scan func(scanner) (T, error)) ([]T, error) {
 	if len(cus) == 0 {
 		return nil, nil
 	}
@@ -365,10 +378,7 @@ func (t *tx) countPerRelation(ctx context.Context, what, query string, cus []*ch
 	if err != nil {
 		return nil, err
 	}
-	out, err := list(t, ctx, func(sc scanner) (int64, error) {
-		var n int64
-		return n, sc.Scan(&n)
-	}, query, string(arg))
+	out, err := list(t, ctx, scan, query, string(arg))
 	if err != nil {
 		return nil, err
 	}

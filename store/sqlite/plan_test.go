@@ -208,7 +208,7 @@ func TestQueryPlans(t *testing.T) {
 			return err
 		}, []string{"messages_author_idx (channel_id=? AND user_id=?)"}},
 		{"unread counts of a page of relations", func(tx chat.Tx) error {
-			_, err := tx.UnreadCounts(ctx, []*chat.ChannelUser{{ChannelID: "c", UserID: "u", ReadToSegment: 5}, {ChannelID: "d", UserID: "u"}})
+			_, err := chat.UnreadCounts(ctx, tx, []*chat.ChannelUser{{ChannelID: "c", UserID: "u", ReadToSegment: 5}, {ChannelID: "d", UserID: "u"}})
 			return err
 		}, []string{"USING COVERING INDEX messages_author_idx (channel_id=? AND user_id=? AND channel_segment>?)",
 			"USING COVERING INDEX messages_deleted_idx (channel_id=? AND channel_segment>?)",

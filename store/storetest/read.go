@@ -38,7 +38,7 @@ func (e *env) markRead(channelID, userID string, seg int64) *chat.ChannelUser {
 
 func (e *env) unread(cus ...*chat.ChannelUser) []int64 {
 	e.t.Helper()
-	return read(e, func(tx chat.Tx) ([]int64, error) { return tx.UnreadCounts(e.ctx, cus) })
+	return read(e, func(tx chat.Tx) ([]int64, error) { return chat.UnreadCounts(e.ctx, tx, cus) })
 }
 
 // appendMsgs posts messages through chat.AppendMessage (the Service's way,
@@ -291,7 +291,7 @@ func testUnreadEdges(t *testing.T, e *env) {
 		if _, err := chat.AppendMessage(e.ctx, tx, m, base); err != nil {
 			return err
 		}
-		n, err := tx.UnreadCounts(e.ctx, []*chat.ChannelUser{{ChannelID: "c", UserID: "me"}})
+		n, err := chat.UnreadCounts(e.ctx, tx, []*chat.ChannelUser{{ChannelID: "c", UserID: "me"}})
 		if err != nil {
 			return err
 		}

@@ -296,9 +296,10 @@ func testReportConcurrent(t *testing.T, e *env) {
 	require.Len(t, e.queryReports(chat.ReportFilter{ReporterID: "alice"}), 1)
 }
 
-// Admins racing to resolve one report, each reading it and resolving it
-// only while it is open, in one Update: exactly one resolves it (the
-// others read it resolved), and the stored resolution is the winner's.
+// Admins racing to resolve one report, each reading it with LockReport and
+// resolving it only while it is open, in one Update: exactly one resolves
+// it (the others read it resolved), and the stored resolution is the
+// winner's.
 func testReportConcurrentResolve(t *testing.T, e *env) {
 	e.createReports(newReport("r1", "alice", chat.ReportTargetUser, "bob", 1000))
 	errAlready := errors.New("already resolved")
@@ -312,7 +313,7 @@ func testReportConcurrentResolve(t *testing.T, e *env) {
 			defer wg.Done()
 			<-start
 			errs[i] = e.s.Update(e.ctx, func(tx chat.Tx) error {
-				r, err := tx.GetReport(e.ctx, "r1")
+				r, err := tx.LockReport(e.ctx, "r1")
 				if err != nil {
 					return err
 				}

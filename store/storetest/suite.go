@@ -13,7 +13,7 @@ import (
 )
 
 // Run runs the conformance suite against the adapter that h makes. Every
-// area is a subtest (Tx, Channels, Members, ReadState, Messages, AppendMessage, Users, Roles, Rules,
+// area is a subtest (Tx, Locks, Channels, Members, ReadState, Messages, AppendMessage, Users, Roles, Rules,
 // Reactions, Flags, Admins, Webhooks, Outbox, Events, Blobs, Meta, Tickets, Concurrency,
 // Audit, Purge, MuteExpiry, Reports, UserData, Devices, NotificationLevels, Mentions, Pushes, Presence, Persistence, OutboxWatcher) and every case inside runs in parallel on its
 // own store from h.New, so adapters must allow several live stores at once.
@@ -42,6 +42,7 @@ func Run(t *testing.T, h Harness) {
 		cases []tcase
 	}{
 		{"Tx", txCases},
+		{"Locks", lockCases},
 		{"Channels", channelCases},
 		{"Members", memberCases},
 		{"ReadState", readCases},

@@ -166,7 +166,7 @@ func BenchUnread(b *testing.B, s chat.Store, messages int64) {
 		if !unread {
 			return nil
 		}
-		ns, err := tx.UnreadCounts(ctx, cus)
+		ns, err := chat.UnreadCounts(ctx, tx, cus)
 		if err != nil {
 			return err
 		}
