@@ -577,8 +577,11 @@ type tx struct {
 
 	n    int64          // statements run so far
 	pend *pendingAppend // a deferred AppendMessage
-	pre  *prefetched    // rows read by PrefetchPost
-	vers *versions      // versions read by PrefetchPost
+	// pendDel is an EnqueueDeliveries held back with pend, to run in
+	// the same statement (see deferDeliveries).
+	pendDel *pendingDeliveries
+	pre     *prefetched // rows read by PrefetchPost
+	vers    *versions   // versions read by PrefetchPost
 	// targets are the push targets read by PrefetchPost, served once by
 	// ListPushTargets until a statement names a table they come from.
 	targets *prefetchedTargets

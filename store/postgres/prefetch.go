@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -241,7 +243,8 @@ func (t *tx) deferAppend(m *chat.Message, now time.Time, args []any) *chat.Chann
 	return c
 }
 
-// flushAppend runs the deferred AppendMessage, if any.
+// flushAppend runs the deferred AppendMessage, if any, and then the
+// deliveries held back with it.
 func (t *tx) flushAppend(ctx context.Context) error {
 	p := t.pend
 	if p == nil {
@@ -249,6 +252,15 @@ func (t *tx) flushAppend(ctx context.Context) error {
 	}
 	t.pend = nil
 	_, err := t.appendNow(ctx, p.messageID, p.channelID, p.args)
+	if err == nil && t.pendDel != nil {
+		d := t.pendDel
+		t.pendDel = nil
+		var inserted, pending int
+		if err = t.queryRow(ctx, enqueueSQL, d.args, &inserted, &pending); err == nil {
+			err = t.noteEnqueued(d.n, inserted, pending)
+		}
+	}
+	t.pendDel = nil
 	if err != nil && t.failed == nil {
 		t.failed = err
 	}
@@ -259,10 +271,47 @@ func (t *tx) flushAppend(ctx context.Context) error {
 // and AppendEvents ($20-$24, as appendEventsSQL) in one statement. It
 // returns each event's key, the log's last id and the count of message
 // rows inserted.
-const appendWithEventsSQL = appendCTEs + `, ev AS (
+//
+// Its message INSERT has no ON CONFLICT clause: a duplicate id or segment
+// fails the statement (unique_violation, CodeConflict) and with it the
+// transaction, which a deferred AppendMessage's failure fails in any
+// case, and the insert is not speculative (no pre-check of the unique
+// indexes, no confirmation record).
+var appendWithEventsSQL = appendDeferredCTEs + eventsTailSQL("$20")
+
+// appendWithDeliveriesSQL is appendWithEventsSQL with a held-back
+// EnqueueDeliveries ($20-$32, as enqueueSQL) between the message and the
+// events ($33-$37): a post of a deployment with webhooks is still BEGIN,
+// the post's reads, this statement and COMMIT. It returns, after
+// appendWithEventsSQL's columns, the deliveries inserted and the pending
+// ones among them.
+var appendWithDeliveriesSQL = appendDeferredCTEs + `, dl AS (
+			` + shiftParams(enqueueDeliveriesCTE, 19) + `
+		)` + strings.Replace(eventsTailSQL("$33"), "(SELECT count(*) FROM ins) FROM ev",
+	"(SELECT count(*) FROM ins), (SELECT count(*) FROM dl), (SELECT count(*) FROM dl WHERE state = 'pending') FROM ev", 1)
+
+// shiftParams renumbers the parameters $1-$99 of a statement part by by.
+func shiftParams(q string, by int) string {
+	return paramRE.ReplaceAllStringFunc(q, func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		return "$" + strconv.Itoa(n+by)
+	})
+}
+
+var paramRE = regexp.MustCompile(`\$[0-9]+`)
+
+// eventsTailSQL is the events part of the deferred statements: their
+// parameters (as appendEventsSQL's) start at first.
+func eventsTailSQL(first string) string {
+	n, _ := strconv.Atoi(first[1:])
+	return shiftParams(eventsTail, n-1)
+}
+
+// eventsTail's parameters are $1-$5; eventsTailSQL shifts them.
+const eventsTail = `, ev AS (
 		INSERT INTO {s}events_pending (name, channel_id, user_ids, data, created_at)
 		SELECT x.n, x.c, x.u, x.d, x.t::timestamptz
-		FROM unnest($20::text[], $21::text[], $22::text[], $23::bytea[], $24::text[])
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[])
 			WITH ORDINALITY AS x(n, c, u, d, t, ord)
 		ORDER BY x.ord
 		RETURNING seq
