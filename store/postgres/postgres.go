@@ -577,6 +577,8 @@ type tx struct {
 
 	n    int64          // statements run so far
 	pend *pendingAppend // a deferred AppendMessage
+	// preRoles are the author's roles read by PrefetchPost.
+	preRoles *prefetchedRoles
 	// pendDel is an EnqueueDeliveries held back with pend, to run in
 	// the same statement (see deferDeliveries).
 	pendDel *pendingDeliveries
@@ -621,6 +623,9 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 	t.n++
 	if t.vers != nil && strings.Contains(tmpl, "{s}versions") {
 		t.vers = nil // a rule or webhook write may bump them
+	}
+	if t.preRoles != nil && strings.Contains(tmpl, "{s}roles") {
+		t.preRoles = nil
 	}
 	if t.pre != nil && touchesPrefetched(tmpl) {
 		t.pre = nil

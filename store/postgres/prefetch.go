@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +52,9 @@ var (
 // prefetchSQL reads what the rules of a post read, in one row: the
 // channel (locked in an Update), the author's relation to it (locked after
 // the channel, the order every transaction takes them in), the author
-// (unlocked, as GetUser reads it) and the rules and webhooks versions.
+// (unlocked, as GetUser reads it) and the rules and webhooks versions, and
+// the author's roles (read as GetRoles reads them: the permissions of an
+// author with roles are read by every post).
 // {lock} becomes " FOR NO KEY UPDATE" in an Update and "" in a View;
 // {targets} becomes, in an Update, the push targets of the channel for a
 // message by the author (pushTargetsJSON), and NULL in a View. A missing
@@ -64,7 +68,11 @@ const prefetchSQL = `WITH c AS MATERIALIZED (
 	SELECT c.*, m.*, u.*,
 		(SELECT value FROM {s}versions WHERE name = 'rules'),
 		(SELECT value FROM {s}versions WHERE name = 'webhooks'),
-		{targets}
+		{targets},
+		(SELECT json_agg(json_build_array(r.role_id, r.permissions,
+			floor(extract(epoch FROM r.created_at) * 1000)::bigint,
+			floor(extract(epoch FROM r.updated_at) * 1000)::bigint))
+			FROM {s}roles r WHERE r.role_id = ANY (u.roles))
 	FROM (VALUES (1)) AS one(x)
 		LEFT JOIN c ON true
 		LEFT JOIN m ON true
@@ -83,8 +91,9 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 	var p prefetched
 	var v *versions
 	var pt []*chat.PushTarget
+	var roles []*chat.Role
 	err := t.query(ctx, tmpl, []any{channelID, userID}, func(r *sql.Rows) error {
-		n := nChannelCols + nCUCols + nUserCols + 3
+		n := nChannelCols + nCUCols + nUserCols + 4
 		raw := make([]any, n)
 		ptrs := make([]any, n)
 		for i := range raw {
@@ -115,9 +124,14 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 			}
 		}
 		var rv, wv sql.NullInt64
-		var tj []byte
-		if err := (window{r, n, n - 3}).Scan(&rv, &wv, &tj); err != nil {
+		var tj, rj []byte
+		if err := (window{r, n, n - 4}).Scan(&rv, &wv, &tj, &rj); err != nil {
 			return err
+		}
+		if p.user != nil {
+			if roles, err = decodeRoles(rj); err != nil {
+				return err
+			}
 		}
 		if t.write {
 			if pt, err = decodePushTargets(tj); err != nil {
@@ -141,12 +155,63 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 	p.hasChan, p.hasCU, p.hasUser = true, p.cu != nil || !t.write, true
 	p.userFresh = !t.lockUsers[userID]
 	t.pre = &p
+	t.preRoles = nil
+	if p.user != nil {
+		t.preRoles = &prefetchedRoles{ids: slices.Clone(p.user.Roles), list: roles}
+	}
 	t.vers = v
 	t.targets = nil
 	if t.write {
 		t.targets = &prefetchedTargets{channelID: channelID, userID: userID, list: pt}
 	}
 	return nil
+}
+
+// prefetchedRoles are the roles named by the author's row that
+// PrefetchPost read (ids, in the row's order), served once to a GetRoles of
+// exactly those ids until a statement names the roles table.
+type prefetchedRoles struct {
+	ids  []string
+	list []*chat.Role
+}
+
+// decodeRoles decodes the roles column of prefetchSQL: an array of
+// [roleId, permissions, createdAt ms, updatedAt ms].
+func decodeRoles(b []byte) ([]*chat.Role, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var raw [][4]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	out := make([]*chat.Role, len(raw))
+	for i, r := range raw {
+		var (
+			id               string
+			perms            []string
+			created, updated int64
+		)
+		for j, dst := range []any{&id, &perms, &created, &updated} {
+			if err := json.Unmarshal(r[j], dst); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = &chat.Role{RoleID: id, Permissions: arrayOut(perms),
+			CreatedAt: ct(time.UnixMilli(created)), UpdatedAt: ct(time.UnixMilli(updated))}
+	}
+	return out, nil
+}
+
+// prefetchedRolesFor answers GetRoles from the prefetch when ids are the
+// author's roles it read.
+func (t *tx) prefetchedRolesFor(ids []string) ([]*chat.Role, bool) {
+	p := t.preRoles
+	if p == nil || !slices.Equal(p.ids, ids) {
+		return nil, false
+	}
+	t.preRoles = nil
+	return p.list, true
 }
 
 // window scans the columns [from, from+len(dest)) of a row of n columns

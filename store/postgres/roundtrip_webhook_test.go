@@ -16,7 +16,7 @@ import (
 // Service.CreateMessage in a deployment with a webhook: the deliveries go
 // in the statement of the message and its events, so a post is still
 // BEGIN, the post's reads, one write statement and COMMIT, and every post
-// leaves one pending delivery.
+// leaves one pending delivery. The same holds for an author with roles.
 func TestCreateMessageRoundTripsWithWebhook(t *testing.T) {
 	ctx := ctxT(t)
 	conn, err := pq.NewConnector(testDSN(t))
@@ -36,10 +36,17 @@ func TestCreateMessageRoundTripsWithWebhook(t *testing.T) {
 	hook, err := svc.EnsureWebhook(ctx, "https://hooks.example.com/chat", "secret")
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard,
-		UserIDs: []string{"u"}})
+		UserIDs: []string{"u", admin.UserID}})
 	require.NoError(t, err)
+	// Half of the posts are by the admin (a member), whose permissions
+	// come from its roles: they are read with the post's reads.
+	var n int
 	post := func() {
-		_, err := svc.CreateMessage(ctx, "u", chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText,
+		author := "u"
+		if n++; n%2 == 0 {
+			author = admin.UserID
+		}
+		_, err := svc.CreateMessage(ctx, author, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText,
 			Data: chat.TextData("hello")})
 		require.NoError(t, err)
 	}
