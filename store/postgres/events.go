@@ -39,11 +39,18 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 		data[i] = bytesArg(e.Data)
 	}
 	seqs := make([]int64, 0, n)
-	var floor, inserted int64
+	var floor, inserted, dlInserted, dlPending int64
 	args := []any{textArray(names), textArray(chans), textArray(users), data, textArray(createds)}
 	tmpl, dest := appendEventsSQL, []any{nil, &floor}
-	pend := t.pend
-	if pend != nil {
+	pend, pendDel := t.pend, t.pendDel
+	switch {
+	case pend != nil && pendDel != nil:
+		// The deferred AppendMessage and EnqueueDeliveries run in the
+		// same statement.
+		t.pend, t.pendDel = nil, nil
+		args = append(append(slices.Clip(pend.args), pendDel.args...), args...)
+		tmpl, dest = appendWithDeliveriesSQL, append(dest, &inserted, &dlInserted, &dlPending)
+	case pend != nil:
 		// The deferred AppendMessage runs in the same statement.
 		t.pend = nil
 		tmpl, args, dest = appendWithEventsSQL, append(slices.Clip(pend.args), args...), append(dest, &inserted)
@@ -57,11 +64,14 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 		seqs = append(seqs, seq)
 		return nil
 	})
-	if err == nil && pend != nil && inserted == 0 {
+	switch {
+	case pend != nil && (err == nil && inserted == 0 || chat.ErrorCode(err) == chat.CodeConflict):
 		err = appendConflict(pend.messageID, pend.segment, pend.channelID)
-		if t.failed == nil {
-			t.failed = err
-		}
+	case err == nil && pendDel != nil:
+		err = t.noteEnqueued(pendDel.n, int(dlInserted), int(dlPending))
+	}
+	if err != nil && pend != nil && t.failed == nil {
+		t.failed = err
 	}
 	if err != nil {
 		return err

@@ -123,6 +123,10 @@ const appendCTEs = `WITH c AS (
 		FROM ins WHERE ins.parent_id IS NOT NULL AND p.message_id = ins.parent_id
 	)`
 
+// appendDeferredCTEs are appendCTEs with a plain INSERT, for
+// appendWithEventsSQL.
+var appendDeferredCTEs = strings.Replace(appendCTEs, "ON CONFLICT DO NOTHING RETURNING parent_id", "RETURNING parent_id", 1)
+
 // extraScan scans a row's trailing columns into extra after the ones the
 // wrapped scan asks for.
 type extraScan struct {

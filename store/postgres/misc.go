@@ -45,6 +45,10 @@ func (t *tx) GetRoles(ctx context.Context, ids []string) ([]*chat.Role, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	rs, ok := t.prefetchedRolesFor(ids)
+	if ok {
+		return inIDOrder(ids, rs, func(r *chat.Role) string { return r.RoleID }, nil), nil
+	}
 	rs, err := t.roles(ctx, `SELECT `+roleCols+` FROM {s}roles WHERE role_id = ANY($1::text[])`, textArray(ids))
 	if err != nil {
 		return nil, err

@@ -193,23 +193,26 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 			leases[i] = timeText(d.LeaseUntil.Time)
 		}
 	}
+	args := []any{textArray(ids), textArray(hooks), textArray(events), bodies, textArray(states), attempts,
+		textArray(nexts), textArray(owners), textArray(leases), textArray(errs), status,
+		textArray(createds), textArray(updateds)}
+	if t.pend != nil && t.pendDel == nil {
+		// A post's deferred message insert is waiting for its events:
+		// the deliveries go with them, in the same statement.
+		t.pendDel = &pendingDeliveries{n: n, args: args}
+		return nil
+	}
 	var inserted, pending int
-	err := t.queryRow(ctx, `WITH ins AS (
-			INSERT INTO {s}deliveries (`+deliveryCols+`)
-			SELECT r, w, e, b, s, a, n::timestamptz, o, NULLIF(l, '')::timestamptz, le, ls, c::timestamptz, u::timestamptz
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
-				$8::text[], $9::text[], $10::text[], $11::int8[], $12::text[], $13::text[])
-				AS x(r, w, e, b, s, a, n, o, l, le, ls, c, u)
-			ON CONFLICT DO NOTHING RETURNING state
-		)
-		SELECT count(*), count(*) FILTER (WHERE state = 'pending') FROM ins`,
-		[]any{textArray(ids), textArray(hooks), textArray(events), bodies, textArray(states), attempts,
-			textArray(nexts), textArray(owners), textArray(leases), textArray(errs), status,
-			textArray(createds), textArray(updateds)},
-		&inserted, &pending)
+	err := t.queryRow(ctx, enqueueSQL, args, &inserted, &pending)
 	if err != nil {
 		return err
 	}
+	return t.noteEnqueued(n, inserted, pending)
+}
+
+// noteEnqueued checks the counts of an EnqueueDeliveries statement that
+// inserted n deliveries and records what the commit must signal.
+func (t *tx) noteEnqueued(n, inserted, pending int) error {
 	if inserted < n {
 		return chat.Errorf(chat.CodeConflict, "a delivery among %d already exists", n)
 	}
@@ -218,6 +221,31 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 	}
 	return nil
 }
+
+// pendingDeliveries is an EnqueueDeliveries whose statement has not run
+// yet: it runs with the deferred AppendMessage and AppendEvents of a post
+// (appendWithDeliveriesSQL), or on its own right after the deferred
+// AppendMessage when another statement comes first (flushAppend).
+type pendingDeliveries struct {
+	n    int
+	args []any // enqueueSQL's
+}
+
+// enqueueDeliveriesCTE inserts deliveries from column arrays ($1-$13, or
+// shifted, see shiftParams) and returns each inserted row's state.
+const enqueueDeliveriesCTE = `INSERT INTO {s}deliveries (` + deliveryCols + `)
+			SELECT r, w, e, b, s, a, n::timestamptz, o, NULLIF(l, '')::timestamptz, le, ls, c::timestamptz, u::timestamptz
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
+				$8::text[], $9::text[], $10::text[], $11::int8[], $12::text[], $13::text[])
+				AS x(r, w, e, b, s, a, n, o, l, le, ls, c, u)
+			ON CONFLICT DO NOTHING RETURNING state`
+
+// enqueueSQL is EnqueueDeliveries's statement: the rows inserted and the
+// pending ones among them.
+const enqueueSQL = `WITH ins AS (
+			` + enqueueDeliveriesCTE + `
+		)
+		SELECT count(*), count(*) FILTER (WHERE state = 'pending') FROM ins`
 
 // ClaimDeliveries locks due deliveries with FOR UPDATE SKIP LOCKED, so
 // concurrent claimers in any process pass over each other's rows instead of

@@ -576,8 +576,13 @@ type tx struct {
 
 	n    int64          // statements run so far
 	pend *pendingAppend // a deferred AppendMessage
-	pre  *prefetched    // rows read by PrefetchPost
-	vers *versions      // versions read by PrefetchPost
+	// preRoles are the author's roles read by PrefetchPost.
+	preRoles *prefetchedRoles
+	// pendDel is an EnqueueDeliveries held back with pend, to run in
+	// the same statement (see deferDeliveries).
+	pendDel *pendingDeliveries
+	pre     *prefetched // rows read by PrefetchPost
+	vers    *versions   // versions read by PrefetchPost
 	// targets are the push targets read by PrefetchPost, served once by
 	// ListPushTargets until a statement names a table they come from.
 	targets *prefetchedTargets
@@ -617,6 +622,9 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 	t.n++
 	if t.vers != nil && strings.Contains(tmpl, "{s}versions") {
 		t.vers = nil // a rule or webhook write may bump them
+	}
+	if t.preRoles != nil && strings.Contains(tmpl, "{s}roles") {
+		t.preRoles = nil
 	}
 	if t.pre != nil && touchesPrefetched(tmpl) {
 		t.pre = nil

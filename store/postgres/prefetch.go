@@ -3,6 +3,10 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,7 +52,9 @@ var (
 // prefetchSQL reads what the rules of a post read, in one row: the
 // channel (locked in an Update), the author's relation to it (locked after
 // the channel, the order every transaction takes them in), the author
-// (unlocked, as GetUser reads it) and the rules and webhooks versions.
+// (unlocked, as GetUser reads it) and the rules and webhooks versions, and
+// the author's roles (read as GetRoles reads them: the permissions of an
+// author with roles are read by every post).
 // {lock} becomes " FOR NO KEY UPDATE" in an Update and "" in a View;
 // {targets} becomes, in an Update, the push targets of the channel for a
 // message by the author (pushTargetsJSON), and NULL in a View. A missing
@@ -62,7 +68,11 @@ const prefetchSQL = `WITH c AS MATERIALIZED (
 	SELECT c.*, m.*, u.*,
 		(SELECT value FROM {s}versions WHERE name = 'rules'),
 		(SELECT value FROM {s}versions WHERE name = 'webhooks'),
-		{targets}
+		{targets},
+		(SELECT json_agg(json_build_array(r.role_id, r.permissions,
+			floor(extract(epoch FROM r.created_at) * 1000)::bigint,
+			floor(extract(epoch FROM r.updated_at) * 1000)::bigint))
+			FROM {s}roles r WHERE r.role_id = ANY (u.roles))
 	FROM (VALUES (1)) AS one(x)
 		LEFT JOIN c ON true
 		LEFT JOIN m ON true
@@ -81,8 +91,9 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 	var p prefetched
 	var v *versions
 	var pt []*chat.PushTarget
+	var roles []*chat.Role
 	err := t.query(ctx, tmpl, []any{channelID, userID}, func(r *sql.Rows) error {
-		n := nChannelCols + nCUCols + nUserCols + 3
+		n := nChannelCols + nCUCols + nUserCols + 4
 		raw := make([]any, n)
 		ptrs := make([]any, n)
 		for i := range raw {
@@ -113,9 +124,14 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 			}
 		}
 		var rv, wv sql.NullInt64
-		var tj []byte
-		if err := (window{r, n, n - 3}).Scan(&rv, &wv, &tj); err != nil {
+		var tj, rj []byte
+		if err := (window{r, n, n - 4}).Scan(&rv, &wv, &tj, &rj); err != nil {
 			return err
+		}
+		if p.user != nil {
+			if roles, err = decodeRoles(rj); err != nil {
+				return err
+			}
 		}
 		if t.write {
 			if pt, err = decodePushTargets(tj); err != nil {
@@ -139,12 +155,63 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 	p.hasChan, p.hasCU, p.hasUser = true, p.cu != nil || !t.write, true
 	p.userFresh = !t.lockUsers[userID]
 	t.pre = &p
+	t.preRoles = nil
+	if p.user != nil {
+		t.preRoles = &prefetchedRoles{ids: slices.Clone(p.user.Roles), list: roles}
+	}
 	t.vers = v
 	t.targets = nil
 	if t.write {
 		t.targets = &prefetchedTargets{channelID: channelID, userID: userID, list: pt}
 	}
 	return nil
+}
+
+// prefetchedRoles are the roles named by the author's row that
+// PrefetchPost read (ids, in the row's order), served once to a GetRoles of
+// exactly those ids until a statement names the roles table.
+type prefetchedRoles struct {
+	ids  []string
+	list []*chat.Role
+}
+
+// decodeRoles decodes the roles column of prefetchSQL: an array of
+// [roleId, permissions, createdAt ms, updatedAt ms].
+func decodeRoles(b []byte) ([]*chat.Role, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var raw [][4]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	out := make([]*chat.Role, len(raw))
+	for i, r := range raw {
+		var (
+			id               string
+			perms            []string
+			created, updated int64
+		)
+		for j, dst := range []any{&id, &perms, &created, &updated} {
+			if err := json.Unmarshal(r[j], dst); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = &chat.Role{RoleID: id, Permissions: arrayOut(perms),
+			CreatedAt: ct(time.UnixMilli(created)), UpdatedAt: ct(time.UnixMilli(updated))}
+	}
+	return out, nil
+}
+
+// prefetchedRolesFor answers GetRoles from the prefetch when ids are the
+// author's roles it read.
+func (t *tx) prefetchedRolesFor(ids []string) ([]*chat.Role, bool) {
+	p := t.preRoles
+	if p == nil || !slices.Equal(p.ids, ids) {
+		return nil, false
+	}
+	t.preRoles = nil
+	return p.list, true
 }
 
 // window scans the columns [from, from+len(dest)) of a row of n columns
@@ -241,7 +308,8 @@ func (t *tx) deferAppend(m *chat.Message, now time.Time, args []any) *chat.Chann
 	return c
 }
 
-// flushAppend runs the deferred AppendMessage, if any.
+// flushAppend runs the deferred AppendMessage, if any, and then the
+// deliveries held back with it.
 func (t *tx) flushAppend(ctx context.Context) error {
 	p := t.pend
 	if p == nil {
@@ -249,6 +317,15 @@ func (t *tx) flushAppend(ctx context.Context) error {
 	}
 	t.pend = nil
 	_, err := t.appendNow(ctx, p.messageID, p.channelID, p.args)
+	if err == nil && t.pendDel != nil {
+		d := t.pendDel
+		t.pendDel = nil
+		var inserted, pending int
+		if err = t.queryRow(ctx, enqueueSQL, d.args, &inserted, &pending); err == nil {
+			err = t.noteEnqueued(d.n, inserted, pending)
+		}
+	}
+	t.pendDel = nil
 	if err != nil && t.failed == nil {
 		t.failed = err
 	}
@@ -259,10 +336,47 @@ func (t *tx) flushAppend(ctx context.Context) error {
 // and AppendEvents ($20-$24, as appendEventsSQL) in one statement. It
 // returns each event's key, the log's last id and the count of message
 // rows inserted.
-const appendWithEventsSQL = appendCTEs + `, ev AS (
+//
+// Its message INSERT has no ON CONFLICT clause: a duplicate id or segment
+// fails the statement (unique_violation, CodeConflict) and with it the
+// transaction, which a deferred AppendMessage's failure fails in any
+// case, and the insert is not speculative (no pre-check of the unique
+// indexes, no confirmation record).
+var appendWithEventsSQL = appendDeferredCTEs + eventsTailSQL("$20")
+
+// appendWithDeliveriesSQL is appendWithEventsSQL with a held-back
+// EnqueueDeliveries ($20-$32, as enqueueSQL) between the message and the
+// events ($33-$37): a post of a deployment with webhooks is still BEGIN,
+// the post's reads, this statement and COMMIT. It returns, after
+// appendWithEventsSQL's columns, the deliveries inserted and the pending
+// ones among them.
+var appendWithDeliveriesSQL = appendDeferredCTEs + `, dl AS (
+			` + shiftParams(enqueueDeliveriesCTE, 19) + `
+		)` + strings.Replace(eventsTailSQL("$33"), "(SELECT count(*) FROM ins) FROM ev",
+	"(SELECT count(*) FROM ins), (SELECT count(*) FROM dl), (SELECT count(*) FROM dl WHERE state = 'pending') FROM ev", 1)
+
+// shiftParams renumbers the parameters $1-$99 of a statement part by by.
+func shiftParams(q string, by int) string {
+	return paramRE.ReplaceAllStringFunc(q, func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		return "$" + strconv.Itoa(n+by)
+	})
+}
+
+var paramRE = regexp.MustCompile(`\$[0-9]+`)
+
+// eventsTailSQL is the events part of the deferred statements: their
+// parameters (as appendEventsSQL's) start at first.
+func eventsTailSQL(first string) string {
+	n, _ := strconv.Atoi(first[1:])
+	return shiftParams(eventsTail, n-1)
+}
+
+// eventsTail's parameters are $1-$5; eventsTailSQL shifts them.
+const eventsTail = `, ev AS (
 		INSERT INTO {s}events_pending (name, channel_id, user_ids, data, created_at)
 		SELECT x.n, x.c, x.u, x.d, x.t::timestamptz
-		FROM unnest($20::text[], $21::text[], $22::text[], $23::bytea[], $24::text[])
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[])
 			WITH ORDINALITY AS x(n, c, u, d, t, ord)
 		ORDER BY x.ord
 		RETURNING seq

@@ -186,3 +186,56 @@ func TestDeferredAppend(t *testing.T) {
 	require.NoError(t, s.DB().QueryRow(`SELECT (SELECT count(*) FROM `+q+`.events) + (SELECT count(*) FROM `+q+`.events_pending)`).Scan(&events))
 	require.Equal(t, 1, events, "only the first post's event")
 }
+
+// TestPrefetchPostRoles checks that GetRoles of the author's roles, after
+// PrefetchPost, gives what the read itself gives without a statement, and
+// that a role written in the transaction is read again.
+func TestPrefetchPostRoles(t *testing.T) {
+	s := prefetchFixture(t)
+	ctx := context.Background()
+	update(t, s, func(tx chat.Tx) error {
+		for _, r := range []*chat.Role{
+			{RoleID: "mod", Permissions: []string{"a", "b"}, CreatedAt: at(1), UpdatedAt: at(2)},
+			{RoleID: "empty", Permissions: []string{}, CreatedAt: at(3), UpdatedAt: at(3)},
+		} {
+			if err := tx.PutRole(ctx, r); err != nil {
+				return err
+			}
+		}
+		u, err := tx.GetUser(ctx, "u")
+		if err != nil {
+			return err
+		}
+		u.Roles = []string{"mod", "gone", "empty"}
+		return tx.UpdateUser(ctx, u)
+	})
+	ids := []string{"mod", "gone", "empty"}
+	var want []*chat.Role
+	update(t, s, func(tx chat.Tx) error {
+		var err error
+		want, err = tx.GetRoles(ctx, ids)
+		return err
+	})
+	require.Len(t, want, 2)
+	update(t, s, func(tx chat.Tx) error {
+		require.NoError(t, tx.(chat.PostPrefetcher).PrefetchPost(ctx, "c", "u"))
+		n0 := s.StatementCount()
+		got, err := tx.GetRoles(ctx, ids)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.Equal(t, n0, s.StatementCount(), "served by the prefetch")
+		// Other ids, or the same ids a second time, are read.
+		_, err = tx.GetRoles(ctx, ids[:1])
+		require.NoError(t, err)
+		require.Equal(t, n0+1, s.StatementCount())
+		return nil
+	})
+	update(t, s, func(tx chat.Tx) error {
+		require.NoError(t, tx.(chat.PostPrefetcher).PrefetchPost(ctx, "c", "u"))
+		require.NoError(t, tx.PutRole(ctx, &chat.Role{RoleID: "mod", Permissions: []string{"c"}, CreatedAt: at(1), UpdatedAt: at(4)}))
+		got, err := tx.GetRoles(ctx, ids)
+		require.NoError(t, err)
+		require.Equal(t, []string{"c"}, got[0].Permissions, "a role written in the transaction is read again")
+		return nil
+	})
+}

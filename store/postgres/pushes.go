@@ -212,8 +212,10 @@ const pushTargetsFrom = `FROM {s}channel_users cu
 // pushTargetsJSON is ListPushTargets's read as one JSON column of
 // PrefetchPost's row: an array of [userId, deviceId, userLevel,
 // channelLevel], NULL when there are none.
+// The rows are sorted after decoding (decodePushTargets): an ORDER BY in
+// the aggregate would set up a sort for every post.
 const pushTargetsJSON = `(SELECT json_agg(json_build_array(cu.user_id, d.device_id,
-		coalesce(nu.level, ''), coalesce(nc.level, '')) ORDER BY cu.user_id, d.device_id)
+		coalesce(nu.level, ''), coalesce(nc.level, '')))
 		` + pushTargetsFrom + `)`
 
 // prefetchedTargets are the push targets of a message by userID in
@@ -226,7 +228,8 @@ type prefetchedTargets struct {
 	list              []*chat.PushTarget
 }
 
-// decodePushTargets decodes pushTargetsJSON's column.
+// decodePushTargets decodes pushTargetsJSON's column, in ListPushTargets's
+// order (user, then device).
 func decodePushTargets(b []byte) ([]*chat.PushTarget, error) {
 	if b == nil {
 		return nil, nil
@@ -240,6 +243,9 @@ func decodePushTargets(b []byte) ([]*chat.PushTarget, error) {
 		out[i] = &chat.PushTarget{UserID: r[0], DeviceID: r[1],
 			UserLevel: chat.NotificationLevel(r[2]), ChannelLevel: chat.NotificationLevel(r[3])}
 	}
+	slices.SortFunc(out, func(a, b *chat.PushTarget) int {
+		return cmp.Or(strings.Compare(a.UserID, b.UserID), strings.Compare(a.DeviceID, b.DeviceID))
+	})
 	return out, nil
 }
 
