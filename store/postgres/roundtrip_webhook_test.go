@@ -31,11 +31,11 @@ func TestCreateMessageRoundTripsWithWebhook(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	svc, err := chat.New(ctx, s, chat.Config{})
 	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(ctx, "ops", "")
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
 	require.NoError(t, err)
-	hook, err := svc.EnsureWebhook(ctx, "https://hooks.example.com/chat", "secret")
+	hook, err := svc.EnsureWebhook(ctx, "", "https://hooks.example.com/chat", "secret")
 	require.NoError(t, err)
-	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannel{ChannelID: "c", Type: chat.ChannelTypeStandard,
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard,
 		UserIDs: []string{"u", admin.UserID}})
 	require.NoError(t, err)
 	// Half of the posts are by the admin (a member), whose permissions
@@ -46,7 +46,7 @@ func TestCreateMessageRoundTripsWithWebhook(t *testing.T) {
 		if n++; n%2 == 0 {
 			author = admin.UserID
 		}
-		_, err := svc.CreateMessage(ctx, author, chat.CreateMessage{ChannelID: "c", Type: chat.MessageTypeText,
+		_, err := svc.CreateMessage(ctx, author, chat.CreateMessageInput{ChannelID: "c", Type: chat.MessageTypeText,
 			Data: chat.TextData("hello")})
 		require.NoError(t, err)
 	}
