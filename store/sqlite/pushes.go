@@ -29,23 +29,11 @@ func scanPush(sc scanner) (*chat.PushDelivery, error) {
 
 // ListPushTargets implements chat.PushStore: the channel's members
 // (primary key range) joined with their devices (devices_user_idx) and
-// levels (primary key).
-//
-// It runs on every post. A join starts by opening a cursor on each of its
-// tables, which cost SQLite several microseconds per table even when the
-// channel has no member to join (about 12 µs for this one); a first
-// statement that reads the members alone, with a subquery (evaluated only
-// for a member that passes the other terms) for their devices, answers
-// the common case, no other member with a device, in about 1.5 µs.
+// levels (primary key). It runs on every post. The channel is bound as
+// textParam: with a plain "cu.channel_id = ?" in this join SQLite compiled
+// the statement again on every execution, about an eighth of the
+// instructions of a whole post through the server.
 func (t *tx) ListPushTargets(ctx context.Context, channelID, excludeUserID string) ([]*chat.PushTarget, error) {
-	var some int
-	err := t.row(ctx, `SELECT count(*) FROM (SELECT 1 FROM channel_users cu
-	WHERE cu.channel_id = ? AND cu.membership = 'member' AND cu.user_id != ?
-		AND (SELECT 1 FROM devices d WHERE d.user_id = cu.user_id LIMIT 1) IS NOT NULL
-	LIMIT 1)`, []any{channelID, excludeUserID}, &some)
-	if err != nil || some == 0 {
-		return nil, err
-	}
 	return list(t, ctx, func(sc scanner) (*chat.PushTarget, error) {
 		var p chat.PushTarget
 		var own, ch string
@@ -57,7 +45,7 @@ func (t *tx) ListPushTargets(ctx context.Context, channelID, excludeUserID strin
 	JOIN devices d ON d.user_id = cu.user_id
 	LEFT JOIN notification_levels nu ON nu.user_id = cu.user_id AND nu.channel_id = ''
 	LEFT JOIN notification_levels nc ON nc.user_id = cu.user_id AND nc.channel_id = cu.channel_id
-	WHERE cu.channel_id = ? AND cu.membership = 'member' AND cu.user_id != ?
+	WHERE cu.channel_id = `+textParam+` AND cu.membership = 'member' AND cu.user_id != ?
 	ORDER BY cu.user_id, d.device_id`, channelID, excludeUserID)
 }
 
