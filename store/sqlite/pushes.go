@@ -29,7 +29,10 @@ func scanPush(sc scanner) (*chat.PushDelivery, error) {
 
 // ListPushTargets implements chat.PushStore: the channel's members
 // (primary key range) joined with their devices (devices_user_idx) and
-// levels (primary key).
+// levels (primary key). It runs on every post. The channel is bound as
+// textParam: with a plain "cu.channel_id = ?" in this join SQLite compiled
+// the statement again on every execution, about an eighth of the
+// instructions of a whole post through the server.
 func (t *tx) ListPushTargets(ctx context.Context, channelID, excludeUserID string) ([]*chat.PushTarget, error) {
 	return list(t, ctx, func(sc scanner) (*chat.PushTarget, error) {
 		var p chat.PushTarget
@@ -42,7 +45,7 @@ func (t *tx) ListPushTargets(ctx context.Context, channelID, excludeUserID strin
 	JOIN devices d ON d.user_id = cu.user_id
 	LEFT JOIN notification_levels nu ON nu.user_id = cu.user_id AND nu.channel_id = ''
 	LEFT JOIN notification_levels nc ON nc.user_id = cu.user_id AND nc.channel_id = cu.channel_id
-	WHERE cu.channel_id = ? AND cu.membership = 'member' AND cu.user_id != ?
+	WHERE cu.channel_id = `+textParam+` AND cu.membership = 'member' AND cu.user_id != ?
 	ORDER BY cu.user_id, d.device_id`, channelID, excludeUserID)
 }
 

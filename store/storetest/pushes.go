@@ -103,6 +103,8 @@ func testPushTargets(t *testing.T, e *env) {
 	require.Equal(t, "ann", ts[0].UserID)
 	ts = read(e, func(tx chat.Tx) ([]*chat.PushTarget, error) { return tx.ListPushTargets(e.ctx, "none", "") })
 	require.Empty(t, ts)
+	ts = read(e, func(tx chat.Tx) ([]*chat.PushTarget, error) { return tx.ListPushTargets(e.ctx, "other", "gus") })
+	require.Empty(t, ts, "the only member with a device is the author")
 }
 
 func testPushEnqueueClaimFinish(t *testing.T, e *env) {
