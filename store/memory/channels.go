@@ -10,253 +10,117 @@ import (
 )
 
 func (t *tx) CreateChannel(_ context.Context, c *chat.Channel) error {
-	if err := t.writable(); err != nil {
+	v := cloneChannel(c)
+	var err error
+	if v.Metadata, err = normMap(c.Metadata); err != nil {
 		return err
 	}
-	if _, ok := t.d.channels[c.ChannelID]; ok {
-		return conflict("channel %q already exists", c.ChannelID)
-	}
-	sc, err := normChannel(c)
-	if err != nil {
-		return err
-	}
-	setKey(t, t.d.channels, sc.ChannelID, sc)
-	sortedInsert(t, &t.d.chanOrder, sc, cmpChannel)
-	t.trackMute(sc.ChannelID, "", sc.MuteTimeout)
-	// Relations written before the channel existed (usually none).
-	for userID, cu := range t.d.members[sc.ChannelID] {
-		if cu.Membership == chat.MembershipMember {
-			sortedInsert(t, t.memberList(userID), sc, cmpChannel)
-		}
-	}
-	return nil
+	return insert(t, t.r().channels, v.ChannelID, v, "channel")
 }
 
 func (t *tx) GetChannel(_ context.Context, channelID string) (*chat.Channel, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
+	return get(t, t.r().channels, channelID, cloneChannel, "channel")
+}
+
+// byIDs returns copies of the values of m among ids, each once, in the
+// order of ids.
+func byIDs[T any](m map[string]*T, ids []string, cp func(*T) *T) []*T {
+	out := make([]*T, 0, len(ids))
+	for i, id := range ids {
+		if v, ok := m[id]; ok && !slices.Contains(ids[:i], id) {
+			out = append(out, cp(v))
+		}
 	}
-	c, ok := t.d.channels[channelID]
-	if !ok {
-		return nil, notFound("channel", channelID)
-	}
-	return cpChannel(c), nil
+	return out
 }
 
 func (t *tx) GetChannels(_ context.Context, ids []string) ([]*chat.Channel, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
-	out := make([]*chat.Channel, 0, len(ids))
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		if c, ok := t.d.channels[id]; ok && !seen[id] {
-			seen[id] = true
-			out = append(out, cpChannel(c))
-		}
-	}
-	return out, nil
+	return byIDs(t.r().channels, ids, cloneChannel), nil
 }
 
 func (t *tx) UpdateChannel(_ context.Context, c *chat.Channel) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	p, ok := t.d.channels[c.ChannelID]
-	if !ok {
-		return notFound("channel", c.ChannelID)
-	}
-	in, err := normChannel(c)
+	md, err := normMap(c.Metadata)
 	if err != nil {
 		return err
 	}
-	v := *p
-	v.DisplayName = in.DisplayName
-	v.Metadata = in.Metadata
-	v.Tags = in.Tags
-	v.MuteTimeout = in.MuteTimeout
-	v.LastActivity = in.LastActivity
-	v.UpdatedAt = in.UpdatedAt
-	v.IsClosed = in.IsClosed
-	v.IsRateLimited = in.IsRateLimited
-	v.RateLimitWindow = in.RateLimitWindow
-	replace(t, p, v)
-	t.trackMute(v.ChannelID, "", v.MuteTimeout)
-	return nil
+	in := cloneChannel(c)
+	return change(t, t.r().channels, c.ChannelID, "channel", func(v *chat.Channel) {
+		v.DisplayName, v.Metadata, v.Tags, v.MuteTimeout = in.DisplayName, md, in.Tags, in.MuteTimeout
+		v.LastActivity, v.UpdatedAt, v.IsClosed = in.LastActivity, in.UpdatedAt, in.IsClosed
+		v.IsRateLimited, v.RateLimitWindow = in.IsRateLimited, in.RateLimitWindow
+	})
 }
 
 func (t *tx) NextSegment(_ context.Context, channelID string, now time.Time) (*chat.Channel, error) {
-	if err := t.writable(); err != nil {
-		return nil, err
-	}
-	p, ok := t.d.channels[channelID]
+	t.w()
+	p, ok := t.r().channels[channelID]
 	if !ok {
 		return nil, notFound("channel", channelID)
 	}
-	// Only three fields change: record those for the undo rather than a
-	// copy of the whole channel.
+	// Only three fields change: undo those rather than the whole channel.
 	count, last, updated := p.MessageCount, p.LastActivity, p.UpdatedAt
 	p.MessageCount++
 	p.LastActivity = chat.NewTime(now)
 	p.UpdatedAt = p.LastActivity
-	t.onUndo(func() { p.MessageCount, p.LastActivity, p.UpdatedAt = count, last, updated })
-	return cpChannel(p), nil
+	t.undo = append(t.undo, func() { p.MessageCount, p.LastActivity, p.UpdatedAt = count, last, updated })
+	return cloneChannel(p), nil
+}
+
+// newestChannel orders channels newest first.
+func newestChannel(a, b *chat.Channel) int {
+	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt.Time), cmp.Compare(b.ChannelID, a.ChannelID))
 }
 
 func (t *tx) QueryChannels(_ context.Context, f chat.ChannelFilter) ([]*chat.Channel, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
+	l := sortedValues(t.r().channels, func(c *chat.Channel) bool {
+		return (f.MemberOf == "" || t.r().isMember(c.ChannelID, f.MemberOf)) && (!c.IsClosed || f.IncludeClosed) &&
+			(f.NotMemberOf == "" || !t.r().isMember(c.ChannelID, f.NotMemberOf)) &&
+			tagsMatch(c.Tags, f.Tags, f.ExcludeTags) && (f.Search == "" || chat.MatchChannel(f.Search, c))
+	}, newestChannel)
+	cursor := func(c *chat.ChannelCursor) func(*chat.Channel) int {
+		if c == nil {
+			return nil
+		}
+		cur := &chat.Channel{CreatedAt: chat.NewTime(c.CreatedAt), ChannelID: c.ChannelID}
+		return func(x *chat.Channel) int { return newestChannel(x, cur) }
 	}
-	list := t.d.chanOrder
-	if f.MemberOf != "" {
-		list = nil
-		if l := t.d.memberOf[f.MemberOf]; l != nil {
-			list = *l
-		}
-	}
-	// Newest first is descending order: After bounds from above (older
-	// rows), Before from below (newer rows, returned ascending).
-	var low, high func(*chat.Channel) int
-	if f.After != nil {
-		cur := *f.After
-		high = func(c *chat.Channel) int { return cmpChannelCursor(c, cur) }
-	}
-	if f.Before != nil {
-		cur := *f.Before
-		low = func(c *chat.Channel) int { return cmpChannelCursor(c, cur) }
-	}
-	lo, hi := window(list, low, high)
-	notMember := t.d.userChans[f.NotMemberOf]
-	pg := page{skip: f.Offset, limit: f.Limit}
-	var out []*chat.Channel
-	walk(list, lo, hi, f.Before == nil, func(c *chat.Channel) bool {
-		if c.IsClosed && !f.IncludeClosed {
-			return true
-		}
-		if !tagsMatch(c.Tags, f.Tags, f.ExcludeTags) {
-			return true
-		}
-		if f.Search != "" && !chat.MatchChannel(f.Search, c) {
-			return true
-		}
-		if f.NotMemberOf != "" {
-			if cu, ok := notMember[c.ChannelID]; ok && cu.Membership == chat.MembershipMember {
-				return true
-			}
-		}
-		keep, full := pg.take()
-		if keep {
-			out = append(out, cpChannel(c))
-		}
-		return !full
-	})
-	return out, nil
+	return copies(window(l, cursor(f.After), cursor(f.Before), f.Offset, f.Limit), cloneChannel), nil
 }
 
-func cmpChannelCursor(c *chat.Channel, cur chat.ChannelCursor) int {
-	if x := c.CreatedAt.Compare(cur.CreatedAt); x != 0 {
-		return x
+// tagsMatch applies the any-of and none-of tag filters.
+func tagsMatch(have, anyTags, noneTags []string) bool {
+	hasAny := func(want []string) bool {
+		return slices.ContainsFunc(want, func(w string) bool { return slices.Contains(have, w) })
 	}
-	return cmp.Compare(c.ChannelID, cur.ChannelID)
+	return (len(anyTags) == 0 || hasAny(anyTags)) && !hasAny(noneTags)
 }
 
 // ---- relations ----
 
 func (t *tx) GetChannelUser(_ context.Context, channelID, userID string) (*chat.ChannelUser, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
-	cu, ok := t.d.members[channelID][userID]
-	if !ok {
-		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no relation to channel %q", userID, channelID)
-	}
-	return cpChannelUser(cu), nil
+	return get(t, t.r().members[channelID], userID, cloneChannelUser, "relation to channel "+channelID+" of user")
+}
+
+// relations returns copies of the relations of rel among ids (all when ids
+// is nil), ordered by key.
+func relations(rel map[string]*chat.ChannelUser, ids []string, key func(*chat.ChannelUser) string) []*chat.ChannelUser {
+	l := sortedValues(rel, func(cu *chat.ChannelUser) bool { return ids == nil || slices.Contains(ids, key(cu)) },
+		func(a, b *chat.ChannelUser) int { return cmp.Compare(key(a), key(b)) })
+	return copies(l, cloneChannelUser)
 }
 
 func (t *tx) GetChannelUsers(_ context.Context, channelID string, userIDs []string) ([]*chat.ChannelUser, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
-	rel := t.d.members[channelID]
-	var out []*chat.ChannelUser
-	if userIDs == nil {
-		out = make([]*chat.ChannelUser, 0, len(rel))
-		for _, cu := range rel {
-			out = append(out, cpChannelUser(cu))
-		}
-	} else {
-		seen := make(map[string]bool, len(userIDs))
-		for _, id := range userIDs {
-			if cu, ok := rel[id]; ok && !seen[id] {
-				seen[id] = true
-				out = append(out, cpChannelUser(cu))
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b *chat.ChannelUser) int { return cmp.Compare(a.UserID, b.UserID) })
-	return out, nil
+	return relations(t.r().members[channelID], userIDs, func(cu *chat.ChannelUser) string { return cu.UserID }), nil
 }
 
 func (t *tx) ListMemberships(_ context.Context, userID string, channelIDs []string) ([]*chat.ChannelUser, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
-	rel := t.d.userChans[userID]
-	var out []*chat.ChannelUser
-	if channelIDs == nil {
-		for _, cu := range rel {
-			out = append(out, cpChannelUser(cu))
-		}
-	} else {
-		seen := make(map[string]bool, len(channelIDs))
-		for _, id := range channelIDs {
-			if cu, ok := rel[id]; ok && !seen[id] {
-				seen[id] = true
-				out = append(out, cpChannelUser(cu))
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b *chat.ChannelUser) int { return cmp.Compare(a.ChannelID, b.ChannelID) })
-	return out, nil
+	return relations(t.r().userRels[userID], channelIDs, func(cu *chat.ChannelUser) string { return cu.ChannelID }), nil
 }
 
-// memberList returns the user's entry of memberOf, creating it (with undo)
-// when absent.
-func (t *tx) memberList(userID string) *[]*chat.Channel {
-	l, ok := t.d.memberOf[userID]
-	if !ok {
-		l = new([]*chat.Channel)
-		setKey(t, t.d.memberOf, userID, l)
-	}
-	return l
-}
-
-// memberChange keeps memberOf in step when the user's relation to the
-// channel goes from was to now (nil = no relation).
-func (t *tx) memberChange(channelID, userID string, was, now *chat.ChannelUser) {
-	c, ok := t.d.channels[channelID]
-	if !ok {
-		return // listed from CreateChannel on
-	}
-	switch isMember(now) - isMember(was) {
-	case 1:
-		sortedInsert(t, t.memberList(userID), c, cmpChannel)
-	case -1:
-		if l := t.d.memberOf[userID]; l != nil {
-			sortedRemove(t, l, c, cmpChannel)
-		}
-	}
-}
-
-// addMemberCount adjusts a channel's memberCount (when the channel exists).
-func (t *tx) addMemberCount(channelID string, delta int) {
-	if delta == 0 {
-		return
-	}
-	if p, ok := t.d.channels[channelID]; ok {
-		v := *p
-		v.MemberCount += delta
-		replace(t, p, v)
+// addMembers adds delta to the channel's memberCount (when it exists).
+func (t *tx) addMembers(channelID string, delta int) {
+	if _, ok := t.r().channels[channelID]; ok && delta != 0 {
+		_ = change(t, t.r().channels, channelID, "channel", func(c *chat.Channel) { c.MemberCount += delta })
 	}
 }
 
@@ -267,112 +131,131 @@ func isMember(cu *chat.ChannelUser) int {
 	return 0
 }
 
+// isMember reports whether userID is a member of channelID now.
+func (d *data) isMember(channelID, userID string) bool {
+	return isMember(d.members[channelID][userID]) == 1
+}
+
 func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	v := normChannelUser(cu)
-	old := t.d.members[v.ChannelID][v.UserID]
+	v := cloneChannelUser(cu)
+	old := t.r().members[v.ChannelID][v.UserID]
 	// The read marker is MarkRead's alone: kept when the relation is
 	// replaced, 0 for a new one.
 	v.ReadToSegment, v.UnreadCount = 0, 0
 	if old != nil {
 		v.ReadToSegment = old.ReadToSegment
 	}
-	setKey(t, innerMap(t, t.d.members, v.ChannelID), v.UserID, v)
-	setKey(t, innerMap(t, t.d.userChans, v.UserID), v.ChannelID, v)
-	t.trackMute(v.ChannelID, v.UserID, v.MuteTimeout)
-	t.memberChange(v.ChannelID, v.UserID, old, v)
-	t.addMemberCount(v.ChannelID, isMember(v)-isMember(old))
+	put(t, inner(t, t.r().members, v.ChannelID), v.UserID, v)
+	put(t, inner(t, t.r().userRels, v.UserID), v.ChannelID, v)
+	t.addMembers(v.ChannelID, isMember(v)-isMember(old))
 	return nil
 }
 
 func (t *tx) DeleteChannelUser(_ context.Context, channelID, userID string) error {
-	if err := t.writable(); err != nil {
-		return err
+	if old, ok := t.r().members[channelID][userID]; ok {
+		del(t, t.r().members[channelID], userID)
+		del(t, t.r().userRels[userID], channelID)
+		t.addMembers(channelID, -isMember(old))
 	}
-	old, ok := t.d.members[channelID][userID]
-	if !ok {
-		return nil
-	}
-	delKey(t, t.d.members[channelID], userID)
-	delKey(t, t.d.userChans[userID], channelID)
-	t.trackMute(channelID, userID, nil)
-	t.memberChange(channelID, userID, old, nil)
-	t.addMemberCount(channelID, -isMember(old))
 	return nil
 }
 
 func (t *tx) DeleteChannelUsers(_ context.Context, channelID string) error {
-	if err := t.writable(); err != nil {
-		return err
+	for userID := range t.r().members[channelID] {
+		del(t, t.r().userRels[userID], channelID)
 	}
-	if rel, ok := t.d.members[channelID]; ok {
-		for userID, cu := range rel {
-			delKey(t, t.d.userChans[userID], channelID)
-			t.trackMute(channelID, userID, nil)
-			t.memberChange(channelID, userID, cu, nil)
-		}
-		delKey(t, t.d.members, channelID)
-	}
-	if p, ok := t.d.channels[channelID]; ok && p.MemberCount != 0 {
-		v := *p
-		v.MemberCount = 0
-		replace(t, p, v)
+	del(t, t.r().members, channelID)
+	if c, ok := t.r().channels[channelID]; ok {
+		t.addMembers(channelID, -c.MemberCount)
 	}
 	return nil
 }
 
 func (t *tx) MarkRead(_ context.Context, channelID, userID string, segment int64) (*chat.ChannelUser, error) {
-	if err := t.writable(); err != nil {
+	// Both maps hold the relation's pointer: change keeps it.
+	err := change(t, t.r().members[channelID], userID, "relation to channel "+channelID+" of user", func(cu *chat.ChannelUser) {
+		cu.ReadToSegment = max(cu.ReadToSegment, segment)
+	})
+	if err != nil {
 		return nil, err
 	}
-	cu, ok := t.d.members[channelID][userID]
-	if !ok {
-		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no relation to channel %q", userID, channelID)
-	}
-	if segment > cu.ReadToSegment {
-		// members and userChans hold the same pointer: both see it.
-		v := *cu
-		v.ReadToSegment = segment
-		replace(t, cu, v)
-	}
-	return cpChannelUser(cu), nil
+	return cloneChannelUser(t.r().members[channelID][userID]), nil
 }
 
-// UnreadCounts counts from the channel's messageCount, less the user's own
-// messages above the marker (chanAuthor) and the deleted messages of
-// others above it (chanMsgs.deleted), as the SQL adapters do.
+// above returns the messages of the channel with a segment above seg.
+func (d *data) above(channelID string, seg int64) []*chat.Message {
+	l := d.chanMsgs[channelID]
+	i, _ := segIndex(l, seg+1)
+	return l[i:]
+}
+
+// UnreadCounts counts the live messages of others above each marker.
 func (t *tx) UnreadCounts(_ context.Context, cus []*chat.ChannelUser) ([]int64, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
-	d := t.d
 	out := make([]int64, len(cus))
 	for i, cu := range cus {
-		c, ok := d.channels[cu.ChannelID]
-		if !ok {
-			continue
-		}
-		r := cu.ReadToSegment
-		n := c.MessageCount - r
-		ch, okc := d.strIDs[cu.ChannelID]
-		u, oku := d.strIDs[cu.UserID]
-		if okc && oku {
-			if own := d.chanAuthor[chanAuthorKey{ch, u}]; own != nil {
-				j, _ := d.search(*own, r+1)
-				n -= int64(len(*own) - j)
+		for _, m := range t.r().above(cu.ChannelID, cu.ReadToSegment) {
+			if !m.IsDeleted && m.UserID != cu.UserID {
+				out[i]++
 			}
 		}
-		if cm := d.chanMsgs[cu.ChannelID]; cm != nil {
-			j, _ := d.search(cm.deleted, r+1)
-			for _, p := range cm.deleted[j:] {
-				if !oku || d.allMsgs[p].user != u {
-					n--
-				}
-			}
-		}
-		out[i] = max(n, 0)
 	}
 	return out, nil
+}
+
+// ---- mute expiry ----
+
+// LapsedMutes reads every channel and relation. Write transactions hold
+// the store's lock, so there is nothing to skip.
+func (t *tx) LapsedMutes(_ context.Context, now time.Time, limit int) ([]*chat.Channel, []*chat.ChannelUser, error) {
+	var chans []*chat.Channel
+	var cus []*chat.ChannelUser
+	t.muted(func(c *chat.Channel, cu *chat.ChannelUser) {
+		if cu == nil && !c.MuteTimeout.After(now) {
+			chans = append(chans, c)
+		} else if cu != nil && !cu.MuteTimeout.After(now) {
+			cus = append(cus, cu)
+		}
+	})
+	slices.SortFunc(chans, func(a, b *chat.Channel) int {
+		return cmp.Or(a.MuteTimeout.Compare(b.MuteTimeout.Time), cmp.Compare(a.ChannelID, b.ChannelID))
+	})
+	slices.SortFunc(cus, func(a, b *chat.ChannelUser) int {
+		return cmp.Or(a.MuteTimeout.Compare(b.MuteTimeout.Time), cmp.Compare(a.ChannelID, b.ChannelID), cmp.Compare(a.UserID, b.UserID))
+	})
+	return copies(chans[:min(len(chans), limit)], cloneChannel), copies(cus[:min(len(cus), limit)], cloneChannelUser), nil
+}
+
+// muted calls fn for each open channel (cu nil) and member relation of an
+// open channel whose MuteTimeout is set.
+func (t *tx) muted(fn func(c *chat.Channel, cu *chat.ChannelUser)) {
+	for id, c := range t.r().channels {
+		if c.IsClosed {
+			continue
+		}
+		if c.MuteTimeout != nil {
+			fn(c, nil)
+		}
+		for _, cu := range t.r().members[id] {
+			if cu.MuteTimeout != nil && cu.Membership == chat.MembershipMember {
+				fn(c, cu)
+			}
+		}
+	}
+}
+
+func (t *tx) NextMuteEnd(_ context.Context) (time.Time, bool, error) {
+	var next *chat.Time
+	t.muted(func(c *chat.Channel, cu *chat.ChannelUser) {
+		v := c.MuteTimeout
+		if cu != nil {
+			v = cu.MuteTimeout
+		}
+		if next == nil || v.Before(next.Time) {
+			next = v
+		}
+	})
+	if next == nil {
+		return time.Time{}, false, nil
+	}
+	return next.Time, true, nil
 }

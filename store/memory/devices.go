@@ -11,189 +11,254 @@ import (
 
 // ---- devices and notification levels ----
 
-func cpDevice(d *chat.Device) *chat.Device {
-	v := *d
-	v.CreatedAt, v.UpdatedAt = nt(d.CreatedAt), nt(d.UpdatedAt)
-	return &v
-}
-
-// CreateDevice implements chat.DeviceStore.
-func (t *tx) CreateDevice(_ context.Context, d *chat.Device) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if _, ok := t.d.devices[d.DeviceID]; ok {
-		return chat.Errorf(chat.CodeConflict, "device %q already exists", d.DeviceID)
-	}
-	k := deviceTokKey{d.Provider, d.Token}
-	if _, ok := t.d.deviceToks[k]; ok {
-		return chat.Errorf(chat.CodeConflict, "a %s device with this token already exists", d.Provider)
-	}
-	v := cpDevice(d)
-	setKey(t, t.d.devices, v.DeviceID, v)
-	setKey(t, t.d.deviceToks, k, v.DeviceID)
-	byID := t.d.userDevices[v.UserID]
-	if byID == nil {
-		byID = map[string]*chat.Device{}
-		setKey(t, t.d.userDevices, v.UserID, byID)
-	}
-	setKey(t, byID, v.DeviceID, v)
-	return nil
-}
-
-// GetDeviceByToken implements chat.DeviceStore.
-func (t *tx) GetDeviceByToken(_ context.Context, provider, token string) (*chat.Device, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
-	id, ok := t.d.deviceToks[deviceTokKey{provider, token}]
-	if !ok {
-		return nil, chat.Errorf(chat.CodeNotFound, "no %s device has this token", provider)
-	}
-	return cpDevice(t.d.devices[id]), nil
-}
-
-// TouchDevice implements chat.DeviceStore.
-func (t *tx) TouchDevice(_ context.Context, deviceID string, now time.Time) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	old, ok := t.d.devices[deviceID]
-	if !ok {
-		return chat.Errorf(chat.CodeNotFound, "device %q not found", deviceID)
-	}
-	v := cpDevice(old)
-	v.UpdatedAt = chat.NewTime(now)
-	setKey(t, t.d.devices, deviceID, v)
-	setKey(t, t.d.userDevices[v.UserID], deviceID, v)
-	return nil
-}
-
-// ListDevices implements chat.DeviceStore.
-func (t *tx) ListDevices(_ context.Context, userID string) ([]*chat.Device, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
-	out := make([]*chat.Device, 0, len(t.d.userDevices[userID]))
-	for _, d := range t.d.userDevices[userID] {
-		out = append(out, cpDevice(d))
-	}
-	slices.SortFunc(out, func(a, b *chat.Device) int {
-		if c := a.UpdatedAt.Compare(b.UpdatedAt.Time); c != 0 {
-			return c
+// deviceByToken returns the device with this provider and token, or nil.
+func (d *data) deviceByToken(provider, token string) *chat.Device {
+	for _, v := range d.devices {
+		if v.Provider == provider && v.Token == token {
+			return v
 		}
-		return cmp.Compare(a.DeviceID, b.DeviceID)
-	})
-	return out, nil
+	}
+	return nil
 }
 
-// DeleteDevice implements chat.DeviceStore.
-func (t *tx) DeleteDevice(_ context.Context, userID, deviceID string) error {
-	if err := t.writable(); err != nil {
-		return err
+// userDevices returns the devices of userID in (updatedAt, deviceId) order.
+func (d *data) userDevices(userID string) []*chat.Device {
+	return sortedValues(d.devices, func(v *chat.Device) bool { return v.UserID == userID }, func(a, b *chat.Device) int {
+		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt.Time), cmp.Compare(a.DeviceID, b.DeviceID))
+	})
+}
+
+func (t *tx) CreateDevice(_ context.Context, d *chat.Device) error {
+	if t.r().deviceByToken(d.Provider, d.Token) != nil {
+		return conflict("a %s device with this token already exists", d.Provider)
 	}
-	d, ok := t.d.userDevices[userID][deviceID]
-	if !ok {
+	return insert(t, t.r().devices, d.DeviceID, cloneDevice(d), "device")
+}
+
+func (t *tx) GetDeviceByToken(_ context.Context, provider, token string) (*chat.Device, error) {
+	if d := t.r().deviceByToken(provider, token); d != nil {
+		return cloneDevice(d), nil
+	}
+	return nil, chat.Errorf(chat.CodeNotFound, "no %s device has this token", provider)
+}
+
+func (t *tx) TouchDevice(_ context.Context, deviceID string, now time.Time) error {
+	return change(t, t.r().devices, deviceID, "device", func(d *chat.Device) { d.UpdatedAt = chat.NewTime(now) })
+}
+
+func (t *tx) ListDevices(_ context.Context, userID string) ([]*chat.Device, error) {
+	return copies(t.r().userDevices(userID), cloneDevice), nil
+}
+
+func (t *tx) DeleteDevice(_ context.Context, userID, deviceID string) error {
+	if d, ok := t.r().devices[deviceID]; !ok || d.UserID != userID {
 		return chat.Errorf(chat.CodeNotFound, "device %q of user %q not found", deviceID, userID)
 	}
-	t.deleteDevice(d)
+	t.deleteDevice(deviceID)
 	return nil
 }
 
-func (t *tx) deleteDevice(d *chat.Device) {
-	delKey(t, t.d.devices, d.DeviceID)
-	delKey(t, t.d.deviceToks, deviceTokKey{d.Provider, d.Token})
-	delKey(t, t.d.userDevices[d.UserID], d.DeviceID)
-	t.deletePushes(d.DeviceID)
+// deleteDevice deletes a device and its pushes.
+func (t *tx) deleteDevice(deviceID string) {
+	del(t, t.r().devices, deviceID)
+	deleteWhere(t, t.r().pushes, func(p *chat.PushDelivery) bool { return p.DeviceID == deviceID }, 0)
 }
 
-// DeleteDevices implements chat.DeviceStore.
 func (t *tx) DeleteDevices(_ context.Context, userID string) (int, error) {
-	if err := t.writable(); err != nil {
-		return 0, err
-	}
-	ds := make([]*chat.Device, 0, len(t.d.userDevices[userID]))
-	for _, d := range t.d.userDevices[userID] {
-		ds = append(ds, d)
-	}
+	ds := t.r().userDevices(userID)
 	for _, d := range ds {
-		t.deleteDevice(d)
+		t.deleteDevice(d.DeviceID)
 	}
 	return len(ds), nil
 }
 
-func cpSetting(n *chat.NotificationSetting) *chat.NotificationSetting {
-	v := *n
-	v.UpdatedAt = ntp(n.UpdatedAt)
-	return &v
-}
-
-// PutNotificationLevel implements chat.NotificationStore.
 func (t *tx) PutNotificationLevel(_ context.Context, userID, channelID string, level chat.NotificationLevel, now time.Time) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	m := t.d.notify[userID]
-	if m == nil {
-		m = map[string]*chat.NotificationSetting{}
-		setKey(t, t.d.notify, userID, m)
-	}
-	setKey(t, m, channelID, &chat.NotificationSetting{UserID: userID, ChannelID: channelID, Level: level, UpdatedAt: chat.TimePtr(now)})
+	put(t, t.r().levels, pair{userID, channelID}, &chat.NotificationSetting{UserID: userID, ChannelID: channelID, Level: level, UpdatedAt: chat.TimePtr(now)})
 	return nil
 }
 
-// DeleteNotificationLevel implements chat.NotificationStore.
 func (t *tx) DeleteNotificationLevel(_ context.Context, userID, channelID string) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if m := t.d.notify[userID]; m != nil {
-		delKey(t, m, channelID)
-	}
+	del(t, t.r().levels, pair{userID, channelID})
 	return nil
 }
 
-// GetNotificationLevels implements chat.NotificationStore.
 func (t *tx) GetNotificationLevels(_ context.Context, userID string, channelIDs []string) ([]*chat.NotificationSetting, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
 	var out []*chat.NotificationSetting
-	m := t.d.notify[userID]
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(channelIDs))) {
-		if n, ok := m[id]; ok {
-			out = append(out, cpSetting(n))
+		if n, ok := t.r().levels[pair{userID, id}]; ok {
+			out = append(out, cloneSetting(n))
 		}
 	}
 	return out, nil
 }
 
-// ListNotificationLevels implements chat.NotificationStore.
 func (t *tx) ListNotificationLevels(_ context.Context, userID, afterChannelID string, after bool, limit int) ([]*chat.NotificationSetting, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
+	keep := func(n *chat.NotificationSetting) bool {
+		return n.UserID == userID && (!after || n.ChannelID > afterChannelID)
 	}
-	var out []*chat.NotificationSetting
-	for _, n := range t.d.notify[userID] {
-		if !after || n.ChannelID > afterChannelID {
-			out = append(out, n)
+	l := sortedValues(t.r().levels, keep, func(a, b *chat.NotificationSetting) int { return cmp.Compare(a.ChannelID, b.ChannelID) })
+	return copies(first(l, limit), cloneSetting), nil
+}
+
+func (t *tx) DeleteNotificationLevels(_ context.Context, userID string) error {
+	deleteWhere(t, t.r().levels, func(n *chat.NotificationSetting) bool { return n.UserID == userID }, 0)
+	return nil
+}
+
+// ---- blocks ----
+
+func (t *tx) PutBlock(_ context.Context, userID, blockedID string, now time.Time) (bool, error) {
+	if _, ok := t.r().blocks[pair{userID, blockedID}]; ok {
+		return false, nil
+	}
+	put(t, t.r().blocks, pair{userID, blockedID}, chat.NewTime(now))
+	return true, nil
+}
+
+func (t *tx) DeleteBlock(_ context.Context, userID, blockedID string) (bool, error) {
+	_, ok := t.r().blocks[pair{userID, blockedID}]
+	del(t, t.r().blocks, pair{userID, blockedID})
+	return ok, nil
+}
+
+func (t *tx) ListBlocks(_ context.Context, userID string) ([]*chat.Block, error) {
+	var out []*chat.Block
+	for k, at := range t.r().blocks {
+		if k[0] == userID {
+			out = append(out, &chat.Block{UserID: userID, BlockedID: k[1], CreatedAt: at})
 		}
 	}
-	slices.SortFunc(out, func(a, b *chat.NotificationSetting) int { return cmp.Compare(a.ChannelID, b.ChannelID) })
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	for i, n := range out {
-		out[i] = cpSetting(n)
+	slices.SortFunc(out, func(a, b *chat.Block) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt.Time), cmp.Compare(a.BlockedID, b.BlockedID))
+	})
+	return out, nil
+}
+
+func (t *tx) BlockersAmong(_ context.Context, blockedID string, userIDs []string) ([]string, error) {
+	var out []string
+	for _, u := range userIDs {
+		if _, ok := t.r().blocks[pair{u, blockedID}]; ok {
+			out = append(out, u)
+		}
 	}
 	return out, nil
 }
 
-// DeleteNotificationLevels implements chat.NotificationStore.
-func (t *tx) DeleteNotificationLevels(_ context.Context, userID string) error {
-	if err := t.writable(); err != nil {
-		return err
+// ---- the push outbox ----
+
+func (t *tx) ListPushTargets(_ context.Context, channelID, excludeUserID string) ([]*chat.PushTarget, error) {
+	var out []*chat.PushTarget
+	for _, d := range t.r().devices {
+		cu := t.r().members[channelID][d.UserID]
+		if d.UserID == excludeUserID || isMember(cu) == 0 {
+			continue
+		}
+		pt := &chat.PushTarget{UserID: d.UserID, DeviceID: d.DeviceID}
+		if n := t.r().levels[pair{d.UserID, ""}]; n != nil {
+			pt.UserLevel = n.Level
+		}
+		if n := t.r().levels[pair{d.UserID, channelID}]; n != nil {
+			pt.ChannelLevel = n.Level
+		}
+		out = append(out, pt)
 	}
-	delKey(t, t.d.notify, userID)
+	slices.SortFunc(out, func(a, b *chat.PushTarget) int {
+		return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.DeviceID, b.DeviceID))
+	})
+	return out, nil
+}
+
+func (t *tx) EnqueuePushes(_ context.Context, ps []*chat.PushDelivery) error {
+	for _, p := range ps {
+		_, dup := t.r().pushes[p.PushID]
+		_, dev := t.r().devices[p.DeviceID]
+		for _, o := range t.r().pushes {
+			dup = dup || o.MessageID == p.MessageID && o.DeviceID == p.DeviceID
+		}
+		if dev && !dup {
+			put(t, t.r().pushes, p.PushID, clonePush(p))
+		}
+	}
 	return nil
+}
+
+// messagePushes returns the pushes of a message ordered by id.
+func (d *data) messagePushes(messageID string) []*chat.PushDelivery {
+	return sortedValues(d.pushes, func(p *chat.PushDelivery) bool { return p.MessageID == messageID },
+		func(a, b *chat.PushDelivery) int { return cmp.Compare(a.PushID, b.PushID) })
+}
+
+// ClaimPushes: write transactions run one at a time, so a claimed push cannot be claimed again while its lease lasts.
+func (t *tx) ClaimPushes(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*chat.PushDelivery, error) {
+	due := sortedValues(t.r().pushes, func(p *chat.PushDelivery) bool {
+		return p.State == chat.DeliveryPending && !p.NextAttemptAt.After(now) && (p.LeaseUntil == nil || !p.LeaseUntil.After(now))
+	}, func(a, b *chat.PushDelivery) int {
+		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt.Time), cmp.Compare(a.PushID, b.PushID))
+	})
+	out := make([]*chat.PushDelivery, 0, len(due))
+	for _, p := range first(due, limit) {
+		_ = change(t, t.r().pushes, p.PushID, "push", func(v *chat.PushDelivery) { v.LeaseOwner, v.LeaseUntil = owner, chat.TimePtr(now.Add(lease)) })
+		r := clonePush(p)
+		d := t.r().devices[p.DeviceID]
+		r.Provider, r.Token = d.Provider, d.Token
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (t *tx) FinishPush(_ context.Context, owner, pushID, state, lastError string, nextAttemptAt, now time.Time) error {
+	if p, ok := t.r().pushes[pushID]; ok && (p.State != chat.DeliveryPending || owner == "" || p.LeaseOwner != owner) {
+		return conflict("push %q is not leased by %q", pushID, owner)
+	}
+	return change(t, t.r().pushes, pushID, "push", func(v *chat.PushDelivery) {
+		v.State, v.LastError, v.Attempts = state, lastError, v.Attempts+1
+		v.LeaseOwner, v.LeaseUntil, v.UpdatedAt = "", nil, chat.NewTime(now)
+		if state == chat.DeliveryPending {
+			v.NextAttemptAt = chat.NewTime(nextAttemptAt)
+		}
+	})
+}
+
+func (t *tx) ListPushes(_ context.Context, messageID string) ([]*chat.PushDelivery, error) {
+	return copies(t.r().messagePushes(messageID), clonePush), nil
+}
+
+func (t *tx) CountPushes(_ context.Context, now time.Time) (chat.OutboxBacklog, error) {
+	return backlog(t.r().pushes, func(p *chat.PushDelivery) (string, chat.Time) { return p.State, p.NextAttemptAt }, now), nil
+}
+
+func (t *tx) EnqueuePushBatch(_ context.Context, b *chat.PushBatch) error {
+	return insert(t, t.r().batches, b.MessageID, cloneBatch(b), "push batch of message")
+}
+
+func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
+	bs := first(sortedValues(t.r().batches, nil, func(a, b *chat.PushBatch) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt.Time), cmp.Compare(a.MessageID, b.MessageID))
+	}), limit)
+	for _, b := range bs {
+		ps := make([]*chat.PushDelivery, len(b.DeviceIDs))
+		for i, dev := range b.DeviceIDs {
+			ps[i] = &chat.PushDelivery{PushID: b.MessageID + "/" + dev, MessageID: b.MessageID, ChannelID: b.ChannelID,
+				UserID: b.UserIDs[i], DeviceID: dev, Title: b.Title, Body: b.Body, State: chat.DeliveryPending,
+				NextAttemptAt: b.CreatedAt, CreatedAt: b.CreatedAt, UpdatedAt: b.CreatedAt}
+		}
+		if err := t.EnqueuePushes(ctx, ps); err != nil {
+			return 0, err
+		}
+		del(t, t.r().batches, b.MessageID)
+	}
+	return len(bs), nil
+}
+
+func (t *tx) DeleteFinishedPushes(_ context.Context, before time.Time, limit int) (int, error) {
+	// The oldest first, so that a limited call makes progress in order.
+	old := first(sortedValues(t.r().pushes, func(p *chat.PushDelivery) bool {
+		return p.State != chat.DeliveryPending && p.UpdatedAt.Before(before)
+	}, func(a, b *chat.PushDelivery) int {
+		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt.Time), cmp.Compare(a.PushID, b.PushID))
+	}), limit)
+	for _, p := range old {
+		del(t, t.r().pushes, p.PushID)
+	}
+	return len(old), nil
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	chat "github.com/chatengine/chat"
@@ -9,10 +10,9 @@ import (
 
 // Store is the in-memory chat.Store. The zero value is not usable; call New.
 type Store struct {
-	mu      sync.RWMutex
-	d       *data
-	closed  bool
-	undoBuf []func() // reused by write transactions (guarded by the write lock)
+	mu     sync.RWMutex
+	d      *data
+	closed bool
 
 	wmu      sync.Mutex
 	watchers map[chan struct{}]int // the signal kinds each channel wants
@@ -33,9 +33,71 @@ var (
 	_ chat.Tx              = (*tx)(nil)
 )
 
+// pair is a key of two strings.
+type pair [2]string
+
+// data is everything the store holds. Stored values are owned by the
+// store and changed only through the tx helpers below, which record how to
+// undo each change.
+type data struct {
+	channels map[string]*chat.Channel
+	members  map[string]map[string]*chat.ChannelUser // channel -> user -> relation
+	userRels map[string]map[string]*chat.ChannelUser // user -> channel -> the same relation
+
+	messages map[string]*chat.Message
+	all      []*chat.Message            // every message, in creation order
+	chanMsgs map[string][]*chat.Message // per channel, in channelSegment order
+
+	users        map[string]*chat.User
+	offlineSince map[string]chat.Time
+	procs        map[string]*chat.PresenceProcess
+	streams      map[pair]bool // (process, user) stream rows
+
+	roles        map[string]*chat.Role
+	rules        map[pair]*chat.Rule // (list, ruleId)
+	rulesVersion int64
+
+	reactions map[string]*chat.Reaction   // by reaction id
+	msgReacts map[string][]*chat.Reaction // per message
+	flags     map[[3]string]bool          // (kind, target, flagger)
+
+	admins       map[string]*chat.Admin
+	sessions     map[string]*chat.AdminSession // by id hash
+	webhooks     map[string]*chat.Webhook
+	hooksVersion int64
+	deliveries   map[string]*chat.Delivery
+	attempts     map[string][]*chat.DeliveryAttempt
+
+	events      []*chat.Event // in id order
+	lastEventID int64
+
+	blobs   map[pair]*chat.Blob // (messageId, name)
+	meta    map[string]string
+	audit   map[string]*chat.AuditEntry
+	tickets map[string]*chat.StreamTicket
+	reports map[string]*chat.Report
+	blocks  map[pair]chat.Time // (blocker, blocked)
+	devices map[string]*chat.Device
+	levels  map[pair]*chat.NotificationSetting // (user, channel)
+	pushes  map[string]*chat.PushDelivery
+	batches map[string]*chat.PushBatch // by message id
+}
+
 // New returns an empty store. It starts no goroutines.
 func New() *Store {
-	return &Store{d: newData(), watchers: map[chan struct{}]int{}}
+	return &Store{watchers: map[chan struct{}]int{}, d: &data{
+		channels: map[string]*chat.Channel{}, members: map[string]map[string]*chat.ChannelUser{},
+		userRels: map[string]map[string]*chat.ChannelUser{}, messages: map[string]*chat.Message{},
+		chanMsgs: map[string][]*chat.Message{}, users: map[string]*chat.User{}, offlineSince: map[string]chat.Time{},
+		procs: map[string]*chat.PresenceProcess{}, streams: map[pair]bool{}, roles: map[string]*chat.Role{},
+		rules: map[pair]*chat.Rule{}, reactions: map[string]*chat.Reaction{}, msgReacts: map[string][]*chat.Reaction{},
+		flags: map[[3]string]bool{}, admins: map[string]*chat.Admin{}, sessions: map[string]*chat.AdminSession{},
+		webhooks: map[string]*chat.Webhook{}, deliveries: map[string]*chat.Delivery{},
+		attempts: map[string][]*chat.DeliveryAttempt{}, blobs: map[pair]*chat.Blob{}, meta: map[string]string{},
+		audit: map[string]*chat.AuditEntry{}, tickets: map[string]*chat.StreamTicket{}, reports: map[string]*chat.Report{},
+		blocks: map[pair]chat.Time{}, devices: map[string]*chat.Device{}, levels: map[pair]*chat.NotificationSetting{},
+		pushes: map[string]*chat.PushDelivery{}, batches: map[string]*chat.PushBatch{},
+	}}
 }
 
 var (
@@ -70,47 +132,41 @@ func (s *Store) View(ctx context.Context, fn func(tx chat.Tx) error) error {
 func (s *Store) run(fn func(tx chat.Tx) error, write bool) (signal int, err error) {
 	if write {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 	} else {
 		s.mu.RLock()
+		defer s.mu.RUnlock()
 	}
-	t := &tx{d: s.d, write: write}
-	if write {
-		t.undo = s.undoBuf[:0]
-	}
-	finished := false
-	defer func() {
-		if !finished {
-			// fn panicked or called runtime.Goexit (t.FailNow in a test).
-			t.rollback()
-		}
-		t.done = true
-		if write {
-			if cap(t.undo) <= 1024 {
-				clear(t.undo) // drop the closures' references
-				s.undoBuf = t.undo[:0]
-			}
-			t.undo = nil
-			s.mu.Unlock()
-		} else {
-			s.mu.RUnlock()
-		}
-	}()
 	if s.closed {
-		finished = true
 		return 0, errClosed
 	}
+	t := &tx{d: s.d, write: write}
+	committed := false
+	defer func() {
+		t.done = true
+		if committed {
+			return
+		}
+		// fn failed, panicked or called runtime.Goexit: undo its writes.
+		for i := len(t.undo) - 1; i >= 0; i-- {
+			t.undo[i]()
+		}
+		if r := recover(); r != nil {
+			if r != errTxDone && r != errReadOnly {
+				panic(r)
+			}
+			signal, err = 0, r.(error)
+		}
+	}()
 	if err := fn(t); err != nil {
-		t.rollback()
-		finished = true
 		return 0, err
 	}
-	finished = true
+	committed = true
 	return t.signal, nil
 }
 
 // Close marks the store closed: later transactions fail with
-// CodeUnavailable and every outbox watcher channel is closed. It is
-// idempotent.
+// CodeUnavailable and every watcher channel is closed. It is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -174,12 +230,11 @@ func (s *Store) notify(kinds int) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	for ch, want := range s.watchers {
-		if want&kinds == 0 {
-			continue
-		}
-		select {
-		case ch <- struct{}{}:
-		default:
+		if want&kinds != 0 {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -189,44 +244,36 @@ type tx struct {
 	d      *data
 	write  bool
 	done   bool
-	signal int // signal kinds to send after commit
-	undo   []func()
+	signal int      // signal kinds to send after commit
+	undo   []func() // the inverse of every change made, in order
 }
 
-func (t *tx) readable() error {
+// r returns the data for reading. Every access to the data goes through
+// r, and every change through put, del and set (below), which call w: they
+// panic when t is used after its transaction ended, or for a write in a
+// View, errors of the caller's code rather than of the data. Update and
+// View recover the panic, undo the transaction and return the error; a Tx
+// kept past its transaction panics in the caller.
+func (t *tx) r() *data {
 	if t.done {
-		return errTxDone
+		panic(errTxDone)
 	}
-	return nil
+	return t.d
 }
 
-func (t *tx) writable() error {
-	if t.done {
-		return errTxDone
+// w checks that t may write.
+func (t *tx) w() {
+	if t.r(); !t.write {
+		panic(errReadOnly)
 	}
-	if !t.write {
-		return errReadOnly
-	}
-	return nil
 }
 
-// onUndo records the inverse of a mutation that was just made.
-func (t *tx) onUndo(f func()) { t.undo = append(t.undo, f) }
-
-func (t *tx) rollback() {
-	for i := len(t.undo) - 1; i >= 0; i-- {
-		t.undo[i]()
-	}
-	clear(t.undo)
-	t.undo = t.undo[:0]
-	t.signal = 0
-}
-
-// setKey sets m[k] = v and records the inverse.
-func setKey[K comparable, V any](t *tx, m map[K]V, k K, v V) {
+// put sets m[k] = v and records the inverse.
+func put[K comparable, V any](t *tx, m map[K]V, k K, v V) {
+	t.w()
 	old, had := m[k]
 	m[k] = v
-	t.onUndo(func() {
+	t.undo = append(t.undo, func() {
 		if had {
 			m[k] = old
 		} else {
@@ -235,37 +282,118 @@ func setKey[K comparable, V any](t *tx, m map[K]V, k K, v V) {
 	})
 }
 
-// delKey deletes m[k] (if present) and records the inverse.
-func delKey[K comparable, V any](t *tx, m map[K]V, k K) {
-	old, had := m[k]
-	if !had {
-		return
+// del deletes m[k] (if present) and records the inverse.
+func del[K comparable, V any](t *tx, m map[K]V, k K) {
+	t.w()
+	if old, had := m[k]; had {
+		delete(m, k)
+		t.undo = append(t.undo, func() { m[k] = old })
 	}
-	delete(m, k)
-	t.onUndo(func() { m[k] = old })
 }
 
-// replace overwrites *p with v and records the inverse. Stored structs are
-// updated this way, never field by field, so every undo entry holds a full
-// snapshot.
-func replace[T any](t *tx, p *T, v T) {
+// set overwrites *p with v and records the inverse. A stored struct is
+// changed this way, as a whole, so that it keeps its address (the maps and
+// lists that point at it need no change) and the undo holds a full copy.
+func set[T any](t *tx, p *T, v T) {
+	t.w()
 	old := *p
 	*p = v
-	t.onUndo(func() { *p = old })
+	t.undo = append(t.undo, func() { *p = old })
 }
 
-// innerMap returns m[k], creating it (with undo) when absent.
-func innerMap[K comparable, K2 comparable, V any](t *tx, m map[K]map[K2]V, k K) map[K2]V {
+// inner returns m[k], creating it (with undo) when absent.
+func inner[K, K2 comparable, V any](t *tx, m map[K]map[K2]V, k K) map[K2]V {
 	in, ok := m[k]
 	if !ok {
 		in = map[K2]V{}
-		setKey(t, m, k, in)
+		put(t, m, k, in)
 	}
 	return in
 }
 
-func notFound(what, id string) error {
-	return chat.Errorf(chat.CodeNotFound, "%s %q not found", what, id)
+// sortedValues returns the values of m ordered by cmp.
+func sortedValues[K comparable, V any](m map[K]V, keep func(V) bool, cmp func(a, b V) int) []V {
+	var out []V
+	for _, v := range m {
+		if keep == nil || keep(v) {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, cmp)
+	return out
+}
+
+// window pages a list sorted in a query's order. after(x) > 0 when x
+// comes after the After cursor, before(x) < 0 when it comes before the
+// Before cursor (nil: no cursor). With a Before cursor the rows are
+// returned in reverse order, nearest the cursor first. Offset rows are
+// skipped, then limit > 0 bounds the count.
+func window[T any](l []T, after, before func(T) int, offset, limit int) []T {
+	var out []T
+	for _, x := range l {
+		if (after == nil || after(x) > 0) && (before == nil || before(x) < 0) {
+			out = append(out, x)
+		}
+	}
+	if before != nil {
+		slices.Reverse(out)
+	}
+	out = out[min(offset, len(out)):]
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// first returns at most limit (> 0) elements of l.
+func first[T any](l []T, limit int) []T {
+	if limit > 0 && len(l) > limit {
+		return l[:limit]
+	}
+	return l
+}
+
+// copies applies cp to every element of l.
+func copies[T any](l []*T, cp func(*T) *T) []*T {
+	out := make([]*T, len(l))
+	for i, v := range l {
+		out[i] = cp(v)
+	}
+	return out
+}
+
+// get returns a copy of m[k], or CodeNotFound.
+func get[K comparable, V any](t *tx, m map[K]*V, k K, cp func(*V) *V, what string) (*V, error) {
+	if v, ok := m[k]; ok {
+		return cp(v), nil
+	}
+	return nil, notFound(what, k)
+}
+
+// insert stores v at k, or returns CodeConflict when k is taken.
+func insert[K comparable, V any](t *tx, m map[K]*V, k K, v *V, what string) error {
+	if _, ok := m[k]; ok {
+		return conflict("%s %v already exists", what, k)
+	}
+	put(t, m, k, v)
+	return nil
+}
+
+// change stores, in place of m[k], a copy of it that fn changed, or
+// returns CodeNotFound when absent.
+func change[K comparable, V any](t *tx, m map[K]*V, k K, what string, fn func(v *V)) error {
+	p, ok := m[k]
+	if !ok {
+		return notFound(what, k)
+	}
+	v := *p
+	fn(&v)
+	set(t, p, v)
+	return nil
+}
+
+func notFound(what string, id any) error {
+	return chat.Errorf(chat.CodeNotFound, "%s %v not found", what, id)
 }
 
 func conflict(format string, args ...any) error {

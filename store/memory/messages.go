@@ -3,322 +3,339 @@ package memory
 import (
 	"cmp"
 	"context"
-	"math"
+	"maps"
 	"slices"
 	"time"
 
 	chat "github.com/chatengine/chat"
 )
 
+// segIndex returns the index of the first message of l whose segment is
+// >= seg, and whether it is equal.
+func segIndex(l []*chat.Message, seg int64) (int, bool) {
+	return slices.BinarySearchFunc(l, seg, func(m *chat.Message, s int64) int { return cmp.Compare(m.ChannelSegment, s) })
+}
+
 func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	d := t.d
-	if _, ok := d.msgs[m.MessageID]; ok {
+	d := t.r()
+	if _, ok := d.messages[m.MessageID]; ok {
 		return conflict("message %q already exists", m.MessageID)
 	}
-	cm := d.chanMsgs[m.ChannelID]
-	if cm != nil && d.find(cm.all, m.ChannelSegment) != nil {
+	l := d.chanMsgs[m.ChannelID]
+	i, taken := segIndex(l, m.ChannelSegment)
+	if taken {
 		return conflict("channel %q already has a message with segment %d", m.ChannelID, m.ChannelSegment)
 	}
-	sm, err := d.toMsg(m)
-	if err != nil {
+	v := cloneMessage(m)
+	var err error
+	if v.Data, err = normMap(m.Data); err != nil {
 		return err
 	}
-	if len(d.allMsgs) >= math.MaxInt32 {
-		return chat.Errorf(chat.CodeInternal, "memory store: too many messages")
+	put(t, d.messages, v.MessageID, v)
+	set(t, &d.all, append(d.all, v))
+	if i < len(l) {
+		l = slices.Clip(l) // insert into a new array: the undo keeps the old one
 	}
-	// One undo entry (below) reverses every insertion; the parent's count
-	// is replaced with its own entry.
-	pos := int32(len(d.allMsgs))
-	d.allMsgs = append(d.allMsgs, sm)
-	d.msgs[sm.id] = sm
-	newCM := cm == nil
-	if newCM {
-		cm = &chanMsgs{}
-		d.chanMsgs[m.ChannelID] = cm
-	}
-	d.insertSeg(&cm.all, pos)
-	var kids *msgList
-	newKids := false
-	if sm.parentID == "" {
-		d.insertSeg(&cm.top, pos)
-	} else {
-		kids = d.children[sm.parentID]
-		if kids == nil {
-			kids, newKids = &msgList{}, true
-			d.children[sm.parentID] = kids
-		}
-		d.insertSeg(kids, pos)
-	}
-	mine := d.byAuthor[m.UserID]
-	newMine := mine == nil
-	if newMine {
-		mine = &msgList{}
-		d.byAuthor[m.UserID] = mine
-	}
-	*mine = append(*mine, pos)
-	t.onUndo(func() {
-		// Undo runs in reverse, so pos is the last of its author's and of
-		// allMsgs again.
-		if n := len(*mine); n > 0 && (*mine)[n-1] == pos {
-			*mine = (*mine)[:n-1]
-		}
-		if newMine {
-			delete(d.byAuthor, d.str(sm.user))
-		}
-		if kids != nil {
-			d.removeSeg(kids, pos)
-			if newKids {
-				delete(d.children, sm.parentID)
-			}
-		} else {
-			d.removeSeg(&cm.top, pos)
-		}
-		d.removeSeg(&cm.all, pos)
-		if newCM {
-			delete(d.chanMsgs, d.str(sm.ch))
-		}
-		delete(d.msgs, sm.id)
-		if n := len(d.allMsgs); n > 0 && d.allMsgs[n-1] == sm {
-			d.allMsgs[n-1] = nil
-			d.allMsgs = d.allMsgs[:n-1]
-		}
-	})
-	if sm.deleted {
-		d.insertSeg(&cm.deleted, pos)
-		t.onUndo(func() { d.removeSeg(&cm.deleted, pos) })
-	}
-	ca := chanAuthorKey{sm.ch, sm.user}
-	own := d.chanAuthor[ca]
-	if own == nil {
-		own = &msgList{}
-		setKey(t, d.chanAuthor, ca, own)
-	}
-	d.insertSeg(own, pos)
-	t.onUndo(func() { d.removeSeg(own, pos) })
-	if sm.parentID != "" {
-		if p, ok := d.msgs[sm.parentID]; ok {
-			v := *p
-			v.children++
-			replace(t, p, v)
-		}
-	}
-	if sm.x != nil {
-		t.indexMentions(pos, nil, sm.x.mentions)
+	put(t, d.chanMsgs, v.ChannelID, slices.Insert(l, i, v))
+	if _, ok := d.messages[v.ParentID]; ok && v.ParentID != "" {
+		return change(t, d.messages, v.ParentID, "message", func(p *chat.Message) { p.ChildrenNumber++ })
 	}
 	return nil
 }
 
 func (t *tx) GetMessage(_ context.Context, messageID string) (*chat.Message, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
-	m, ok := t.d.msgs[messageID]
-	if !ok {
-		return nil, notFound("message", messageID)
-	}
-	return t.d.message(m), nil
+	return get(t, t.r().messages, messageID, cloneMessage, "message")
 }
 
 func (t *tx) GetMessages(_ context.Context, ids []string) ([]*chat.Message, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
-	}
-	out := make([]*chat.Message, 0, len(ids))
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		if m, ok := t.d.msgs[id]; ok && !seen[id] {
-			seen[id] = true
-			out = append(out, t.d.message(m))
-		}
-	}
-	return out, nil
+	return byIDs(t.r().messages, ids, cloneMessage), nil
 }
 
 func (t *tx) UpdateMessage(_ context.Context, m *chat.Message) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	p, ok := t.d.msgs[m.MessageID]
-	if !ok {
-		return notFound("message", m.MessageID)
-	}
-	in, err := t.d.toMsg(m)
+	data, err := normMap(m.Data)
 	if err != nil {
 		return err
 	}
-	v := *p
-	t.deletedChange(p, in.deleted)
-	v.data = in.data
-	v.deleted = in.deleted
-	v.updated = in.updated
-	v.emptyTags = in.emptyTags
-	e, ne := v.extra(), in.extra()
-	e.tags = ne.tags
-	e.hasEdited, e.edited = ne.hasEdited, ne.edited
-	e.flagCount = ne.flagCount
-	e.bits, e.hashes, e.hash = ne.bits, ne.hashes, ne.hash
-	old := e.mentions
-	e.mentions = ne.mentions
-	v.setExtra(e)
-	replace(t, p, v)
-	if len(ne.mentions) > 0 {
-		if pos, ok := t.d.position(p); ok {
-			t.indexMentions(pos, old, ne.mentions)
-		}
-	}
-	return nil
+	in := cloneMessage(m)
+	return change(t, t.r().messages, m.MessageID, "message", func(v *chat.Message) {
+		v.Data, v.Tags, v.IsDeleted, v.EditedAt, v.UpdatedAt = data, in.Tags, in.IsDeleted, in.EditedAt, in.UpdatedAt
+		v.FlagCount, v.Hashflag, v.MentionedUserIDs = in.FlagCount, in.Hashflag, in.MentionedUserIDs
+	})
 }
 
 func (t *tx) QueryMessages(_ context.Context, f chat.MessageFilter) ([]*chat.Message, error) {
-	if err := t.readable(); err != nil {
-		return nil, err
+	if f.ParentID != "" && f.TopLevel {
+		return nil, nil
 	}
-	var list msgList
-	switch {
-	case f.ParentID != "":
-		if f.TopLevel {
-			return nil, nil
-		}
-		if kids := t.d.children[f.ParentID]; kids != nil {
-			list = *kids
-		}
-	case f.TopLevel:
-		if cm := t.d.chanMsgs[f.ChannelID]; cm != nil {
-			list = cm.top
-		}
-	default:
-		if cm := t.d.chanMsgs[f.ChannelID]; cm != nil {
-			list = cm.all
-		}
+	channelID := f.ChannelID
+	if p, ok := t.r().messages[f.ParentID]; ok && channelID == "" {
+		channelID = p.ChannelID
 	}
-	if f.UserID != "" {
-		list = t.authorList(f)
+	l := t.r().chanMsgs[channelID]
+	lo, hi := 0, len(l)
+	if f.AfterSegment > 0 {
+		lo, _ = segIndex(l, f.AfterSegment+1)
 	}
-	lo, hi := t.d.bounds(list, f.AfterSegment, f.BeforeSegment)
-	pg := page{limit: f.Limit}
+	if f.BeforeSegment > 0 {
+		hi, _ = segIndex(l, f.BeforeSegment)
+	}
+	hi = max(hi, lo)
 	var out []*chat.Message
-	walk(list, lo, hi, f.Descending, func(i int32) bool {
-		m := t.d.allMsgs[i]
-		if f.ChannelID != "" && t.d.str(m.ch) != f.ChannelID {
-			return true
+	for k := range hi - lo {
+		m := l[lo+k]
+		if f.Descending {
+			m = l[hi-1-k]
 		}
-		if m.deleted && !f.IncludeDeleted {
-			return true
+		if f.ParentID != "" && m.ParentID != f.ParentID || f.TopLevel && m.ParentID != "" ||
+			f.UserID != "" && m.UserID != f.UserID || m.IsDeleted && !f.IncludeDeleted ||
+			!tagsMatch(m.Tags, f.Tags, f.ExcludeTags) {
+			continue
 		}
-		if !tagsMatch(m.tags(), f.Tags, f.ExcludeTags) {
-			return true
+		if out = append(out, cloneMessage(m)); f.Limit > 0 && len(out) >= f.Limit {
+			break
 		}
-		keep, full := pg.take()
-		if keep {
-			out = append(out, t.d.message(m))
-		}
-		return !full
-	})
+	}
 	return out, nil
 }
 
-// authorList returns the positions of f.UserID's messages in f's channel
-// (comments of f.ParentID, or top-level ones, when f says so) in segment
-// order: the author's list holds every channel, in insertion order.
-func (t *tx) authorList(f chat.MessageFilter) msgList {
-	mine := t.d.byAuthor[f.UserID]
-	if mine == nil {
-		return nil
-	}
-	var out msgList
-	for _, i := range *mine {
-		m := t.d.allMsgs[i]
-		if t.d.str(m.ch) != f.ChannelID ||
-			(f.ParentID != "" && m.parentID != f.ParentID) || (f.TopLevel && m.parentID != "") {
-			continue
-		}
-		out = append(out, i)
-	}
-	slices.SortFunc(out, func(a, b int32) int { return cmp.Compare(t.d.segAt(a), t.d.segAt(b)) })
-	return out
-}
-
 // softDelete marks m deleted (when live) and reports whether it did.
-func (t *tx) softDelete(m *msg, now int64) bool {
-	if m.deleted {
+func (t *tx) softDelete(m *chat.Message, now time.Time) bool {
+	if m.IsDeleted {
 		return false
 	}
-	t.deletedChange(m, true)
-	v := *m
-	v.deleted = true
-	v.data = emptyData
-	v.updated = now
-	replace(t, m, v)
-	return true
+	return change(t, t.r().messages, m.MessageID, "message", func(v *chat.Message) {
+		v.IsDeleted, v.Data, v.UpdatedAt = true, map[string]any{}, chat.NewTime(now)
+	}) == nil
 }
 
-// deletedChange keeps the channel's list of deleted messages in step when
-// m's deleted flag is about to become deleted.
-func (t *tx) deletedChange(m *msg, deleted bool) {
-	if m.deleted == deleted {
-		return
+// softDeleteAll soft-deletes the messages of l that match and returns
+// their ids.
+func (t *tx) softDeleteAll(l []*chat.Message, match func(*chat.Message) bool, now time.Time) []string {
+	var ids []string
+	for _, m := range l {
+		if match(m) && t.softDelete(m, now) {
+			ids = append(ids, m.MessageID)
+		}
 	}
-	d := t.d
-	cm := d.chanMsgs[d.str(m.ch)]
-	i, ok := d.search(cm.all, m.seg)
-	if !ok {
-		return
-	}
-	pos := cm.all[i]
-	if deleted {
-		d.insertSeg(&cm.deleted, pos)
-		t.onUndo(func() { d.removeSeg(&cm.deleted, pos) })
-	} else {
-		d.removeSeg(&cm.deleted, pos)
-		t.onUndo(func() { d.insertSeg(&cm.deleted, pos) })
-	}
+	return ids
 }
-
-// emptyData is the encoding of an empty object (the data of a deleted
-// message). It is never modified.
-var emptyData = []byte{encObject, 0}
 
 func (t *tx) SoftDeleteMessages(_ context.Context, channelID, userID string, now time.Time) ([]string, error) {
-	if err := t.writable(); err != nil {
-		return nil, err
-	}
-	at := ms(now)
-	var ids []string
-	if userID == "" {
-		if cm := t.d.chanMsgs[channelID]; cm != nil {
-			for _, i := range cm.all {
-				if m := t.d.allMsgs[i]; t.softDelete(m, at) {
-					ids = append(ids, m.id)
-				}
-			}
-		}
-		return ids, nil
-	}
-	if mine := t.d.byAuthor[userID]; mine != nil {
-		for _, i := range *mine {
-			if m := t.d.allMsgs[i]; t.d.str(m.ch) == channelID && t.softDelete(m, at) {
-				ids = append(ids, m.id)
-			}
-		}
-	}
-	return ids, nil
+	return t.softDeleteAll(t.r().chanMsgs[channelID], func(m *chat.Message) bool { return userID == "" || m.UserID == userID }, now), nil
 }
 
 func (t *tx) SoftDeleteUserMessages(_ context.Context, userID string, now time.Time) ([]string, error) {
-	if err := t.writable(); err != nil {
-		return nil, err
+	return t.softDeleteAll(t.r().all, func(m *chat.Message) bool { return m.UserID == userID }, now), nil
+}
+
+// newestMessage orders messages newest first (createdAt, then id).
+func newestMessage(a, b *chat.Message) int {
+	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt.Time), cmp.Compare(b.MessageID, a.MessageID))
+}
+
+// oldestMessage orders messages oldest first (createdAt, then id).
+func oldestMessage(a, b *chat.Message) int { return newestMessage(b, a) }
+
+// newestPage sorts l newest first and pages it with the cursors of a
+// search.
+func newestPage(l []*chat.Message, after, before *chat.MessageSearchCursor, limit int) []*chat.Message {
+	slices.SortFunc(l, newestMessage)
+	cursor := func(c *chat.MessageSearchCursor) func(*chat.Message) int {
+		if c == nil {
+			return nil
+		}
+		cur := &chat.Message{CreatedAt: chat.NewTime(c.CreatedAt), MessageID: c.MessageID}
+		return func(m *chat.Message) int { return newestMessage(m, cur) }
 	}
-	at := ms(now)
-	var ids []string
-	if mine := t.d.byAuthor[userID]; mine != nil {
-		for _, i := range *mine {
-			if m := t.d.allMsgs[i]; t.softDelete(m, at) {
-				ids = append(ids, m.id)
+	return copies(window(l, cursor(after), cursor(before), 0, limit), cloneMessage)
+}
+
+// SearchMessages implements chat.SearchStore by reading every live
+// message: the SQL adapters answer the same from their word indexes.
+func (t *tx) SearchMessages(_ context.Context, f chat.MessageSearch) ([]*chat.Message, error) {
+	var found []*chat.Message
+	for _, m := range t.r().all {
+		if !m.IsDeleted && (f.ChannelID == "" || m.ChannelID == f.ChannelID) && (f.UserID == "" || m.UserID == f.UserID) &&
+			(f.MemberOf == "" || t.r().isMember(m.ChannelID, f.MemberOf)) && f.Matches(chat.MessageWords(m)) {
+			found = append(found, m)
+		}
+	}
+	return newestPage(found, f.After, f.Before, f.Limit), nil
+}
+
+func (t *tx) UnreadMentionCounts(_ context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+	out := make([]int64, len(cus))
+	for i, cu := range cus {
+		for _, m := range t.r().above(cu.ChannelID, cu.ReadToSegment) {
+			if !m.IsDeleted && slices.Contains(m.MentionedUserIDs, cu.UserID) {
+				out[i]++
 			}
 		}
 	}
-	return ids, nil
+	return out, nil
+}
+
+func (t *tx) QueryMentions(_ context.Context, f chat.MentionFilter) ([]*chat.Message, error) {
+	var found []*chat.Message
+	for _, m := range t.r().all {
+		if !m.IsDeleted && (f.ChannelID == "" || m.ChannelID == f.ChannelID) &&
+			slices.Contains(m.MentionedUserIDs, f.UserID) && t.r().isMember(m.ChannelID, f.UserID) {
+			found = append(found, m)
+		}
+	}
+	return newestPage(found, f.After, f.Before, f.Limit), nil
+}
+
+// authorMessages returns the messages of userID that match, oldest first
+// (createdAt, then id), up to limit.
+func (t *tx) authorMessages(userID string, after *chat.PurgeCursor, limit int, match func(*chat.Message) bool) []*chat.Message {
+	var cur *chat.Message
+	if after != nil {
+		cur = &chat.Message{CreatedAt: chat.NewTime(after.CreatedAt), MessageID: after.MessageID}
+	}
+	var found []*chat.Message
+	for _, m := range t.r().all {
+		if m.UserID == userID && (cur == nil || oldestMessage(m, cur) > 0) && match(m) {
+			found = append(found, m)
+		}
+	}
+	slices.SortFunc(found, oldestMessage)
+	return first(found, limit)
+}
+
+func (t *tx) SoftDeleteBatch(_ context.Context, f chat.PurgeFilter, now time.Time) ([]*chat.Message, error) {
+	since, until := chat.NewTime(f.Since), chat.NewTime(f.Until)
+	found := t.authorMessages(f.UserID, f.After, f.Limit, func(m *chat.Message) bool {
+		return !m.IsDeleted && (f.ChannelID == "" || m.ChannelID == f.ChannelID) &&
+			(f.Since.IsZero() || !m.CreatedAt.Before(since.Time)) && (f.Until.IsZero() || !m.CreatedAt.After(until.Time))
+	})
+	for _, m := range found {
+		t.softDelete(m, now)
+	}
+	return copies(found, cloneMessage), nil
+}
+
+func (t *tx) UserMessages(_ context.Context, userID string, after *chat.PurgeCursor, limit int) ([]*chat.Message, error) {
+	return copies(t.authorMessages(userID, after, limit, func(*chat.Message) bool { return true }), cloneMessage), nil
+}
+
+// ---- reactions and flags ----
+
+// findReaction returns the index of the user's reaction of name in l, or -1.
+func findReaction(l []*chat.Reaction, userID, name string) int {
+	return slices.IndexFunc(l, func(r *chat.Reaction) bool { return r.UserID == userID && r.ReactionName == name })
+}
+
+func (t *tx) AddReaction(_ context.Context, r *chat.Reaction) (*chat.Reaction, bool, error) {
+	l := t.r().msgReacts[r.ReferenceID]
+	if i := findReaction(l, r.UserID, r.ReactionName); i >= 0 {
+		return cloneReaction(l[i]), false, nil
+	}
+	m, ok := t.r().messages[r.ReferenceID]
+	if !ok {
+		return nil, false, notFound("message", r.ReferenceID)
+	}
+	if _, ok := t.r().reactions[r.ReactionID]; ok {
+		return nil, false, conflict("reaction %q already exists", r.ReactionID)
+	}
+	v := cloneReaction(r)
+	put(t, t.r().reactions, v.ReactionID, v)
+	put(t, t.r().msgReacts, v.ReferenceID, append(l, v))
+	t.countReaction(m, v.ReactionName, +1)
+	return cloneReaction(v), true, nil
+}
+
+// countReaction adds delta to the message's count of name.
+func (t *tx) countReaction(m *chat.Message, name string, delta int) {
+	_ = change(t, t.r().messages, m.MessageID, "message", func(v *chat.Message) {
+		v.Reactions = maps.Clone(m.Reactions)
+		if v.Reactions == nil {
+			v.Reactions = map[string]int{}
+		}
+		if v.Reactions[name] += delta; v.Reactions[name] <= 0 {
+			delete(v.Reactions, name)
+		}
+		v.ReactionsCount += delta
+	})
+}
+
+func (t *tx) RemoveReaction(_ context.Context, userID, messageID, name string) (*chat.Reaction, error) {
+	l := t.r().msgReacts[messageID]
+	i := findReaction(l, userID, name)
+	if i < 0 {
+		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no %q reaction to message %q", userID, name, messageID)
+	}
+	r := l[i]
+	del(t, t.r().reactions, r.ReactionID)
+	put(t, t.r().msgReacts, messageID, slices.Delete(slices.Clone(l), i, i+1))
+	if m, ok := t.r().messages[messageID]; ok {
+		t.countReaction(m, name, -1)
+	}
+	return cloneReaction(r), nil
+}
+
+// newestReaction orders reactions newest first.
+func newestReaction(a, b *chat.Reaction) int {
+	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt.Time), cmp.Compare(b.ReactionID, a.ReactionID))
+}
+
+func (t *tx) QueryReactions(_ context.Context, f chat.ReactionFilter) ([]*chat.Reaction, error) {
+	var l []*chat.Reaction
+	for _, r := range t.r().msgReacts[f.MessageID] {
+		if f.ReactionName == "" || r.ReactionName == f.ReactionName {
+			l = append(l, r)
+		}
+	}
+	slices.SortFunc(l, newestReaction)
+	cursor := func(c *chat.ReactionCursor) func(*chat.Reaction) int {
+		if c == nil {
+			return nil
+		}
+		cur := &chat.Reaction{CreatedAt: chat.NewTime(c.CreatedAt), ReactionID: c.ReactionID}
+		return func(r *chat.Reaction) int { return newestReaction(r, cur) }
+	}
+	return copies(window(l, cursor(f.After), cursor(f.Before), f.Offset, f.Limit), cloneReaction), nil
+}
+
+func (t *tx) MostReacted(_ context.Context, name, channelID string, limit int) ([]*chat.Message, error) {
+	var found []*chat.Message
+	for id := range t.r().msgReacts {
+		m, ok := t.r().messages[id]
+		if ok && !m.IsDeleted && (channelID == "" || m.ChannelID == channelID) && m.Reactions[name] > 0 {
+			found = append(found, m)
+		}
+	}
+	slices.SortFunc(found, func(a, b *chat.Message) int {
+		return cmp.Or(cmp.Compare(b.Reactions[name], a.Reactions[name]), newestMessage(a, b))
+	})
+	return copies(first(found, limit), cloneMessage), nil
+}
+
+func (t *tx) UserReactions(_ context.Context, userID string, after *chat.UserReactionCursor, limit int) ([]*chat.Reaction, error) {
+	order := func(a, b *chat.Reaction) int {
+		return cmp.Or(cmp.Compare(a.ReferenceID, b.ReferenceID), cmp.Compare(a.ReactionName, b.ReactionName))
+	}
+	keep := func(r *chat.Reaction) bool {
+		return r.UserID == userID &&
+			(after == nil || order(r, &chat.Reaction{ReferenceID: after.MessageID, ReactionName: after.ReactionName}) > 0)
+	}
+	return copies(first(sortedValues(t.r().reactions, keep, order), limit), cloneReaction), nil
+}
+
+func (t *tx) AddFlag(_ context.Context, kind, targetID, userID string, _ time.Time) (bool, error) {
+	k := [3]string{kind, targetID, userID}
+	if t.r().flags[k] {
+		return false, nil
+	}
+	put(t, t.r().flags, k, true)
+	return true, nil
+}
+
+func (t *tx) ClearFlags(_ context.Context, kind, targetID string) error {
+	for k := range t.r().flags {
+		if k[0] == kind && k[1] == targetID {
+			del(t, t.r().flags, k)
+		}
+	}
+	return nil
 }
