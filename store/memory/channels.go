@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -10,9 +11,8 @@ import (
 )
 
 func (t *tx) CreateChannel(_ context.Context, c *chat.Channel) error {
-	v := cloneChannel(c)
-	var err error
-	if v.Metadata, err = normMap(c.Metadata); err != nil {
+	v, err := copyChannel(c)
+	if err != nil {
 		return err
 	}
 	return insert(t, t.r().channels, v.ChannelID, v, "channel")
@@ -39,36 +39,29 @@ func (t *tx) GetChannels(_ context.Context, ids []string) ([]*chat.Channel, erro
 }
 
 func (t *tx) UpdateChannel(_ context.Context, c *chat.Channel) error {
-	md, err := normMap(c.Metadata)
+	in, err := copyChannel(c)
 	if err != nil {
 		return err
 	}
-	in := cloneChannel(c)
 	return change(t, t.r().channels, c.ChannelID, "channel", func(v *chat.Channel) {
-		v.DisplayName, v.Metadata, v.Tags, v.MuteTimeout = in.DisplayName, md, in.Tags, in.MuteTimeout
+		v.DisplayName, v.Metadata, v.Tags, v.MuteTimeout = in.DisplayName, in.Metadata, in.Tags, in.MuteTimeout
 		v.LastActivity, v.UpdatedAt, v.IsClosed = in.LastActivity, in.UpdatedAt, in.IsClosed
 		v.IsRateLimited, v.RateLimitWindow = in.IsRateLimited, in.RateLimitWindow
 	})
 }
 
 func (t *tx) NextSegment(_ context.Context, channelID string, now time.Time) (*chat.Channel, error) {
-	t.w()
-	p, ok := t.r().channels[channelID]
-	if !ok {
-		return nil, notFound("channel", channelID)
+	err := change(t, t.r().channels, channelID, "channel", func(c *chat.Channel) {
+		c.MessageCount, c.LastActivity, c.UpdatedAt = c.MessageCount+1, chat.NewTime(now), chat.NewTime(now)
+	})
+	if err != nil {
+		return nil, err
 	}
-	// Only three fields change: undo those rather than the whole channel.
-	count, last, updated := p.MessageCount, p.LastActivity, p.UpdatedAt
-	p.MessageCount++
-	p.LastActivity = chat.NewTime(now)
-	p.UpdatedAt = p.LastActivity
-	t.undo = append(t.undo, func() { p.MessageCount, p.LastActivity, p.UpdatedAt = count, last, updated })
-	return cloneChannel(p), nil
+	return cloneChannel(t.r().channels[channelID]), nil
 }
 
-// newestChannel orders channels newest first.
 func newestChannel(a, b *chat.Channel) int {
-	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt.Time), cmp.Compare(b.ChannelID, a.ChannelID))
+	return newest(a.CreatedAt, b.CreatedAt, a.ChannelID, b.ChannelID)
 }
 
 func (t *tx) QueryChannels(_ context.Context, f chat.ChannelFilter) ([]*chat.Channel, error) {
@@ -77,14 +70,10 @@ func (t *tx) QueryChannels(_ context.Context, f chat.ChannelFilter) ([]*chat.Cha
 			(f.NotMemberOf == "" || !t.r().isMember(c.ChannelID, f.NotMemberOf)) &&
 			tagsMatch(c.Tags, f.Tags, f.ExcludeTags) && (f.Search == "" || chat.MatchChannel(f.Search, c))
 	}, newestChannel)
-	cursor := func(c *chat.ChannelCursor) func(*chat.Channel) int {
-		if c == nil {
-			return nil
-		}
-		cur := &chat.Channel{CreatedAt: chat.NewTime(c.CreatedAt), ChannelID: c.ChannelID}
-		return func(x *chat.Channel) int { return newestChannel(x, cur) }
+	at := func(x *chat.Channel, c *chat.ChannelCursor) int {
+		return newest(x.CreatedAt, chat.NewTime(c.CreatedAt), x.ChannelID, c.ChannelID)
 	}
-	return copies(window(l, cursor(f.After), cursor(f.Before), f.Offset, f.Limit), cloneChannel), nil
+	return copies(window(l, cursor(f.After, at), cursor(f.Before, at), f.Offset, f.Limit), cloneChannel), nil
 }
 
 // tagsMatch applies the any-of and none-of tag filters.
@@ -95,26 +84,26 @@ func tagsMatch(have, anyTags, noneTags []string) bool {
 	return (len(anyTags) == 0 || hasAny(anyTags)) && !hasAny(noneTags)
 }
 
-// ---- relations ----
-
 func (t *tx) GetChannelUser(_ context.Context, channelID, userID string) (*chat.ChannelUser, error) {
-	return get(t, t.r().members[channelID], userID, cloneChannelUser, "relation to channel "+channelID+" of user")
+	return get(t, t.r().members, pair{channelID, userID}, cloneChannelUser, "relation (channel, user)")
 }
 
-// relations returns copies of the relations of rel among ids (all when ids
-// is nil), ordered by key.
-func relations(rel map[string]*chat.ChannelUser, ids []string, key func(*chat.ChannelUser) string) []*chat.ChannelUser {
-	l := sortedValues(rel, func(cu *chat.ChannelUser) bool { return ids == nil || slices.Contains(ids, key(cu)) },
+// relations returns copies of the relations that keep keeps, ordered by
+// key, among those whose key is in ids when ids is not nil.
+func (t *tx) relations(keep func(*chat.ChannelUser) bool, ids []string, key func(*chat.ChannelUser) string) []*chat.ChannelUser {
+	l := sortedValues(t.r().members, func(cu *chat.ChannelUser) bool { return keep(cu) && (ids == nil || slices.Contains(ids, key(cu))) },
 		func(a, b *chat.ChannelUser) int { return cmp.Compare(key(a), key(b)) })
 	return copies(l, cloneChannelUser)
 }
 
 func (t *tx) GetChannelUsers(_ context.Context, channelID string, userIDs []string) ([]*chat.ChannelUser, error) {
-	return relations(t.r().members[channelID], userIDs, func(cu *chat.ChannelUser) string { return cu.UserID }), nil
+	return t.relations(func(cu *chat.ChannelUser) bool { return cu.ChannelID == channelID }, userIDs,
+		func(cu *chat.ChannelUser) string { return cu.UserID }), nil
 }
 
 func (t *tx) ListMemberships(_ context.Context, userID string, channelIDs []string) ([]*chat.ChannelUser, error) {
-	return relations(t.r().userRels[userID], channelIDs, func(cu *chat.ChannelUser) string { return cu.ChannelID }), nil
+	return t.relations(func(cu *chat.ChannelUser) bool { return cu.UserID == userID }, channelIDs,
+		func(cu *chat.ChannelUser) string { return cu.ChannelID }), nil
 }
 
 // addMembers adds delta to the channel's memberCount (when it exists).
@@ -133,38 +122,32 @@ func isMember(cu *chat.ChannelUser) int {
 
 // isMember reports whether userID is a member of channelID now.
 func (d *data) isMember(channelID, userID string) bool {
-	return isMember(d.members[channelID][userID]) == 1
+	return isMember(d.members[pair{channelID, userID}]) == 1
 }
 
 func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
 	v := cloneChannelUser(cu)
-	old := t.r().members[v.ChannelID][v.UserID]
+	old := t.r().members[pair{v.ChannelID, v.UserID}]
 	// The read marker is MarkRead's alone: kept when the relation is
 	// replaced, 0 for a new one.
 	v.ReadToSegment, v.UnreadCount = 0, 0
 	if old != nil {
 		v.ReadToSegment = old.ReadToSegment
 	}
-	put(t, inner(t, t.r().members, v.ChannelID), v.UserID, v)
-	put(t, inner(t, t.r().userRels, v.UserID), v.ChannelID, v)
+	put(t, t.r().members, pair{v.ChannelID, v.UserID}, v)
 	t.addMembers(v.ChannelID, isMember(v)-isMember(old))
 	return nil
 }
 
 func (t *tx) DeleteChannelUser(_ context.Context, channelID, userID string) error {
-	if old, ok := t.r().members[channelID][userID]; ok {
-		del(t, t.r().members[channelID], userID)
-		del(t, t.r().userRels[userID], channelID)
-		t.addMembers(channelID, -isMember(old))
-	}
+	old := t.r().members[pair{channelID, userID}]
+	del(t, t.r().members, pair{channelID, userID})
+	t.addMembers(channelID, -isMember(old))
 	return nil
 }
 
 func (t *tx) DeleteChannelUsers(_ context.Context, channelID string) error {
-	for userID := range t.r().members[channelID] {
-		del(t, t.r().userRels[userID], channelID)
-	}
-	del(t, t.r().members, channelID)
+	deleteWhere(t, t.r().members, func(cu *chat.ChannelUser) bool { return cu.ChannelID == channelID }, 0)
 	if c, ok := t.r().channels[channelID]; ok {
 		t.addMembers(channelID, -c.MemberCount)
 	}
@@ -172,14 +155,14 @@ func (t *tx) DeleteChannelUsers(_ context.Context, channelID string) error {
 }
 
 func (t *tx) MarkRead(_ context.Context, channelID, userID string, segment int64) (*chat.ChannelUser, error) {
-	// Both maps hold the relation's pointer: change keeps it.
-	err := change(t, t.r().members[channelID], userID, "relation to channel "+channelID+" of user", func(cu *chat.ChannelUser) {
+	k := pair{channelID, userID}
+	err := change(t, t.r().members, k, "relation (channel, user)", func(cu *chat.ChannelUser) {
 		cu.ReadToSegment = max(cu.ReadToSegment, segment)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return cloneChannelUser(t.r().members[channelID][userID]), nil
+	return cloneChannelUser(t.r().members[k]), nil
 }
 
 // above returns the messages of the channel with a segment above seg.
@@ -191,18 +174,22 @@ func (d *data) above(channelID string, seg int64) []*chat.Message {
 
 // UnreadCounts counts the live messages of others above each marker.
 func (t *tx) UnreadCounts(_ context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+	return t.countAbove(cus, func(m *chat.Message, cu *chat.ChannelUser) bool { return m.UserID != cu.UserID }), nil
+}
+
+// countAbove counts, for each relation, the live messages above its
+// marker that match.
+func (t *tx) countAbove(cus []*chat.ChannelUser, match func(*chat.Message, *chat.ChannelUser) bool) []int64 {
 	out := make([]int64, len(cus))
 	for i, cu := range cus {
 		for _, m := range t.r().above(cu.ChannelID, cu.ReadToSegment) {
-			if !m.IsDeleted && m.UserID != cu.UserID {
+			if !m.IsDeleted && match(m, cu) {
 				out[i]++
 			}
 		}
 	}
-	return out, nil
+	return out
 }
-
-// ---- mute expiry ----
 
 // LapsedMutes reads every channel and relation. Write transactions hold
 // the store's lock, so there is nothing to skip.
@@ -228,17 +215,14 @@ func (t *tx) LapsedMutes(_ context.Context, now time.Time, limit int) ([]*chat.C
 // muted calls fn for each open channel (cu nil) and member relation of an
 // open channel whose MuteTimeout is set.
 func (t *tx) muted(fn func(c *chat.Channel, cu *chat.ChannelUser)) {
-	for id, c := range t.r().channels {
-		if c.IsClosed {
-			continue
-		}
-		if c.MuteTimeout != nil {
+	for _, c := range t.r().channels {
+		if !c.IsClosed && c.MuteTimeout != nil {
 			fn(c, nil)
 		}
-		for _, cu := range t.r().members[id] {
-			if cu.MuteTimeout != nil && cu.Membership == chat.MembershipMember {
-				fn(c, cu)
-			}
+	}
+	for _, cu := range t.r().members {
+		if c, ok := t.r().channels[cu.ChannelID]; ok && !c.IsClosed && cu.MuteTimeout != nil && cu.Membership == chat.MembershipMember {
+			fn(c, cu)
 		}
 	}
 }
@@ -258,4 +242,303 @@ func (t *tx) NextMuteEnd(_ context.Context) (time.Time, bool, error) {
 		return time.Time{}, false, nil
 	}
 	return next.Time, true, nil
+}
+
+// segIndex returns the index of the first message of l whose segment is
+// >= seg, and whether it is equal.
+func segIndex(l []*chat.Message, seg int64) (int, bool) {
+	if n := len(l); n == 0 || l[n-1].ChannelSegment < seg {
+		return n, false // past the end: the check of every new message
+	}
+	return slices.BinarySearchFunc(l, seg, func(m *chat.Message, s int64) int { return cmp.Compare(m.ChannelSegment, s) })
+}
+
+func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
+	d := t.r()
+	if _, ok := d.messages[m.MessageID]; ok {
+		return conflict("message %q already exists", m.MessageID)
+	}
+	l := d.chanMsgs[m.ChannelID]
+	i, taken := segIndex(l, m.ChannelSegment)
+	if taken {
+		return conflict("channel %q already has a message with segment %d", m.ChannelID, m.ChannelSegment)
+	}
+	v, err := copyMessage(m)
+	if err != nil {
+		return err
+	}
+	put(t, d.messages, v.MessageID, v)
+	set(t, &d.all, append(d.all, v))
+	if i < len(l) {
+		l = slices.Clip(l) // insert into a new array: the undo keeps the old one
+	}
+	put(t, d.chanMsgs, v.ChannelID, slices.Insert(l, i, v))
+	if _, ok := d.messages[v.ParentID]; ok && v.ParentID != "" {
+		return change(t, d.messages, v.ParentID, "message", func(p *chat.Message) { p.ChildrenNumber++ })
+	}
+	return nil
+}
+
+func (t *tx) GetMessage(_ context.Context, messageID string) (*chat.Message, error) {
+	return get(t, t.r().messages, messageID, cloneMessage, "message")
+}
+
+func (t *tx) GetMessages(_ context.Context, ids []string) ([]*chat.Message, error) {
+	return byIDs(t.r().messages, ids, cloneMessage), nil
+}
+
+func (t *tx) UpdateMessage(_ context.Context, m *chat.Message) error {
+	in, err := copyMessage(m)
+	if err != nil {
+		return err
+	}
+	return change(t, t.r().messages, m.MessageID, "message", func(v *chat.Message) {
+		v.Data, v.Tags, v.IsDeleted, v.EditedAt, v.UpdatedAt = in.Data, in.Tags, in.IsDeleted, in.EditedAt, in.UpdatedAt
+		v.FlagCount, v.Hashflag, v.MentionedUserIDs = in.FlagCount, in.Hashflag, in.MentionedUserIDs
+	})
+}
+
+func (t *tx) QueryMessages(_ context.Context, f chat.MessageFilter) ([]*chat.Message, error) {
+	if f.ParentID != "" && f.TopLevel {
+		return nil, nil
+	}
+	channelID := f.ChannelID
+	if p, ok := t.r().messages[f.ParentID]; ok && channelID == "" {
+		channelID = p.ChannelID
+	}
+	l := t.r().chanMsgs[channelID]
+	lo, hi := 0, len(l)
+	if f.AfterSegment > 0 {
+		lo, _ = segIndex(l, f.AfterSegment+1)
+	}
+	if f.BeforeSegment > 0 {
+		hi, _ = segIndex(l, f.BeforeSegment)
+	}
+	hi = max(hi, lo)
+	var out []*chat.Message
+	for k := range hi - lo {
+		m := l[lo+k]
+		if f.Descending {
+			m = l[hi-1-k]
+		}
+		if f.ParentID != "" && m.ParentID != f.ParentID || f.TopLevel && m.ParentID != "" ||
+			f.UserID != "" && m.UserID != f.UserID || m.IsDeleted && !f.IncludeDeleted ||
+			!tagsMatch(m.Tags, f.Tags, f.ExcludeTags) {
+			continue
+		}
+		if out = append(out, cloneMessage(m)); f.Limit > 0 && len(out) >= f.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// softDelete marks m deleted (when live) and reports whether it did.
+func (t *tx) softDelete(m *chat.Message, now time.Time) bool {
+	if m.IsDeleted {
+		return false
+	}
+	return change(t, t.r().messages, m.MessageID, "message", func(v *chat.Message) {
+		v.IsDeleted, v.Data, v.UpdatedAt = true, map[string]any{}, chat.NewTime(now)
+	}) == nil
+}
+
+// softDeleteAll soft-deletes the messages of l that match and returns
+// their ids.
+func (t *tx) softDeleteAll(l []*chat.Message, match func(*chat.Message) bool, now time.Time) []string {
+	var ids []string
+	for _, m := range l {
+		if match(m) && t.softDelete(m, now) {
+			ids = append(ids, m.MessageID)
+		}
+	}
+	return ids
+}
+
+func (t *tx) SoftDeleteMessages(_ context.Context, channelID, userID string, now time.Time) ([]string, error) {
+	return t.softDeleteAll(t.r().chanMsgs[channelID], func(m *chat.Message) bool { return userID == "" || m.UserID == userID }, now), nil
+}
+
+func (t *tx) SoftDeleteUserMessages(_ context.Context, userID string, now time.Time) ([]string, error) {
+	return t.softDeleteAll(t.r().all, func(m *chat.Message) bool { return m.UserID == userID }, now), nil
+}
+
+func newestMessage(a, b *chat.Message) int {
+	return newest(a.CreatedAt, b.CreatedAt, a.MessageID, b.MessageID)
+}
+
+func oldestMessage(a, b *chat.Message) int { return newestMessage(b, a) }
+
+// newestPage sorts l newest first and pages it with the cursors of a
+// search.
+func newestPage(l []*chat.Message, after, before *chat.MessageSearchCursor, limit int) []*chat.Message {
+	slices.SortFunc(l, newestMessage)
+	at := func(m *chat.Message, c *chat.MessageSearchCursor) int {
+		return newest(m.CreatedAt, chat.NewTime(c.CreatedAt), m.MessageID, c.MessageID)
+	}
+	return copies(window(l, cursor(after, at), cursor(before, at), 0, limit), cloneMessage)
+}
+
+// SearchMessages implements chat.SearchStore by reading every live
+// message: the SQL adapters answer the same from their word indexes.
+func (t *tx) SearchMessages(_ context.Context, f chat.MessageSearch) ([]*chat.Message, error) {
+	var found []*chat.Message
+	for _, m := range t.r().all {
+		if !m.IsDeleted && (f.ChannelID == "" || m.ChannelID == f.ChannelID) && (f.UserID == "" || m.UserID == f.UserID) &&
+			(f.MemberOf == "" || t.r().isMember(m.ChannelID, f.MemberOf)) && f.Matches(chat.MessageWords(m)) {
+			found = append(found, m)
+		}
+	}
+	return newestPage(found, f.After, f.Before, f.Limit), nil
+}
+
+func (t *tx) UnreadMentionCounts(_ context.Context, cus []*chat.ChannelUser) ([]int64, error) {
+	return t.countAbove(cus, func(m *chat.Message, cu *chat.ChannelUser) bool {
+		return slices.Contains(m.MentionedUserIDs, cu.UserID)
+	}), nil
+}
+
+func (t *tx) QueryMentions(_ context.Context, f chat.MentionFilter) ([]*chat.Message, error) {
+	var found []*chat.Message
+	for _, m := range t.r().all {
+		if !m.IsDeleted && (f.ChannelID == "" || m.ChannelID == f.ChannelID) &&
+			slices.Contains(m.MentionedUserIDs, f.UserID) && t.r().isMember(m.ChannelID, f.UserID) {
+			found = append(found, m)
+		}
+	}
+	return newestPage(found, f.After, f.Before, f.Limit), nil
+}
+
+// authorMessages returns the messages of userID that match, oldest first
+// (createdAt, then id), up to limit.
+func (t *tx) authorMessages(userID string, after *chat.PurgeCursor, limit int, match func(*chat.Message) bool) []*chat.Message {
+	var cur *chat.Message
+	if after != nil {
+		cur = &chat.Message{CreatedAt: chat.NewTime(after.CreatedAt), MessageID: after.MessageID}
+	}
+	var found []*chat.Message
+	for _, m := range t.r().all {
+		if m.UserID == userID && (cur == nil || oldestMessage(m, cur) > 0) && match(m) {
+			found = append(found, m)
+		}
+	}
+	slices.SortFunc(found, oldestMessage)
+	return first(found, limit)
+}
+
+func (t *tx) SoftDeleteBatch(_ context.Context, f chat.PurgeFilter, now time.Time) ([]*chat.Message, error) {
+	since, until := chat.NewTime(f.Since), chat.NewTime(f.Until)
+	found := t.authorMessages(f.UserID, f.After, f.Limit, func(m *chat.Message) bool {
+		return !m.IsDeleted && (f.ChannelID == "" || m.ChannelID == f.ChannelID) &&
+			(f.Since.IsZero() || !m.CreatedAt.Before(since.Time)) && (f.Until.IsZero() || !m.CreatedAt.After(until.Time))
+	})
+	for _, m := range found {
+		t.softDelete(m, now)
+	}
+	return copies(found, cloneMessage), nil
+}
+
+func (t *tx) UserMessages(_ context.Context, userID string, after *chat.PurgeCursor, limit int) ([]*chat.Message, error) {
+	return copies(t.authorMessages(userID, after, limit, func(*chat.Message) bool { return true }), cloneMessage), nil
+}
+
+// reaction returns the user's reaction of name to the message, or nil.
+func (d *data) reaction(userID, messageID, name string) *chat.Reaction {
+	for _, r := range d.reactions {
+		if r.UserID == userID && r.ReferenceID == messageID && r.ReactionName == name {
+			return r
+		}
+	}
+	return nil
+}
+
+func (t *tx) AddReaction(_ context.Context, r *chat.Reaction) (*chat.Reaction, bool, error) {
+	if old := t.r().reaction(r.UserID, r.ReferenceID, r.ReactionName); old != nil {
+		return cloneReaction(old), false, nil
+	}
+	if _, ok := t.r().messages[r.ReferenceID]; !ok {
+		return nil, false, notFound("message", r.ReferenceID)
+	}
+	v := cloneReaction(r)
+	if err := insert(t, t.r().reactions, v.ReactionID, v, "reaction"); err != nil {
+		return nil, false, err
+	}
+	t.countReaction(v.ReferenceID, v.ReactionName, +1)
+	return cloneReaction(v), true, nil
+}
+
+// countReaction adds delta to the message's count of name.
+func (t *tx) countReaction(messageID, name string, delta int) {
+	_ = change(t, t.r().messages, messageID, "message", func(v *chat.Message) {
+		v.Reactions = maps.Clone(v.Reactions)
+		if v.Reactions == nil {
+			v.Reactions = map[string]int{}
+		}
+		if v.Reactions[name] += delta; v.Reactions[name] <= 0 {
+			delete(v.Reactions, name)
+		}
+		v.ReactionsCount += delta
+	})
+}
+
+func (t *tx) RemoveReaction(_ context.Context, userID, messageID, name string) (*chat.Reaction, error) {
+	r := t.r().reaction(userID, messageID, name)
+	if r == nil {
+		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no %q reaction to message %q", userID, name, messageID)
+	}
+	del(t, t.r().reactions, r.ReactionID)
+	t.countReaction(messageID, name, -1)
+	return cloneReaction(r), nil
+}
+
+func (t *tx) QueryReactions(_ context.Context, f chat.ReactionFilter) ([]*chat.Reaction, error) {
+	l := sortedValues(t.r().reactions, func(r *chat.Reaction) bool {
+		return r.ReferenceID == f.MessageID && (f.ReactionName == "" || r.ReactionName == f.ReactionName)
+	}, func(a, b *chat.Reaction) int { return newest(a.CreatedAt, b.CreatedAt, a.ReactionID, b.ReactionID) })
+	at := func(r *chat.Reaction, c *chat.ReactionCursor) int {
+		return newest(r.CreatedAt, chat.NewTime(c.CreatedAt), r.ReactionID, c.ReactionID)
+	}
+	return copies(window(l, cursor(f.After, at), cursor(f.Before, at), f.Offset, f.Limit), cloneReaction), nil
+}
+
+func (t *tx) MostReacted(_ context.Context, name, channelID string, limit int) ([]*chat.Message, error) {
+	var found []*chat.Message
+	for _, m := range t.r().all {
+		if !m.IsDeleted && (channelID == "" || m.ChannelID == channelID) && m.Reactions[name] > 0 {
+			found = append(found, m)
+		}
+	}
+	slices.SortFunc(found, func(a, b *chat.Message) int {
+		return cmp.Or(cmp.Compare(b.Reactions[name], a.Reactions[name]), newestMessage(a, b))
+	})
+	return copies(first(found, limit), cloneMessage), nil
+}
+
+func (t *tx) UserReactions(_ context.Context, userID string, after *chat.UserReactionCursor, limit int) ([]*chat.Reaction, error) {
+	order := func(a, b *chat.Reaction) int {
+		return cmp.Or(cmp.Compare(a.ReferenceID, b.ReferenceID), cmp.Compare(a.ReactionName, b.ReactionName))
+	}
+	keep := func(r *chat.Reaction) bool {
+		return r.UserID == userID &&
+			(after == nil || order(r, &chat.Reaction{ReferenceID: after.MessageID, ReactionName: after.ReactionName}) > 0)
+	}
+	return copies(first(sortedValues(t.r().reactions, keep, order), limit), cloneReaction), nil
+}
+
+func (t *tx) AddFlag(_ context.Context, kind, targetID, userID string, _ time.Time) (bool, error) {
+	k := [3]string{kind, targetID, userID}
+	if t.r().flags[k] {
+		return false, nil
+	}
+	put(t, t.r().flags, k, true)
+	return true, nil
+}
+
+func (t *tx) ClearFlags(_ context.Context, kind, targetID string) error {
+	for k := range t.r().flags {
+		if k[0] == kind && k[1] == targetID {
+			del(t, t.r().flags, k)
+		}
+	}
+	return nil
 }

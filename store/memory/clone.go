@@ -85,155 +85,157 @@ func ntp(t *chat.Time) *chat.Time {
 	return chat.TimePtr(t.Time)
 }
 
-func cloneChannel(c *chat.Channel) *chat.Channel {
-	v := *c
-	v.Metadata, v.Tags, v.MuteTimeout = copyMap(c.Metadata), slices.Clone(c.Tags), ntp(c.MuteTimeout)
-	v.LastActivity, v.CreatedAt, v.UpdatedAt = nt(c.LastActivity), nt(c.CreatedAt), nt(c.UpdatedAt)
+// clone returns a copy of *p that fix completed (deep copies, times).
+func clone[T any](p *T, fix func(v *T)) *T {
+	v := *p
+	fix(&v)
 	return &v
+}
+
+func cloneChannel(c *chat.Channel) *chat.Channel { v, _ := copyChannel(c); return v }
+
+// copyChannel is cloneChannel with the error of metadata that cannot be
+// JSON; copyMessage and copyUser are alike.
+func copyChannel(c *chat.Channel) (*chat.Channel, error) {
+	md, err := normMap(c.Metadata)
+	return clone(c, func(v *chat.Channel) {
+		v.Metadata, v.Tags, v.MuteTimeout, v.LastActivity = md, slices.Clone(c.Tags), ntp(c.MuteTimeout), nt(c.LastActivity)
+		v.CreatedAt, v.UpdatedAt = nt(c.CreatedAt), nt(c.UpdatedAt)
+	}), err
+}
+
+func cloneMessage(m *chat.Message) *chat.Message { v, _ := copyMessage(m); return v }
+
+func copyMessage(m *chat.Message) (*chat.Message, error) {
+	data, err := normMap(m.Data)
+	return clone(m, func(v *chat.Message) {
+		v.Data, v.Tags, v.Reactions = data, slices.Clone(m.Tags), maps.Clone(m.Reactions)
+		v.Hashflag.Hash, v.MentionedUserIDs = slices.Clone(m.Hashflag.Hash), slices.Clone(m.MentionedUserIDs)
+		v.CreatedAt, v.UpdatedAt, v.EditedAt = nt(m.CreatedAt), nt(m.UpdatedAt), ntp(m.EditedAt)
+	}), err
+}
+
+func cloneUser(u *chat.User) *chat.User { v, _ := copyUser(u); return v }
+
+func copyUser(u *chat.User) (*chat.User, error) {
+	md, err := normMap(u.Metadata)
+	return clone(u, func(v *chat.User) {
+		v.Metadata, v.Roles, v.Hashflag.Hash = md, slices.Clone(u.Roles), slices.Clone(u.Hashflag.Hash)
+		v.CreatedAt, v.UpdatedAt = nt(u.CreatedAt), nt(u.UpdatedAt)
+		v.TokensRevokedAt, v.LastActiveAt = ntp(u.TokensRevokedAt), ntp(u.LastActiveAt)
+	}), err
+}
+
+func cloneAudit(e *chat.AuditEntry) *chat.AuditEntry { v, _ := copyAudit(e); return v }
+
+func copyAudit(e *chat.AuditEntry) (*chat.AuditEntry, error) {
+	d, err := normMap(e.Details)
+	return clone(e, func(v *chat.AuditEntry) { v.Details, v.CreatedAt = d, nt(e.CreatedAt) }), err
 }
 
 func cloneChannelUser(cu *chat.ChannelUser) *chat.ChannelUser {
-	v := *cu
-	v.MuteTimeout, v.CreatedAt, v.UpdatedAt = ntp(cu.MuteTimeout), nt(cu.CreatedAt), nt(cu.UpdatedAt)
-	return &v
-}
-
-func cloneMessage(m *chat.Message) *chat.Message {
-	v := *m
-	v.Data, v.Tags, v.Reactions = copyMap(m.Data), slices.Clone(m.Tags), maps.Clone(m.Reactions)
-	v.Hashflag.Hash, v.MentionedUserIDs = slices.Clone(m.Hashflag.Hash), slices.Clone(m.MentionedUserIDs)
-	v.CreatedAt, v.UpdatedAt, v.EditedAt = nt(m.CreatedAt), nt(m.UpdatedAt), ntp(m.EditedAt)
-	return &v
-}
-
-func cloneUser(u *chat.User) *chat.User {
-	v := *u
-	v.Metadata, v.Roles, v.Hashflag.Hash = copyMap(u.Metadata), slices.Clone(u.Roles), slices.Clone(u.Hashflag.Hash)
-	v.CreatedAt, v.UpdatedAt = nt(u.CreatedAt), nt(u.UpdatedAt)
-	v.TokensRevokedAt, v.LastActiveAt = ntp(u.TokensRevokedAt), ntp(u.LastActiveAt)
-	return &v
+	return clone(cu, func(v *chat.ChannelUser) {
+		v.MuteTimeout, v.CreatedAt, v.UpdatedAt = ntp(cu.MuteTimeout), nt(cu.CreatedAt), nt(cu.UpdatedAt)
+	})
 }
 
 func cloneRole(r *chat.Role) *chat.Role {
-	v := *r
-	v.Permissions, v.CreatedAt, v.UpdatedAt = slices.Clone(r.Permissions), nt(r.CreatedAt), nt(r.UpdatedAt)
-	return &v
+	return clone(r, func(v *chat.Role) {
+		v.Permissions, v.CreatedAt, v.UpdatedAt = slices.Clone(r.Permissions), nt(r.CreatedAt), nt(r.UpdatedAt)
+	})
 }
 
 func cloneRule(r *chat.Rule) *chat.Rule {
-	v := *r
-	v.CreatedAt, v.UpdatedAt = nt(r.CreatedAt), nt(r.UpdatedAt)
-	return &v
+	return clone(r, func(v *chat.Rule) { v.CreatedAt, v.UpdatedAt = nt(r.CreatedAt), nt(r.UpdatedAt) })
 }
 
 func cloneReaction(r *chat.Reaction) *chat.Reaction {
-	v := *r
-	v.CreatedAt = nt(r.CreatedAt)
-	return &v
+	return clone(r, func(v *chat.Reaction) { v.CreatedAt = nt(r.CreatedAt) })
 }
 
 func cloneAdmin(a *chat.Admin) *chat.Admin {
-	v := *a
-	v.TokenHash, v.PasswordHash = slices.Clone(a.TokenHash), nil
-	if len(a.PasswordHash) > 0 {
-		v.PasswordHash = slices.Clone(a.PasswordHash)
-	}
-	v.CreatedAt, v.RevokedAt = nt(a.CreatedAt), ntp(a.RevokedAt)
-	return &v
+	return clone(a, func(v *chat.Admin) {
+		v.TokenHash, v.PasswordHash, v.CreatedAt, v.RevokedAt = slices.Clone(a.TokenHash), nil, nt(a.CreatedAt), ntp(a.RevokedAt)
+		if len(a.PasswordHash) > 0 {
+			v.PasswordHash = slices.Clone(a.PasswordHash)
+		}
+	})
 }
 
 func cloneSession(s *chat.AdminSession) *chat.AdminSession {
-	v := *s
-	v.IDHash, v.CreatedAt, v.LastSeenAt = slices.Clone(s.IDHash), nt(s.CreatedAt), nt(s.LastSeenAt)
-	return &v
+	return clone(s, func(v *chat.AdminSession) {
+		v.IDHash, v.CreatedAt, v.LastSeenAt = slices.Clone(s.IDHash), nt(s.CreatedAt), nt(s.LastSeenAt)
+	})
 }
 
 func cloneWebhook(w *chat.Webhook) *chat.Webhook {
-	v := *w
-	v.Events, v.CreatedAt, v.UpdatedAt = slices.Clone(w.Events), nt(w.CreatedAt), nt(w.UpdatedAt)
-	return &v
+	return clone(w, func(v *chat.Webhook) {
+		v.Events, v.CreatedAt, v.UpdatedAt = slices.Clone(w.Events), nt(w.CreatedAt), nt(w.UpdatedAt)
+	})
 }
 
 func cloneDelivery(d *chat.Delivery) *chat.Delivery {
-	v := *d
-	v.Body, v.NextAttemptAt, v.LeaseUntil = slices.Clone(d.Body), nt(d.NextAttemptAt), ntp(d.LeaseUntil)
-	v.CreatedAt, v.UpdatedAt = nt(d.CreatedAt), nt(d.UpdatedAt)
-	return &v
+	return clone(d, func(v *chat.Delivery) {
+		v.Body, v.NextAttemptAt, v.LeaseUntil = slices.Clone(d.Body), nt(d.NextAttemptAt), ntp(d.LeaseUntil)
+		v.CreatedAt, v.UpdatedAt = nt(d.CreatedAt), nt(d.UpdatedAt)
+	})
 }
 
 func cloneAttempt(a *chat.DeliveryAttempt) *chat.DeliveryAttempt {
-	v := *a
-	v.At = nt(a.At)
-	return &v
+	return clone(a, func(v *chat.DeliveryAttempt) { v.At = nt(a.At) })
 }
 
 func cloneEvent(e *chat.Event) *chat.Event {
-	v := *e
-	v.UserIDs, v.Data, v.CreatedAt = slices.Clone(e.UserIDs), slices.Clone(e.Data), nt(e.CreatedAt)
-	return &v
+	return clone(e, func(v *chat.Event) {
+		v.UserIDs, v.Data, v.CreatedAt = slices.Clone(e.UserIDs), slices.Clone(e.Data), nt(e.CreatedAt)
+	})
 }
 
+// cloneBlob keeps empty data as an empty slice, as the SQL stores
+// return it.
 func cloneBlob(b *chat.Blob) *chat.Blob {
-	v := *b
-	v.Data, v.CreatedAt = slices.Clone(b.Data), nt(b.CreatedAt)
-	if v.Data == nil {
-		v.Data = []byte{}
-	}
-	return &v
-}
-
-func cloneAudit(e *chat.AuditEntry) *chat.AuditEntry {
-	v := *e
-	v.Details, v.CreatedAt = copyMap(e.Details), nt(e.CreatedAt)
-	return &v
+	return clone(b, func(v *chat.Blob) { v.Data, v.CreatedAt = append([]byte{}, b.Data...), nt(b.CreatedAt) })
 }
 
 func cloneTicket(tk *chat.StreamTicket) *chat.StreamTicket {
-	v := *tk
-	v.ExpiresAt, v.TokenHash = nt(tk.ExpiresAt), slices.Clone(tk.TokenHash)
-	v.TokenIssuedAt, v.TokenExpiresAt = ntp(tk.TokenIssuedAt), ntp(tk.TokenExpiresAt)
-	return &v
+	return clone(tk, func(v *chat.StreamTicket) {
+		v.ExpiresAt, v.TokenHash = nt(tk.ExpiresAt), slices.Clone(tk.TokenHash)
+		v.TokenIssuedAt, v.TokenExpiresAt = ntp(tk.TokenIssuedAt), ntp(tk.TokenExpiresAt)
+	})
 }
 
 func cloneReport(r *chat.Report) *chat.Report {
-	v := *r
-	if r.Resolution != nil {
-		res := *r.Resolution
-		v.Resolution = &res
-	}
-	v.CreatedAt, v.ResolvedAt = nt(r.CreatedAt), ntp(r.ResolvedAt)
-	return &v
+	return clone(r, func(v *chat.Report) {
+		if r.Resolution != nil {
+			v.Resolution = clone(r.Resolution, func(*chat.ReportResolution) {})
+		}
+		v.CreatedAt, v.ResolvedAt = nt(r.CreatedAt), ntp(r.ResolvedAt)
+	})
 }
 
 func cloneDevice(d *chat.Device) *chat.Device {
-	v := *d
-	v.CreatedAt, v.UpdatedAt = nt(d.CreatedAt), nt(d.UpdatedAt)
-	return &v
+	return clone(d, func(v *chat.Device) { v.CreatedAt, v.UpdatedAt = nt(d.CreatedAt), nt(d.UpdatedAt) })
 }
 
 func cloneSetting(n *chat.NotificationSetting) *chat.NotificationSetting {
-	v := *n
-	v.UpdatedAt = ntp(n.UpdatedAt)
-	return &v
+	return clone(n, func(v *chat.NotificationSetting) { v.UpdatedAt = ntp(n.UpdatedAt) })
 }
 
 // clonePush copies a push without its device's provider and token (they
 // are not stored with it).
 func clonePush(p *chat.PushDelivery) *chat.PushDelivery {
-	v := *p
-	v.NextAttemptAt, v.CreatedAt, v.UpdatedAt = nt(p.NextAttemptAt), nt(p.CreatedAt), nt(p.UpdatedAt)
-	v.LeaseUntil, v.Provider, v.Token = ntp(p.LeaseUntil), "", ""
-	return &v
+	return clone(p, func(v *chat.PushDelivery) {
+		v.NextAttemptAt, v.CreatedAt, v.UpdatedAt = nt(p.NextAttemptAt), nt(p.CreatedAt), nt(p.UpdatedAt)
+		v.LeaseUntil, v.Provider, v.Token = ntp(p.LeaseUntil), "", ""
+	})
 }
 
 func cloneBatch(b *chat.PushBatch) *chat.PushBatch {
-	v := *b
-	v.UserIDs, v.DeviceIDs, v.CreatedAt = slices.Clone(b.UserIDs), slices.Clone(b.DeviceIDs), nt(b.CreatedAt)
-	return &v
+	return clone(b, func(v *chat.PushBatch) {
+		v.UserIDs, v.DeviceIDs, v.CreatedAt = slices.Clone(b.UserIDs), slices.Clone(b.DeviceIDs), nt(b.CreatedAt)
+	})
 }
 
 func cloneProcess(p *chat.PresenceProcess) *chat.PresenceProcess {
-	v := *p
-	v.RenewedAt, v.ExpiresAt = nt(p.RenewedAt), nt(p.ExpiresAt)
-	return &v
+	return clone(p, func(v *chat.PresenceProcess) { v.RenewedAt, v.ExpiresAt = nt(p.RenewedAt), nt(p.ExpiresAt) })
 }

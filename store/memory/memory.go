@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -41,8 +42,7 @@ type pair [2]string
 // undo each change.
 type data struct {
 	channels map[string]*chat.Channel
-	members  map[string]map[string]*chat.ChannelUser // channel -> user -> relation
-	userRels map[string]map[string]*chat.ChannelUser // user -> channel -> the same relation
+	members  map[pair]*chat.ChannelUser // by (channel, user)
 
 	messages map[string]*chat.Message
 	all      []*chat.Message            // every message, in creation order
@@ -57,9 +57,8 @@ type data struct {
 	rules        map[pair]*chat.Rule // (list, ruleId)
 	rulesVersion int64
 
-	reactions map[string]*chat.Reaction   // by reaction id
-	msgReacts map[string][]*chat.Reaction // per message
-	flags     map[[3]string]bool          // (kind, target, flagger)
+	reactions map[string]*chat.Reaction // by reaction id
+	flags     map[[3]string]bool        // (kind, target, flagger)
 
 	admins       map[string]*chat.Admin
 	sessions     map[string]*chat.AdminSession // by id hash
@@ -76,7 +75,7 @@ type data struct {
 	audit   map[string]*chat.AuditEntry
 	tickets map[string]*chat.StreamTicket
 	reports map[string]*chat.Report
-	blocks  map[pair]chat.Time // (blocker, blocked)
+	blocks  map[pair]*chat.Block // (blocker, blocked)
 	devices map[string]*chat.Device
 	levels  map[pair]*chat.NotificationSetting // (user, channel)
 	pushes  map[string]*chat.PushDelivery
@@ -86,16 +85,16 @@ type data struct {
 // New returns an empty store. It starts no goroutines.
 func New() *Store {
 	return &Store{watchers: map[chan struct{}]int{}, d: &data{
-		channels: map[string]*chat.Channel{}, members: map[string]map[string]*chat.ChannelUser{},
-		userRels: map[string]map[string]*chat.ChannelUser{}, messages: map[string]*chat.Message{},
+		channels: map[string]*chat.Channel{}, members: map[pair]*chat.ChannelUser{},
+		messages: map[string]*chat.Message{},
 		chanMsgs: map[string][]*chat.Message{}, users: map[string]*chat.User{}, offlineSince: map[string]chat.Time{},
 		procs: map[string]*chat.PresenceProcess{}, streams: map[pair]bool{}, roles: map[string]*chat.Role{},
-		rules: map[pair]*chat.Rule{}, reactions: map[string]*chat.Reaction{}, msgReacts: map[string][]*chat.Reaction{},
+		rules: map[pair]*chat.Rule{}, reactions: map[string]*chat.Reaction{},
 		flags: map[[3]string]bool{}, admins: map[string]*chat.Admin{}, sessions: map[string]*chat.AdminSession{},
 		webhooks: map[string]*chat.Webhook{}, deliveries: map[string]*chat.Delivery{},
 		attempts: map[string][]*chat.DeliveryAttempt{}, blobs: map[pair]*chat.Blob{}, meta: map[string]string{},
 		audit: map[string]*chat.AuditEntry{}, tickets: map[string]*chat.StreamTicket{}, reports: map[string]*chat.Report{},
-		blocks: map[pair]chat.Time{}, devices: map[string]*chat.Device{}, levels: map[pair]*chat.NotificationSetting{},
+		blocks: map[pair]*chat.Block{}, devices: map[string]*chat.Device{}, levels: map[pair]*chat.NotificationSetting{},
 		pushes: map[string]*chat.PushDelivery{}, batches: map[string]*chat.PushBatch{},
 	}}
 }
@@ -110,10 +109,7 @@ var (
 // calling fn when ctx is already done, fn's error (after undoing every write
 // fn made) when fn fails, and re-panics after undoing when fn panics.
 func (s *Store) Update(ctx context.Context, fn func(tx chat.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	signal, err := s.run(fn, true)
+	signal, err := s.run(ctx, fn, true)
 	if signal != 0 {
 		s.notify(signal)
 	}
@@ -122,14 +118,14 @@ func (s *Store) Update(ctx context.Context, fn func(tx chat.Tx) error) error {
 
 // View runs fn in a read-only transaction; writes through its Tx fail.
 func (s *Store) View(ctx context.Context, fn func(tx chat.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	_, err := s.run(fn, false)
+	_, err := s.run(ctx, fn, false)
 	return err
 }
 
-func (s *Store) run(fn func(tx chat.Tx) error, write bool) (signal int, err error) {
+func (s *Store) run(ctx context.Context, fn func(tx chat.Tx) error, write bool) (signal int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	if write {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -301,26 +297,30 @@ func set[T any](t *tx, p *T, v T) {
 	t.undo = append(t.undo, func() { *p = old })
 }
 
-// inner returns m[k], creating it (with undo) when absent.
-func inner[K, K2 comparable, V any](t *tx, m map[K]map[K2]V, k K) map[K2]V {
-	in, ok := m[k]
-	if !ok {
-		in = map[K2]V{}
-		put(t, m, k, in)
-	}
-	return in
-}
-
 // sortedValues returns the values of m ordered by cmp.
-func sortedValues[K comparable, V any](m map[K]V, keep func(V) bool, cmp func(a, b V) int) []V {
+func sortedValues[K comparable, V any](m map[K]V, keep func(V) bool, order func(a, b V) int) []V {
 	var out []V
 	for _, v := range m {
 		if keep == nil || keep(v) {
 			out = append(out, v)
 		}
 	}
-	slices.SortFunc(out, cmp)
+	slices.SortFunc(out, order)
 	return out
+}
+
+// newest orders by createdAt then id, newest first.
+func newest(at1, at2 chat.Time, id1, id2 string) int {
+	return cmp.Or(at2.Compare(at1.Time), cmp.Compare(id2, id1))
+}
+
+// cursor returns how an element compares with the keyset cursor c in a
+// query's order (nil when c is nil), for window.
+func cursor[C, T any](c *C, cmp func(x T, c *C) int) func(T) int {
+	if c == nil {
+		return nil
+	}
+	return func(x T) int { return cmp(x, c) }
 }
 
 // window pages a list sorted in a query's order. after(x) > 0 when x

@@ -9,8 +9,6 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-// ---- webhooks ----
-
 func (t *tx) bumpHooks() { set(t, &t.r().hooksVersion, t.r().hooksVersion+1) }
 
 func (t *tx) CreateWebhook(_ context.Context, w *chat.Webhook) error {
@@ -51,8 +49,6 @@ func (t *tx) DeleteWebhook(_ context.Context, webhookID string) error {
 	t.bumpHooks()
 	return nil
 }
-
-// ---- outbox ----
 
 // pending returns the pending deliveries in (nextAttemptAt, requestId)
 // order.
@@ -126,7 +122,7 @@ func (t *tx) GetDelivery(_ context.Context, requestID string) (*chat.Delivery, e
 }
 
 func newestDelivery(a, b *chat.Delivery) int {
-	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt.Time), cmp.Compare(b.RequestID, a.RequestID))
+	return newest(a.CreatedAt, b.CreatedAt, a.RequestID, b.RequestID)
 }
 
 func (t *tx) ListDeliveries(_ context.Context, webhookID, beforeRequestID string, limit int) ([]*chat.Delivery, error) {
@@ -176,6 +172,241 @@ func backlog[V any](m map[string]*V, state func(*V) (string, chat.Time), now tim
 	return b
 }
 
-func (t *tx) WebhooksVersion(_ context.Context) (int64, error) {
-	return t.r().hooksVersion, nil
+func (t *tx) WebhooksVersion(context.Context) (int64, error) { return t.r().hooksVersion, nil }
+
+// deviceByToken returns the device with this provider and token, or nil.
+func (d *data) deviceByToken(provider, token string) *chat.Device {
+	for _, v := range d.devices {
+		if v.Provider == provider && v.Token == token {
+			return v
+		}
+	}
+	return nil
+}
+
+// userDevices returns the devices of userID in (updatedAt, deviceId) order.
+func (d *data) userDevices(userID string) []*chat.Device {
+	return sortedValues(d.devices, func(v *chat.Device) bool { return v.UserID == userID }, func(a, b *chat.Device) int {
+		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt.Time), cmp.Compare(a.DeviceID, b.DeviceID))
+	})
+}
+
+func (t *tx) CreateDevice(_ context.Context, d *chat.Device) error {
+	if t.r().deviceByToken(d.Provider, d.Token) != nil {
+		return conflict("a %s device with this token already exists", d.Provider)
+	}
+	return insert(t, t.r().devices, d.DeviceID, cloneDevice(d), "device")
+}
+
+func (t *tx) GetDeviceByToken(_ context.Context, provider, token string) (*chat.Device, error) {
+	if d := t.r().deviceByToken(provider, token); d != nil {
+		return cloneDevice(d), nil
+	}
+	return nil, chat.Errorf(chat.CodeNotFound, "no %s device has this token", provider)
+}
+
+func (t *tx) TouchDevice(_ context.Context, deviceID string, now time.Time) error {
+	return change(t, t.r().devices, deviceID, "device", func(d *chat.Device) { d.UpdatedAt = chat.NewTime(now) })
+}
+
+func (t *tx) ListDevices(_ context.Context, userID string) ([]*chat.Device, error) {
+	return copies(t.r().userDevices(userID), cloneDevice), nil
+}
+
+func (t *tx) DeleteDevice(_ context.Context, userID, deviceID string) error {
+	if d, ok := t.r().devices[deviceID]; !ok || d.UserID != userID {
+		return chat.Errorf(chat.CodeNotFound, "device %q of user %q not found", deviceID, userID)
+	}
+	t.deleteDevice(deviceID)
+	return nil
+}
+
+// deleteDevice deletes a device and its pushes.
+func (t *tx) deleteDevice(deviceID string) {
+	del(t, t.r().devices, deviceID)
+	deleteWhere(t, t.r().pushes, func(p *chat.PushDelivery) bool { return p.DeviceID == deviceID }, 0)
+}
+
+func (t *tx) DeleteDevices(_ context.Context, userID string) (int, error) {
+	ds := t.r().userDevices(userID)
+	for _, d := range ds {
+		t.deleteDevice(d.DeviceID)
+	}
+	return len(ds), nil
+}
+
+func (t *tx) PutNotificationLevel(_ context.Context, userID, channelID string, level chat.NotificationLevel, now time.Time) error {
+	put(t, t.r().levels, pair{userID, channelID}, &chat.NotificationSetting{UserID: userID, ChannelID: channelID, Level: level, UpdatedAt: chat.TimePtr(now)})
+	return nil
+}
+
+func (t *tx) DeleteNotificationLevel(_ context.Context, userID, channelID string) error {
+	del(t, t.r().levels, pair{userID, channelID})
+	return nil
+}
+
+func (t *tx) GetNotificationLevels(_ context.Context, userID string, channelIDs []string) ([]*chat.NotificationSetting, error) {
+	var out []*chat.NotificationSetting
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(channelIDs))) {
+		if n, ok := t.r().levels[pair{userID, id}]; ok {
+			out = append(out, cloneSetting(n))
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) ListNotificationLevels(_ context.Context, userID, afterChannelID string, after bool, limit int) ([]*chat.NotificationSetting, error) {
+	keep := func(n *chat.NotificationSetting) bool {
+		return n.UserID == userID && (!after || n.ChannelID > afterChannelID)
+	}
+	l := sortedValues(t.r().levels, keep, func(a, b *chat.NotificationSetting) int { return cmp.Compare(a.ChannelID, b.ChannelID) })
+	return copies(first(l, limit), cloneSetting), nil
+}
+
+func (t *tx) DeleteNotificationLevels(_ context.Context, userID string) error {
+	deleteWhere(t, t.r().levels, func(n *chat.NotificationSetting) bool { return n.UserID == userID }, 0)
+	return nil
+}
+
+func (t *tx) PutBlock(_ context.Context, userID, blockedID string, now time.Time) (bool, error) {
+	b := &chat.Block{UserID: userID, BlockedID: blockedID, CreatedAt: chat.NewTime(now)}
+	return insert(t, t.r().blocks, pair{userID, blockedID}, b, "block") == nil, nil
+}
+
+func (t *tx) DeleteBlock(_ context.Context, userID, blockedID string) (bool, error) {
+	_, ok := t.r().blocks[pair{userID, blockedID}]
+	del(t, t.r().blocks, pair{userID, blockedID})
+	return ok, nil
+}
+
+func (t *tx) ListBlocks(_ context.Context, userID string) ([]*chat.Block, error) {
+	return copies(sortedValues(t.r().blocks, func(b *chat.Block) bool { return b.UserID == userID }, func(a, b *chat.Block) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt.Time), cmp.Compare(a.BlockedID, b.BlockedID))
+	}), func(b *chat.Block) *chat.Block { return clone(b, func(*chat.Block) {}) }), nil
+}
+
+func (t *tx) BlockersAmong(_ context.Context, blockedID string, userIDs []string) ([]string, error) {
+	var out []string
+	for _, u := range userIDs {
+		if _, ok := t.r().blocks[pair{u, blockedID}]; ok {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) ListPushTargets(_ context.Context, channelID, excludeUserID string) ([]*chat.PushTarget, error) {
+	var out []*chat.PushTarget
+	for _, d := range t.r().devices {
+		if d.UserID == excludeUserID || !t.r().isMember(channelID, d.UserID) {
+			continue
+		}
+		pt := &chat.PushTarget{UserID: d.UserID, DeviceID: d.DeviceID}
+		if n := t.r().levels[pair{d.UserID, ""}]; n != nil {
+			pt.UserLevel = n.Level
+		}
+		if n := t.r().levels[pair{d.UserID, channelID}]; n != nil {
+			pt.ChannelLevel = n.Level
+		}
+		out = append(out, pt)
+	}
+	slices.SortFunc(out, func(a, b *chat.PushTarget) int {
+		return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.DeviceID, b.DeviceID))
+	})
+	return out, nil
+}
+
+func (t *tx) EnqueuePushes(_ context.Context, ps []*chat.PushDelivery) error {
+	for _, p := range ps {
+		_, dup := t.r().pushes[p.PushID]
+		_, dev := t.r().devices[p.DeviceID]
+		for _, o := range t.r().pushes {
+			dup = dup || o.MessageID == p.MessageID && o.DeviceID == p.DeviceID
+		}
+		if dev && !dup {
+			put(t, t.r().pushes, p.PushID, clonePush(p))
+		}
+	}
+	return nil
+}
+
+// messagePushes returns the pushes of a message ordered by id.
+func (d *data) messagePushes(messageID string) []*chat.PushDelivery {
+	return sortedValues(d.pushes, func(p *chat.PushDelivery) bool { return p.MessageID == messageID },
+		func(a, b *chat.PushDelivery) int { return cmp.Compare(a.PushID, b.PushID) })
+}
+
+// ClaimPushes: write transactions run one at a time, so a claimed push cannot be claimed again while its lease lasts.
+func (t *tx) ClaimPushes(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]*chat.PushDelivery, error) {
+	due := sortedValues(t.r().pushes, func(p *chat.PushDelivery) bool {
+		return p.State == chat.DeliveryPending && !p.NextAttemptAt.After(now) && (p.LeaseUntil == nil || !p.LeaseUntil.After(now))
+	}, func(a, b *chat.PushDelivery) int {
+		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt.Time), cmp.Compare(a.PushID, b.PushID))
+	})
+	out := make([]*chat.PushDelivery, 0, len(due))
+	for _, p := range first(due, limit) {
+		_ = change(t, t.r().pushes, p.PushID, "push", func(v *chat.PushDelivery) { v.LeaseOwner, v.LeaseUntil = owner, chat.TimePtr(now.Add(lease)) })
+		r := clonePush(p)
+		d := t.r().devices[p.DeviceID]
+		r.Provider, r.Token = d.Provider, d.Token
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (t *tx) FinishPush(_ context.Context, owner, pushID, state, lastError string, nextAttemptAt, now time.Time) error {
+	if p, ok := t.r().pushes[pushID]; ok && (p.State != chat.DeliveryPending || owner == "" || p.LeaseOwner != owner) {
+		return conflict("push %q is not leased by %q", pushID, owner)
+	}
+	return change(t, t.r().pushes, pushID, "push", func(v *chat.PushDelivery) {
+		v.State, v.LastError, v.Attempts = state, lastError, v.Attempts+1
+		v.LeaseOwner, v.LeaseUntil, v.UpdatedAt = "", nil, chat.NewTime(now)
+		if state == chat.DeliveryPending {
+			v.NextAttemptAt = chat.NewTime(nextAttemptAt)
+		}
+	})
+}
+
+func (t *tx) ListPushes(_ context.Context, messageID string) ([]*chat.PushDelivery, error) {
+	return copies(t.r().messagePushes(messageID), clonePush), nil
+}
+
+func (t *tx) CountPushes(_ context.Context, now time.Time) (chat.OutboxBacklog, error) {
+	return backlog(t.r().pushes, func(p *chat.PushDelivery) (string, chat.Time) { return p.State, p.NextAttemptAt }, now), nil
+}
+
+func (t *tx) EnqueuePushBatch(_ context.Context, b *chat.PushBatch) error {
+	return insert(t, t.r().batches, b.MessageID, cloneBatch(b), "push batch of message")
+}
+
+func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
+	bs := first(sortedValues(t.r().batches, nil, func(a, b *chat.PushBatch) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt.Time), cmp.Compare(a.MessageID, b.MessageID))
+	}), limit)
+	for _, b := range bs {
+		ps := make([]*chat.PushDelivery, len(b.DeviceIDs))
+		for i, dev := range b.DeviceIDs {
+			ps[i] = &chat.PushDelivery{PushID: b.MessageID + "/" + dev, MessageID: b.MessageID, ChannelID: b.ChannelID,
+				UserID: b.UserIDs[i], DeviceID: dev, Title: b.Title, Body: b.Body, State: chat.DeliveryPending,
+				NextAttemptAt: b.CreatedAt, CreatedAt: b.CreatedAt, UpdatedAt: b.CreatedAt}
+		}
+		if err := t.EnqueuePushes(ctx, ps); err != nil {
+			return 0, err
+		}
+		del(t, t.r().batches, b.MessageID)
+	}
+	return len(bs), nil
+}
+
+func (t *tx) DeleteFinishedPushes(_ context.Context, before time.Time, limit int) (int, error) {
+	// The oldest first, so that a limited call makes progress in order.
+	old := first(sortedValues(t.r().pushes, func(p *chat.PushDelivery) bool {
+		return p.State != chat.DeliveryPending && p.UpdatedAt.Before(before)
+	}, func(a, b *chat.PushDelivery) int {
+		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt.Time), cmp.Compare(a.PushID, b.PushID))
+	}), limit)
+	for _, p := range old {
+		del(t, t.r().pushes, p.PushID)
+	}
+	return len(old), nil
 }
