@@ -15,7 +15,7 @@ func (t *tx) CreateChannel(_ context.Context, c *chat.Channel) error {
 	if err != nil {
 		return err
 	}
-	return insert(t, t.r().channels, v.ChannelID, v, "channel")
+	return insert(t, &t.r().channels, v.ChannelID, v, "channel")
 }
 
 func (t *tx) GetChannel(_ context.Context, channelID string) (*chat.Channel, error) {
@@ -134,7 +134,7 @@ func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
 	if old != nil {
 		v.ReadToSegment = old.ReadToSegment
 	}
-	put(t, t.r().members, pair{v.ChannelID, v.UserID}, v)
+	put(t, &t.r().members, pair{v.ChannelID, v.UserID}, v)
 	t.addMembers(v.ChannelID, isMember(v)-isMember(old))
 	return nil
 }
@@ -267,12 +267,12 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 	if err != nil {
 		return err
 	}
-	put(t, d.messages, v.MessageID, v)
+	put(t, &d.messages, v.MessageID, v)
 	set(t, &d.all, append(d.all, v))
 	if i < len(l) {
 		l = slices.Clip(l) // insert into a new array: the undo keeps the old one
 	}
-	put(t, d.chanMsgs, v.ChannelID, slices.Insert(l, i, v))
+	put(t, &d.chanMsgs, v.ChannelID, slices.Insert(l, i, v))
 	if _, ok := d.messages[v.ParentID]; ok && v.ParentID != "" {
 		return change(t, d.messages, v.ParentID, "message", func(p *chat.Message) { p.ChildrenNumber++ })
 	}
@@ -369,9 +369,15 @@ func newestMessage(a, b *chat.Message) int {
 
 func oldestMessage(a, b *chat.Message) int { return newestMessage(b, a) }
 
-// newestPage sorts l newest first and pages it with the cursors of a
-// search.
-func newestPage(l []*chat.Message, after, before *chat.MessageSearchCursor, limit int) []*chat.Message {
+// newestPage returns the messages that keep keeps, newest first, paged
+// with the cursors of a search.
+func (t *tx) newestPage(keep func(*chat.Message) bool, after, before *chat.MessageSearchCursor, limit int) []*chat.Message {
+	var l []*chat.Message
+	for _, m := range t.r().all {
+		if !m.IsDeleted && keep(m) {
+			l = append(l, m)
+		}
+	}
 	slices.SortFunc(l, newestMessage)
 	at := func(m *chat.Message, c *chat.MessageSearchCursor) int {
 		return newest(m.CreatedAt, chat.NewTime(c.CreatedAt), m.MessageID, c.MessageID)
@@ -379,17 +385,13 @@ func newestPage(l []*chat.Message, after, before *chat.MessageSearchCursor, limi
 	return copies(window(l, cursor(after, at), cursor(before, at), 0, limit), cloneMessage)
 }
 
-// SearchMessages implements chat.SearchStore by reading every live
-// message: the SQL adapters answer the same from their word indexes.
+// SearchMessages reads every live message: the SQL adapters answer the
+// same from their word indexes.
 func (t *tx) SearchMessages(_ context.Context, f chat.MessageSearch) ([]*chat.Message, error) {
-	var found []*chat.Message
-	for _, m := range t.r().all {
-		if !m.IsDeleted && (f.ChannelID == "" || m.ChannelID == f.ChannelID) && (f.UserID == "" || m.UserID == f.UserID) &&
-			(f.MemberOf == "" || t.r().isMember(m.ChannelID, f.MemberOf)) && f.Matches(chat.MessageWords(m)) {
-			found = append(found, m)
-		}
-	}
-	return newestPage(found, f.After, f.Before, f.Limit), nil
+	return t.newestPage(func(m *chat.Message) bool {
+		return (f.ChannelID == "" || m.ChannelID == f.ChannelID) && (f.UserID == "" || m.UserID == f.UserID) &&
+			(f.MemberOf == "" || t.r().isMember(m.ChannelID, f.MemberOf)) && f.Matches(chat.MessageWords(m))
+	}, f.After, f.Before, f.Limit), nil
 }
 
 func (t *tx) UnreadMentionCounts(_ context.Context, cus []*chat.ChannelUser) ([]int64, error) {
@@ -399,14 +401,10 @@ func (t *tx) UnreadMentionCounts(_ context.Context, cus []*chat.ChannelUser) ([]
 }
 
 func (t *tx) QueryMentions(_ context.Context, f chat.MentionFilter) ([]*chat.Message, error) {
-	var found []*chat.Message
-	for _, m := range t.r().all {
-		if !m.IsDeleted && (f.ChannelID == "" || m.ChannelID == f.ChannelID) &&
-			slices.Contains(m.MentionedUserIDs, f.UserID) && t.r().isMember(m.ChannelID, f.UserID) {
-			found = append(found, m)
-		}
-	}
-	return newestPage(found, f.After, f.Before, f.Limit), nil
+	return t.newestPage(func(m *chat.Message) bool {
+		return (f.ChannelID == "" || m.ChannelID == f.ChannelID) && slices.Contains(m.MentionedUserIDs, f.UserID) &&
+			t.r().isMember(m.ChannelID, f.UserID)
+	}, f.After, f.Before, f.Limit), nil
 }
 
 // authorMessages returns the messages of userID that match, oldest first
@@ -460,7 +458,7 @@ func (t *tx) AddReaction(_ context.Context, r *chat.Reaction) (*chat.Reaction, b
 		return nil, false, notFound("message", r.ReferenceID)
 	}
 	v := cloneReaction(r)
-	if err := insert(t, t.r().reactions, v.ReactionID, v, "reaction"); err != nil {
+	if err := insert(t, &t.r().reactions, v.ReactionID, v, "reaction"); err != nil {
 		return nil, false, err
 	}
 	t.countReaction(v.ReferenceID, v.ReactionName, +1)
@@ -530,7 +528,7 @@ func (t *tx) AddFlag(_ context.Context, kind, targetID, userID string, _ time.Ti
 	if t.r().flags[k] {
 		return false, nil
 	}
-	put(t, t.r().flags, k, true)
+	put(t, &t.r().flags, k, true)
 	return true, nil
 }
 

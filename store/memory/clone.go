@@ -9,18 +9,10 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-// The store keeps its own copies of everything it is given and hands out
-// fresh copies of everything it returns, so callers never reach stored
-// state through a pointer, map or slice. The clone functions below make
-// those copies, with times normalized to UTC milliseconds as the SQL
-// adapters store them.
-//
-// JSON-like values (custom data, metadata, audit details) are stored as
-// encoding/json would decode them into an `any` (maps map[string]any,
-// arrays []any, numbers float64), so every adapter returns the same Go
-// values.
-
-// normJSON returns a normalized deep copy of a JSON-like value.
+// normJSON returns a deep copy of a JSON-like value (custom data,
+// metadata, audit details) as encoding/json would decode it into an `any`
+// (maps map[string]any, arrays []any, numbers float64), as the SQL adapters
+// return it.
 func normJSON(v any) (any, error) {
 	switch x := v.(type) {
 	case nil, string, bool:

@@ -41,63 +41,42 @@ type pair [2]string
 // store and changed only through the tx helpers below, which record how to
 // undo each change.
 type data struct {
-	channels map[string]*chat.Channel
-	members  map[pair]*chat.ChannelUser // by (channel, user)
-
-	messages map[string]*chat.Message
-	all      []*chat.Message            // every message, in creation order
-	chanMsgs map[string][]*chat.Message // per channel, in channelSegment order
-
+	channels     map[string]*chat.Channel
+	members      map[pair]*chat.ChannelUser // by (channel, user)
+	messages     map[string]*chat.Message
+	all          []*chat.Message            // every message, in creation order
+	chanMsgs     map[string][]*chat.Message // per channel, in channelSegment order
 	users        map[string]*chat.User
 	offlineSince map[string]chat.Time
 	procs        map[string]*chat.PresenceProcess
 	streams      map[pair]bool // (process, user) stream rows
-
 	roles        map[string]*chat.Role
 	rules        map[pair]*chat.Rule // (list, ruleId)
 	rulesVersion int64
-
-	reactions map[string]*chat.Reaction // by reaction id
-	flags     map[[3]string]bool        // (kind, target, flagger)
-
+	reactions    map[string]*chat.Reaction // by reaction id
+	flags        map[[3]string]bool        // (kind, target, flagger)
 	admins       map[string]*chat.Admin
 	sessions     map[string]*chat.AdminSession // by id hash
 	webhooks     map[string]*chat.Webhook
 	hooksVersion int64
 	deliveries   map[string]*chat.Delivery
 	attempts     map[string][]*chat.DeliveryAttempt
-
-	events      []*chat.Event // in id order
-	lastEventID int64
-
-	blobs   map[pair]*chat.Blob // (messageId, name)
-	meta    map[string]string
-	audit   map[string]*chat.AuditEntry
-	tickets map[string]*chat.StreamTicket
-	reports map[string]*chat.Report
-	blocks  map[pair]*chat.Block // (blocker, blocked)
-	devices map[string]*chat.Device
-	levels  map[pair]*chat.NotificationSetting // (user, channel)
-	pushes  map[string]*chat.PushDelivery
-	batches map[string]*chat.PushBatch // by message id
+	events       []*chat.Event // in id order
+	lastEventID  int64
+	blobs        map[pair]*chat.Blob // (messageId, name)
+	meta         map[string]string
+	audit        map[string]*chat.AuditEntry
+	tickets      map[string]*chat.StreamTicket
+	reports      map[string]*chat.Report
+	blocks       map[pair]*chat.Block // (blocker, blocked)
+	devices      map[string]*chat.Device
+	levels       map[pair]*chat.NotificationSetting // (user, channel)
+	pushes       map[string]*chat.PushDelivery
+	batches      map[string]*chat.PushBatch // by message id
 }
 
 // New returns an empty store. It starts no goroutines.
-func New() *Store {
-	return &Store{watchers: map[chan struct{}]int{}, d: &data{
-		channels: map[string]*chat.Channel{}, members: map[pair]*chat.ChannelUser{},
-		messages: map[string]*chat.Message{},
-		chanMsgs: map[string][]*chat.Message{}, users: map[string]*chat.User{}, offlineSince: map[string]chat.Time{},
-		procs: map[string]*chat.PresenceProcess{}, streams: map[pair]bool{}, roles: map[string]*chat.Role{},
-		rules: map[pair]*chat.Rule{}, reactions: map[string]*chat.Reaction{},
-		flags: map[[3]string]bool{}, admins: map[string]*chat.Admin{}, sessions: map[string]*chat.AdminSession{},
-		webhooks: map[string]*chat.Webhook{}, deliveries: map[string]*chat.Delivery{},
-		attempts: map[string][]*chat.DeliveryAttempt{}, blobs: map[pair]*chat.Blob{}, meta: map[string]string{},
-		audit: map[string]*chat.AuditEntry{}, tickets: map[string]*chat.StreamTicket{}, reports: map[string]*chat.Report{},
-		blocks: map[pair]*chat.Block{}, devices: map[string]*chat.Device{}, levels: map[pair]*chat.NotificationSetting{},
-		pushes: map[string]*chat.PushDelivery{}, batches: map[string]*chat.PushBatch{},
-	}}
-}
+func New() *Store { return &Store{d: &data{}, watchers: map[chan struct{}]int{}} }
 
 var (
 	errClosed   = chat.Errorf(chat.CodeUnavailable, "memory store is closed")
@@ -264,9 +243,14 @@ func (t *tx) w() {
 	}
 }
 
-// put sets m[k] = v and records the inverse.
-func put[K comparable, V any](t *tx, m map[K]V, k K, v V) {
+// put sets (*m)[k] = v, making the map when it is nil, and records the
+// inverse.
+func put[K comparable, V any](t *tx, mp *map[K]V, k K, v V) {
 	t.w()
+	if *mp == nil {
+		*mp = map[K]V{}
+	}
+	m := *mp
 	old, had := m[k]
 	m[k] = v
 	t.undo = append(t.undo, func() {
@@ -371,8 +355,8 @@ func get[K comparable, V any](t *tx, m map[K]*V, k K, cp func(*V) *V, what strin
 }
 
 // insert stores v at k, or returns CodeConflict when k is taken.
-func insert[K comparable, V any](t *tx, m map[K]*V, k K, v *V, what string) error {
-	if _, ok := m[k]; ok {
+func insert[K comparable, V any](t *tx, m *map[K]*V, k K, v *V, what string) error {
+	if _, ok := (*m)[k]; ok {
 		return conflict("%s %v already exists", what, k)
 	}
 	put(t, m, k, v)

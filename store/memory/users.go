@@ -17,7 +17,7 @@ func (t *tx) CreateUser(_ context.Context, u *chat.User) error {
 		return err
 	}
 	v.Online, v.LastActiveAt = false, nil // written by SetPresence alone
-	return insert(t, t.r().users, v.UserID, v, "user")
+	return insert(t, &t.r().users, v.UserID, v, "user")
 }
 
 func (t *tx) EnsureUsers(_ context.Context, ids []string, now time.Time) ([]*chat.User, error) {
@@ -27,7 +27,7 @@ func (t *tx) EnsureUsers(_ context.Context, ids []string, now time.Time) ([]*cha
 		u, ok := t.r().users[id]
 		if !ok {
 			u = &chat.User{UserID: id, DisplayName: id, CreatedAt: at, UpdatedAt: at}
-			put(t, t.r().users, id, u)
+			put(t, &t.r().users, id, u)
 		}
 		out = append(out, cloneUser(u))
 	}
@@ -72,7 +72,7 @@ func (t *tx) PutRole(_ context.Context, r *chat.Role) error {
 	if old, ok := t.r().roles[v.RoleID]; ok {
 		v.CreatedAt = old.CreatedAt
 	}
-	put(t, t.r().roles, v.RoleID, v)
+	put(t, &t.r().roles, v.RoleID, v)
 	return nil
 }
 
@@ -94,7 +94,7 @@ func (t *tx) PutRule(_ context.Context, r *chat.Rule) error {
 	if old, ok := t.r().rules[k]; ok {
 		v.CreatedAt = old.CreatedAt
 	}
-	put(t, t.r().rules, k, v)
+	put(t, &t.r().rules, k, v)
 	t.bumpRules()
 	return nil
 }
@@ -126,18 +126,17 @@ func (t *tx) RenameRule(_ context.Context, list chat.RuleList, oldID string, r *
 		v.UpdatedAt = nt(r.UpdatedAt)
 	}
 	del(t, t.r().rules, pair{string(list), oldID})
-	put(t, t.r().rules, pair{string(list), v.RuleID}, &v)
+	put(t, &t.r().rules, pair{string(list), v.RuleID}, &v)
 	t.bumpRules()
 	return nil
 }
 
 func (t *tx) RulesVersion(context.Context) (int64, error) { return t.r().rulesVersion, nil }
 
-// Presence: // One write transaction runs at a time, so the locks the interface speaks
-// of hold by themselves, and SKIP LOCKED skips nothing.
-
+// Presence: one write transaction runs at a time, so the locks the
+// interface speaks of hold by themselves, and SKIP LOCKED skips nothing.
 func (t *tx) PutPresenceProcess(_ context.Context, p *chat.PresenceProcess) error {
-	put(t, t.r().procs, p.ProcessID, cloneProcess(p))
+	put(t, &t.r().procs, p.ProcessID, cloneProcess(p))
 	return nil
 }
 
@@ -145,8 +144,7 @@ func (t *tx) RenewPresenceProcess(_ context.Context, processID string, now, unti
 	if p, ok := t.r().procs[processID]; !ok || !p.ExpiresAt.After(now) {
 		return false, nil
 	}
-	put(t, t.r().procs, processID, &chat.PresenceProcess{ProcessID: processID, RenewedAt: chat.NewTime(now), ExpiresAt: chat.NewTime(until)})
-	return true, nil
+	return true, change(t, t.r().procs, processID, "", func(p *chat.PresenceProcess) { p.RenewedAt, p.ExpiresAt = chat.NewTime(now), chat.NewTime(until) })
 }
 
 func (t *tx) ExpiredPresenceProcesses(_ context.Context, now time.Time, limit int) ([]*chat.PresenceProcess, error) {
@@ -171,7 +169,7 @@ func (t *tx) DeletePresenceProcess(_ context.Context, processID string) ([]strin
 }
 
 func (t *tx) AddPresenceStream(_ context.Context, processID, userID string) error {
-	put(t, t.r().streams, pair{processID, userID}, true)
+	put(t, &t.r().streams, pair{processID, userID}, true)
 	return nil
 }
 
@@ -181,16 +179,10 @@ func (t *tx) RemovePresenceStream(_ context.Context, processID, userID string) e
 }
 
 func (t *tx) LivePresence(_ context.Context, userIDs []string, now time.Time) ([]string, error) {
-	live := map[string]bool{}
-	for k := range t.r().streams {
-		if p, ok := t.r().procs[k[0]]; ok && p.ExpiresAt.After(now) {
-			live[k[1]] = true
-		}
-	}
 	var out []string
-	for _, u := range userIDs {
-		if live[u] && !slices.Contains(out, u) {
-			out = append(out, u)
+	for k := range t.r().streams {
+		if p, ok := t.r().procs[k[0]]; ok && p.ExpiresAt.After(now) && slices.Contains(userIDs, k[1]) && !slices.Contains(out, k[1]) {
+			out = append(out, k[1])
 		}
 	}
 	slices.Sort(out)
@@ -217,7 +209,7 @@ func (t *tx) SetPresence(_ context.Context, s *chat.PresenceState) error {
 	if err != nil {
 		return err
 	} else if s.OfflineSince != nil {
-		put(t, t.r().offlineSince, s.UserID, nt(*s.OfflineSince))
+		put(t, &t.r().offlineSince, s.UserID, nt(*s.OfflineSince))
 	} else {
 		del(t, t.r().offlineSince, s.UserID)
 	}
@@ -251,7 +243,7 @@ func (t *tx) CreateAdmin(_ context.Context, a *chat.Admin) error {
 	if t.r().adminByHash(a.TokenHash) != nil {
 		return conflict("admin token already in use")
 	}
-	return insert(t, t.r().admins, a.Name, cloneAdmin(a), "admin")
+	return insert(t, &t.r().admins, a.Name, cloneAdmin(a), "admin")
 }
 
 func (t *tx) GetAdminByTokenHash(_ context.Context, hash []byte) (*chat.Admin, error) {
@@ -290,7 +282,7 @@ func (t *tx) SetAdminPassword(_ context.Context, name string, hash []byte) error
 }
 
 func (t *tx) CreateAdminSession(_ context.Context, s *chat.AdminSession) error {
-	return insert(t, t.r().sessions, string(s.IDHash), cloneSession(s), "admin session")
+	return insert(t, &t.r().sessions, string(s.IDHash), cloneSession(s), "admin session")
 }
 
 func (t *tx) GetAdminSession(_ context.Context, idHash []byte) (*chat.AdminSession, error) {
@@ -357,7 +349,7 @@ func (t *tx) AppendAudit(_ context.Context, es []*chat.AuditEntry) error {
 	for _, e := range es {
 		v, err := copyAudit(e)
 		if err == nil {
-			err = insert(t, t.r().audit, v.AuditID, v, "audit entry")
+			err = insert(t, &t.r().audit, v.AuditID, v, "audit entry")
 		}
 		if err != nil {
 			return err
@@ -407,7 +399,7 @@ func (t *tx) CreateReport(_ context.Context, r *chat.Report) error {
 			return err
 		}
 	}
-	return insert(t, t.r().reports, r.ReportID, cloneReport(r), "report")
+	return insert(t, &t.r().reports, r.ReportID, cloneReport(r), "report")
 }
 
 func (t *tx) GetReport(_ context.Context, reportID string) (*chat.Report, error) {
@@ -440,7 +432,7 @@ func (t *tx) QueryReports(_ context.Context, f chat.ReportFilter) ([]*chat.Repor
 }
 
 func (t *tx) PutTicket(_ context.Context, tk *chat.StreamTicket) error {
-	return insert(t, t.r().tickets, tk.Hash, cloneTicket(tk), "ticket")
+	return insert(t, &t.r().tickets, tk.Hash, cloneTicket(tk), "ticket")
 }
 
 // TakeTicket: the store's write lock makes the take single.
@@ -481,12 +473,12 @@ func (t *tx) PutMetaIfAbsent(_ context.Context, key, value string) (string, erro
 	if v, ok := t.r().meta[key]; ok {
 		return v, nil
 	}
-	put(t, t.r().meta, key, value)
+	put(t, &t.r().meta, key, value)
 	return value, nil
 }
 
 func (t *tx) PutBlob(_ context.Context, b *chat.Blob) error {
-	put(t, t.r().blobs, pair{b.MessageID, b.Name}, cloneBlob(b))
+	put(t, &t.r().blobs, pair{b.MessageID, b.Name}, cloneBlob(b))
 	return nil
 }
 
