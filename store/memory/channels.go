@@ -156,9 +156,7 @@ func (t *tx) DeleteChannelUsers(_ context.Context, channelID string) error {
 
 func (t *tx) MarkRead(_ context.Context, channelID, userID string, segment int64) (*chat.ChannelUser, error) {
 	k := pair{channelID, userID}
-	err := change(t, t.r().members, k, "relation (channel, user)", func(cu *chat.ChannelUser) {
-		cu.ReadToSegment = max(cu.ReadToSegment, segment)
-	})
+	err := change(t, t.r().members, k, "relation (channel, user)", func(cu *chat.ChannelUser) { cu.ReadToSegment = max(cu.ReadToSegment, segment) })
 	if err != nil {
 		return nil, err
 	}
@@ -191,57 +189,38 @@ func (t *tx) countAbove(cus []*chat.ChannelUser, match func(*chat.Message, *chat
 	return out
 }
 
-// LapsedMutes reads every channel and relation. Write transactions hold
-// the store's lock, so there is nothing to skip.
-func (t *tx) LapsedMutes(_ context.Context, now time.Time, limit int) ([]*chat.Channel, []*chat.ChannelUser, error) {
-	var chans []*chat.Channel
-	var cus []*chat.ChannelUser
-	t.muted(func(c *chat.Channel, cu *chat.ChannelUser) {
-		if cu == nil && !c.MuteTimeout.After(now) {
-			chans = append(chans, c)
-		} else if cu != nil && !cu.MuteTimeout.After(now) {
-			cus = append(cus, cu)
-		}
-	})
-	slices.SortFunc(chans, func(a, b *chat.Channel) int {
-		return cmp.Or(a.MuteTimeout.Compare(b.MuteTimeout.Time), cmp.Compare(a.ChannelID, b.ChannelID))
-	})
-	slices.SortFunc(cus, func(a, b *chat.ChannelUser) int {
+// mutes returns the open channels and the member relations of open
+// channels whose MuteTimeout is set (and not after *lapsed unless lapsed
+// is nil), earliest first. Write transactions hold the store's lock, so
+// LapsedMutes has nothing to skip.
+func (t *tx) mutes(lapsed *time.Time) ([]*chat.Channel, []*chat.ChannelUser) {
+	muted := func(at *chat.Time) bool { return at != nil && (lapsed == nil || !at.After(*lapsed)) }
+	chans := sortedValues(t.r().channels, func(c *chat.Channel) bool { return !c.IsClosed && muted(c.MuteTimeout) },
+		func(a, b *chat.Channel) int {
+			return cmp.Or(a.MuteTimeout.Compare(b.MuteTimeout.Time), cmp.Compare(a.ChannelID, b.ChannelID))
+		})
+	cus := sortedValues(t.r().members, func(cu *chat.ChannelUser) bool {
+		c, ok := t.r().channels[cu.ChannelID]
+		return ok && !c.IsClosed && isMember(cu) == 1 && muted(cu.MuteTimeout)
+	}, func(a, b *chat.ChannelUser) int {
 		return cmp.Or(a.MuteTimeout.Compare(b.MuteTimeout.Time), cmp.Compare(a.ChannelID, b.ChannelID), cmp.Compare(a.UserID, b.UserID))
 	})
+	return chans, cus
+}
+
+func (t *tx) LapsedMutes(_ context.Context, now time.Time, limit int) ([]*chat.Channel, []*chat.ChannelUser, error) {
+	chans, cus := t.mutes(&now)
 	return copies(chans[:min(len(chans), limit)], cloneChannel), copies(cus[:min(len(cus), limit)], cloneChannelUser), nil
 }
 
-// muted calls fn for each open channel (cu nil) and member relation of an
-// open channel whose MuteTimeout is set.
-func (t *tx) muted(fn func(c *chat.Channel, cu *chat.ChannelUser)) {
-	for _, c := range t.r().channels {
-		if !c.IsClosed && c.MuteTimeout != nil {
-			fn(c, nil)
-		}
-	}
-	for _, cu := range t.r().members {
-		if c, ok := t.r().channels[cu.ChannelID]; ok && !c.IsClosed && cu.MuteTimeout != nil && cu.Membership == chat.MembershipMember {
-			fn(c, cu)
-		}
-	}
-}
-
 func (t *tx) NextMuteEnd(_ context.Context) (time.Time, bool, error) {
-	var next *chat.Time
-	t.muted(func(c *chat.Channel, cu *chat.ChannelUser) {
-		v := c.MuteTimeout
-		if cu != nil {
-			v = cu.MuteTimeout
-		}
-		if next == nil || v.Before(next.Time) {
-			next = v
-		}
-	})
-	if next == nil {
-		return time.Time{}, false, nil
+	chans, cus := t.mutes(nil)
+	if len(chans) > 0 && (len(cus) == 0 || chans[0].MuteTimeout.Before(cus[0].MuteTimeout.Time)) {
+		return chans[0].MuteTimeout.Time, true, nil
+	} else if len(cus) > 0 {
+		return cus[0].MuteTimeout.Time, true, nil
 	}
-	return next.Time, true, nil
+	return time.Time{}, false, nil
 }
 
 // segIndex returns the index of the first message of l whose segment is
@@ -273,8 +252,8 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 		l = slices.Clip(l) // insert into a new array: the undo keeps the old one
 	}
 	put(t, &d.chanMsgs, v.ChannelID, slices.Insert(l, i, v))
-	if _, ok := d.messages[v.ParentID]; ok && v.ParentID != "" {
-		return change(t, d.messages, v.ParentID, "message", func(p *chat.Message) { p.ChildrenNumber++ })
+	if v.ParentID != "" { // (a parent that does not exist is no error)
+		_ = change(t, d.messages, v.ParentID, "message", func(p *chat.Message) { p.ChildrenNumber++ })
 	}
 	return nil
 }
@@ -299,10 +278,7 @@ func (t *tx) UpdateMessage(_ context.Context, m *chat.Message) error {
 }
 
 func (t *tx) QueryMessages(_ context.Context, f chat.MessageFilter) ([]*chat.Message, error) {
-	if f.ParentID != "" && f.TopLevel {
-		return nil, nil
-	}
-	channelID := f.ChannelID
+	channelID := f.ChannelID // (with ParentID and TopLevel both set, nothing matches)
 	if p, ok := t.r().messages[f.ParentID]; ok && channelID == "" {
 		channelID = p.ChannelID
 	}
@@ -335,10 +311,7 @@ func (t *tx) QueryMessages(_ context.Context, f chat.MessageFilter) ([]*chat.Mes
 
 // softDelete marks m deleted (when live) and reports whether it did.
 func (t *tx) softDelete(m *chat.Message, now time.Time) bool {
-	if m.IsDeleted {
-		return false
-	}
-	return change(t, t.r().messages, m.MessageID, "message", func(v *chat.Message) {
+	return !m.IsDeleted && change(t, t.r().messages, m.MessageID, "message", func(v *chat.Message) {
 		v.IsDeleted, v.Data, v.UpdatedAt = true, map[string]any{}, chat.NewTime(now)
 	}) == nil
 }

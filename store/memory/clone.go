@@ -62,12 +62,6 @@ func normMap(m map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// copyMap deep-copies a normalized JSON object (which cannot fail).
-func copyMap(m map[string]any) map[string]any {
-	out, _ := normMap(m)
-	return out
-}
-
 func nt(t chat.Time) chat.Time { return chat.NewTime(t.Time) }
 
 func ntp(t *chat.Time) *chat.Time {

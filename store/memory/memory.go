@@ -11,13 +11,11 @@ import (
 
 // Store is the in-memory chat.Store. The zero value is not usable; call New.
 type Store struct {
-	mu     sync.RWMutex
-	d      *data
-	closed bool
-
+	mu       sync.RWMutex
+	d        *data
+	closed   bool
 	wmu      sync.Mutex
-	watchers map[chan struct{}]int // the signal kinds each channel wants
-	wclosed  bool
+	watchers map[chan struct{}]int // the signal kinds each channel wants; nil once closed
 }
 
 // Signal kinds: what a commit brought.
@@ -37,9 +35,7 @@ var (
 // pair is a key of two strings.
 type pair [2]string
 
-// data is everything the store holds. Stored values are owned by the
-// store and changed only through the tx helpers below, which record how to
-// undo each change.
+// data is everything the store holds; maps are made when first written.
 type data struct {
 	channels     map[string]*chat.Channel
 	members      map[pair]*chat.ChannelUser // by (channel, user)
@@ -148,32 +144,27 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if !s.wclosed {
-		s.wclosed = true
-		for ch := range s.watchers {
-			close(ch)
-		}
-		s.watchers = nil
+	for ch := range s.watchers {
+		close(ch)
 	}
+	s.watchers = nil // and watch refuses new ones
 	return nil
 }
 
-// WatchOutbox implements chat.OutboxWatcher: the returned channel (buffer
-// 1) receives a value after every commit that enqueued or rescheduled
-// deliveries or appended events, and is closed when ctx is done or the
-// store closed.
+// WatchOutbox implements chat.OutboxWatcher: the channel (buffer 1) is
+// signalled after commits that enqueued or rescheduled deliveries or
+// appended events, and closed when ctx is done or the store closed.
 func (s *Store) WatchOutbox(ctx context.Context) (<-chan struct{}, error) {
 	return s.watch(ctx, sigDeliveries|sigEvents)
 }
 
-// WatchEvents implements chat.EventWatcher: as WatchOutbox, for the
-// commits that appended events only.
+// WatchEvents implements chat.EventWatcher: as WatchOutbox, for events.
 func (s *Store) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
 	return s.watch(ctx, sigEvents)
 }
 
 // WatchDeliveries implements chat.DeliveryWatcher: as WatchOutbox, for
-// the commits that enqueued or rescheduled deliveries only.
+// deliveries.
 func (s *Store) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
 	return s.watch(ctx, sigDeliveries)
 }
@@ -184,7 +175,7 @@ func (s *Store) watch(ctx context.Context, kinds int) (<-chan struct{}, error) {
 	}
 	ch := make(chan struct{}, 1)
 	s.wmu.Lock()
-	if s.wclosed {
+	if s.watchers == nil {
 		s.wmu.Unlock()
 		return nil, errClosed
 	}
@@ -223,12 +214,10 @@ type tx struct {
 	undo   []func() // the inverse of every change made, in order
 }
 
-// r returns the data for reading. Every access to the data goes through
-// r, and every change through put, del and set (below), which call w: they
-// panic when t is used after its transaction ended, or for a write in a
-// View, errors of the caller's code rather than of the data. Update and
-// View recover the panic, undo the transaction and return the error; a Tx
-// kept past its transaction panics in the caller.
+// r returns the data. Every read goes through r, every change through
+// put, del and set, which call w: they panic when t is used after its
+// transaction, or to write in a View (errors of the caller's code). Update
+// and View recover the panic, undo and return the error.
 func (t *tx) r() *data {
 	if t.done {
 		panic(errTxDone)
@@ -289,7 +278,9 @@ func sortedValues[K comparable, V any](m map[K]V, keep func(V) bool, order func(
 			out = append(out, v)
 		}
 	}
-	slices.SortFunc(out, order)
+	if order != nil {
+		slices.SortFunc(out, order)
+	}
 	return out
 }
 
@@ -330,12 +321,7 @@ func window[T any](l []T, after, before func(T) int, offset, limit int) []T {
 }
 
 // first returns at most limit (> 0) elements of l.
-func first[T any](l []T, limit int) []T {
-	if limit > 0 && len(l) > limit {
-		return l[:limit]
-	}
-	return l
-}
+func first[T any](l []T, limit int) []T { return window(l, nil, nil, 0, limit) }
 
 // copies applies cp to every element of l.
 func copies[T any](l []*T, cp func(*T) *T) []*T {

@@ -112,19 +112,14 @@ func (t *tx) GetDelivery(_ context.Context, requestID string) (*chat.Delivery, e
 	return get(t, t.r().deliveries, requestID, cloneDelivery, "delivery")
 }
 
-func newestDelivery(a, b *chat.Delivery) int {
-	return newest(a.CreatedAt, b.CreatedAt, a.RequestID, b.RequestID)
-}
-
 func (t *tx) ListDeliveries(_ context.Context, webhookID, beforeRequestID string, limit int) ([]*chat.Delivery, error) {
 	cur, ok := t.r().deliveries[beforeRequestID]
 	if beforeRequestID != "" && !ok {
 		return nil, nil
 	}
-	keep := func(d *chat.Delivery) bool {
-		return d.WebhookID == webhookID && (cur == nil || newestDelivery(d, cur) > 0)
-	}
-	return copies(first(sortedValues(t.r().deliveries, keep, newestDelivery), limit), cloneDelivery), nil
+	order := func(a, b *chat.Delivery) int { return newest(a.CreatedAt, b.CreatedAt, a.RequestID, b.RequestID) }
+	keep := func(d *chat.Delivery) bool { return d.WebhookID == webhookID && (cur == nil || order(d, cur) > 0) }
+	return copies(first(sortedValues(t.r().deliveries, keep, order), limit), cloneDelivery), nil
 }
 
 func (t *tx) ListAttempts(_ context.Context, requestID string) ([]*chat.DeliveryAttempt, error) {
@@ -237,13 +232,10 @@ func (t *tx) DeleteNotificationLevel(_ context.Context, userID, channelID string
 }
 
 func (t *tx) GetNotificationLevels(_ context.Context, userID string, channelIDs []string) ([]*chat.NotificationSetting, error) {
-	var out []*chat.NotificationSetting
-	for _, id := range slices.Compact(slices.Sorted(slices.Values(channelIDs))) {
-		if n, ok := t.r().levels[pair{userID, id}]; ok {
-			out = append(out, cloneSetting(n))
-		}
+	keep := func(n *chat.NotificationSetting) bool {
+		return n.UserID == userID && slices.Contains(channelIDs, n.ChannelID)
 	}
-	return out, nil
+	return copies(sortedValues(t.r().levels, keep, nil), cloneSetting), nil
 }
 
 func (t *tx) ListNotificationLevels(_ context.Context, userID, afterChannelID string, after bool, limit int) ([]*chat.NotificationSetting, error) {
@@ -287,19 +279,17 @@ func (t *tx) BlockersAmong(_ context.Context, blockedID string, userIDs []string
 }
 
 func (t *tx) ListPushTargets(_ context.Context, channelID, excludeUserID string) ([]*chat.PushTarget, error) {
+	level := func(userID, channelID string) (l chat.NotificationLevel) {
+		if n := t.r().levels[pair{userID, channelID}]; n != nil {
+			l = n.Level
+		}
+		return l
+	}
 	var out []*chat.PushTarget
 	for _, d := range t.r().devices {
-		if d.UserID == excludeUserID || !t.r().isMember(channelID, d.UserID) {
-			continue
+		if d.UserID != excludeUserID && t.r().isMember(channelID, d.UserID) {
+			out = append(out, &chat.PushTarget{UserID: d.UserID, DeviceID: d.DeviceID, UserLevel: level(d.UserID, ""), ChannelLevel: level(d.UserID, channelID)})
 		}
-		pt := &chat.PushTarget{UserID: d.UserID, DeviceID: d.DeviceID}
-		if n := t.r().levels[pair{d.UserID, ""}]; n != nil {
-			pt.UserLevel = n.Level
-		}
-		if n := t.r().levels[pair{d.UserID, channelID}]; n != nil {
-			pt.ChannelLevel = n.Level
-		}
-		out = append(out, pt)
 	}
 	slices.SortFunc(out, func(a, b *chat.PushTarget) int {
 		return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.DeviceID, b.DeviceID))

@@ -21,15 +21,12 @@ func (t *tx) CreateUser(_ context.Context, u *chat.User) error {
 }
 
 func (t *tx) EnsureUsers(_ context.Context, ids []string, now time.Time) ([]*chat.User, error) {
-	at := chat.NewTime(now)
 	out := make([]*chat.User, 0, len(ids))
 	for _, id := range ids {
-		u, ok := t.r().users[id]
-		if !ok {
-			u = &chat.User{UserID: id, DisplayName: id, CreatedAt: at, UpdatedAt: at}
-			put(t, &t.r().users, id, u)
+		if _, ok := t.r().users[id]; !ok {
+			put(t, &t.r().users, id, &chat.User{UserID: id, DisplayName: id, CreatedAt: chat.NewTime(now), UpdatedAt: chat.NewTime(now)})
 		}
-		out = append(out, cloneUser(u))
+		out = append(out, cloneUser(t.r().users[id]))
 	}
 	return out, nil
 }
@@ -39,13 +36,7 @@ func (t *tx) GetUser(_ context.Context, userID string) (*chat.User, error) {
 }
 
 func (t *tx) GetUsers(_ context.Context, ids []string) ([]*chat.User, error) {
-	out := make([]*chat.User, 0, len(ids))
-	for _, id := range ids {
-		if u, ok := t.r().users[id]; ok {
-			out = append(out, cloneUser(u))
-		}
-	}
-	return out, nil
+	return byIDs(t.r().users, ids, cloneUser), nil
 }
 
 func (t *tx) UpdateUser(_ context.Context, u *chat.User) error {
@@ -120,13 +111,11 @@ func (t *tx) RenameRule(_ context.Context, list chat.RuleList, oldID string, r *
 	if _, taken := t.r().rules[pair{string(list), r.RuleID}]; taken && r.RuleID != oldID {
 		return conflict("%s rule %q already exists", list, r.RuleID)
 	}
-	v := *old
-	v.List, v.RuleID, v.IsMatchExactWord = list, r.RuleID, r.IsMatchExactWord
-	if !r.UpdatedAt.IsZero() {
-		v.UpdatedAt = nt(r.UpdatedAt)
-	}
+	v := clone(old, func(v *chat.Rule) {
+		v.List, v.RuleID, v.IsMatchExactWord, v.UpdatedAt = list, r.RuleID, r.IsMatchExactWord, cmp.Or(nt(r.UpdatedAt), v.UpdatedAt)
+	})
 	del(t, t.r().rules, pair{string(list), oldID})
-	put(t, &t.r().rules, pair{string(list), v.RuleID}, &v)
+	put(t, &t.r().rules, pair{string(list), v.RuleID}, v)
 	t.bumpRules()
 	return nil
 }
@@ -341,17 +330,11 @@ func (t *tx) DeleteEventsBefore(_ context.Context, before time.Time, limit int) 
 	return n, nil
 }
 
-func newestAudit(a, b *chat.AuditEntry) int {
-	return newest(a.CreatedAt, b.CreatedAt, a.AuditID, b.AuditID)
-}
-
 func (t *tx) AppendAudit(_ context.Context, es []*chat.AuditEntry) error {
 	for _, e := range es {
-		v, err := copyAudit(e)
-		if err == nil {
-			err = insert(t, &t.r().audit, v.AuditID, v, "audit entry")
-		}
-		if err != nil {
+		if v, err := copyAudit(e); err != nil {
+			return err
+		} else if err := insert(t, &t.r().audit, v.AuditID, v, "audit entry"); err != nil {
 			return err
 		}
 	}
@@ -370,15 +353,11 @@ func (t *tx) QueryAudit(_ context.Context, f chat.AuditFilter) ([]*chat.AuditEnt
 	l := sortedValues(t.r().audit, func(e *chat.AuditEntry) bool {
 		return (f.ActorID == "" || e.ActorID == f.ActorID) && (f.TargetID == "" || e.TargetID == f.TargetID) &&
 			(f.ChannelID == "" || e.ChannelID == f.ChannelID) && (f.Action == "" || e.Action == f.Action)
-	}, newestAudit)
+	}, func(a, b *chat.AuditEntry) int { return newest(a.CreatedAt, b.CreatedAt, a.AuditID, b.AuditID) })
 	at := func(e *chat.AuditEntry, c *chat.AuditCursor) int {
 		return newest(e.CreatedAt, chat.NewTime(c.CreatedAt), e.AuditID, c.AuditID)
 	}
 	return copies(window(l, cursor(f.After, at), cursor(f.Before, at), 0, f.Limit), cloneAudit), nil
-}
-
-func newestReport(a, b *chat.Report) int {
-	return newest(a.CreatedAt, b.CreatedAt, a.ReportID, b.ReportID)
 }
 
 // openReport returns CodeConflict when r is open and its reporter has
@@ -408,9 +387,7 @@ func (t *tx) GetReport(_ context.Context, reportID string) (*chat.Report, error)
 
 func (t *tx) UpdateReport(_ context.Context, r *chat.Report) error {
 	if p, ok := t.r().reports[r.ReportID]; ok {
-		v := *p
-		v.State = r.State
-		if err := t.r().openReport(&v); err != nil {
+		if err := t.r().openReport(clone(p, func(v *chat.Report) { v.State = r.State })); err != nil {
 			return err
 		}
 	}
@@ -424,7 +401,7 @@ func (t *tx) QueryReports(_ context.Context, f chat.ReportFilter) ([]*chat.Repor
 	l := sortedValues(t.r().reports, func(r *chat.Report) bool {
 		return (f.State == "" || r.State == f.State) && (f.TargetType == "" || r.TargetType == f.TargetType) &&
 			(f.ReporterID == "" || r.ReporterID == f.ReporterID)
-	}, newestReport)
+	}, func(a, b *chat.Report) int { return newest(a.CreatedAt, b.CreatedAt, a.ReportID, b.ReportID) })
 	at := func(r *chat.Report, c *chat.ReportCursor) int {
 		return newest(r.CreatedAt, chat.NewTime(c.CreatedAt), r.ReportID, c.ReportID)
 	}
