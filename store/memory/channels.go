@@ -19,7 +19,7 @@ func (t *tx) CreateChannel(_ context.Context, c *chat.Channel) error {
 }
 
 func (t *tx) GetChannel(_ context.Context, channelID string) (*chat.Channel, error) {
-	return get(t, t.r().channels, channelID, cloneChannel, "channel")
+	return get(t.r().channels, channelID, cloneChannel, "channel")
 }
 
 // byIDs returns copies of the values of m among ids, each once, in the
@@ -85,7 +85,7 @@ func tagsMatch(have, anyTags, noneTags []string) bool {
 }
 
 func (t *tx) GetChannelUser(_ context.Context, channelID, userID string) (*chat.ChannelUser, error) {
-	return get(t, t.r().members, pair{channelID, userID}, cloneChannelUser, "relation (channel, user)")
+	return get(t.r().members, pair{channelID, userID}, cloneChannelUser, "relation (channel, user)")
 }
 
 // relations returns copies of the relations that keep keeps, ordered by
@@ -259,7 +259,7 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 }
 
 func (t *tx) GetMessage(_ context.Context, messageID string) (*chat.Message, error) {
-	return get(t, t.r().messages, messageID, cloneMessage, "message")
+	return get(t.r().messages, messageID, cloneMessage, "message")
 }
 
 func (t *tx) GetMessages(_ context.Context, ids []string) ([]*chat.Message, error) {

@@ -270,7 +270,7 @@ func set[T any](t *tx, p *T, v T) {
 	t.undo = append(t.undo, func() { *p = old })
 }
 
-// sortedValues returns the values of m ordered by cmp.
+// sortedValues returns the values of m that keep keeps (nil: all), in order (nil: any).
 func sortedValues[K comparable, V any](m map[K]V, keep func(V) bool, order func(a, b V) int) []V {
 	var out []V
 	for _, v := range m {
@@ -313,7 +313,7 @@ func window[T any](l []T, after, before func(T) int, offset, limit int) []T {
 	if before != nil {
 		slices.Reverse(out)
 	}
-	out = out[min(offset, len(out)):]
+	out = out[min(max(offset, 0), len(out)):]
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
@@ -333,7 +333,7 @@ func copies[T any](l []*T, cp func(*T) *T) []*T {
 }
 
 // get returns a copy of m[k], or CodeNotFound.
-func get[K comparable, V any](t *tx, m map[K]*V, k K, cp func(*V) *V, what string) (*V, error) {
+func get[K comparable, V any](m map[K]*V, k K, cp func(*V) *V, what string) (*V, error) {
 	if v, ok := m[k]; ok {
 		return cp(v), nil
 	}

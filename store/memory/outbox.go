@@ -17,7 +17,7 @@ func (t *tx) CreateWebhook(_ context.Context, w *chat.Webhook) error {
 }
 
 func (t *tx) GetWebhook(_ context.Context, webhookID string) (*chat.Webhook, error) {
-	return get(t, t.r().webhooks, webhookID, cloneWebhook, "webhook")
+	return get(t.r().webhooks, webhookID, cloneWebhook, "webhook")
 }
 
 func (t *tx) ListWebhooks(_ context.Context) ([]*chat.Webhook, error) {
@@ -109,7 +109,7 @@ func (t *tx) FinishDelivery(_ context.Context, owner string, a *chat.DeliveryAtt
 }
 
 func (t *tx) GetDelivery(_ context.Context, requestID string) (*chat.Delivery, error) {
-	return get(t, t.r().deliveries, requestID, cloneDelivery, "delivery")
+	return get(t.r().deliveries, requestID, cloneDelivery, "delivery")
 }
 
 func (t *tx) ListDeliveries(_ context.Context, webhookID, beforeRequestID string, limit int) ([]*chat.Delivery, error) {

@@ -32,7 +32,7 @@ func (t *tx) EnsureUsers(_ context.Context, ids []string, now time.Time) ([]*cha
 }
 
 func (t *tx) GetUser(_ context.Context, userID string) (*chat.User, error) {
-	return get(t, t.r().users, userID, cloneUser, "user")
+	return get(t.r().users, userID, cloneUser, "user")
 }
 
 func (t *tx) GetUsers(_ context.Context, ids []string) ([]*chat.User, error) {
@@ -243,7 +243,7 @@ func (t *tx) GetAdminByTokenHash(_ context.Context, hash []byte) (*chat.Admin, e
 }
 
 func (t *tx) GetAdmin(_ context.Context, name string) (*chat.Admin, error) {
-	return get(t, t.r().admins, name, cloneAdmin, "admin")
+	return get(t.r().admins, name, cloneAdmin, "admin")
 }
 
 func (t *tx) ListAdmins(_ context.Context) ([]*chat.Admin, error) {
@@ -275,7 +275,7 @@ func (t *tx) CreateAdminSession(_ context.Context, s *chat.AdminSession) error {
 }
 
 func (t *tx) GetAdminSession(_ context.Context, idHash []byte) (*chat.AdminSession, error) {
-	return get(t, t.r().sessions, string(idHash), cloneSession, "admin session")
+	return get(t.r().sessions, string(idHash), cloneSession, "admin session")
 }
 
 func (t *tx) TouchAdminSession(_ context.Context, idHash []byte, now time.Time) error {
@@ -382,7 +382,7 @@ func (t *tx) CreateReport(_ context.Context, r *chat.Report) error {
 }
 
 func (t *tx) GetReport(_ context.Context, reportID string) (*chat.Report, error) {
-	return get(t, t.r().reports, reportID, cloneReport, "report")
+	return get(t.r().reports, reportID, cloneReport, "report")
 }
 
 func (t *tx) UpdateReport(_ context.Context, r *chat.Report) error {
@@ -414,7 +414,7 @@ func (t *tx) PutTicket(_ context.Context, tk *chat.StreamTicket) error {
 
 // TakeTicket: the store's write lock makes the take single.
 func (t *tx) TakeTicket(_ context.Context, hash string) (*chat.StreamTicket, error) {
-	tk, err := get(t, t.r().tickets, hash, cloneTicket, "ticket")
+	tk, err := get(t.r().tickets, hash, cloneTicket, "ticket")
 	del(t, t.r().tickets, hash)
 	return tk, err
 }
@@ -460,7 +460,7 @@ func (t *tx) PutBlob(_ context.Context, b *chat.Blob) error {
 }
 
 func (t *tx) GetBlob(_ context.Context, messageID, name string) (*chat.Blob, error) {
-	return get(t, t.r().blobs, pair{messageID, name}, cloneBlob, "blob (message, name)")
+	return get(t.r().blobs, pair{messageID, name}, cloneBlob, "blob (message, name)")
 }
 
 func (t *tx) DeleteBlobs(_ context.Context, messageID string) error {
