@@ -35,7 +35,7 @@ func TestViewIsReadOnly(t *testing.T) {
 	err := s.View(ctx, func(tx chat.Tx) error {
 		return tx.CreateChannel(ctx, &chat.Channel{ChannelID: "c"})
 	})
-	require.Error(t, err)
+	require.Equal(t, chat.CodeInternal, chat.ErrorCode(err))
 	err = s.View(ctx, func(tx chat.Tx) error {
 		_, err := tx.GetChannel(ctx, "c")
 		return err
@@ -43,16 +43,20 @@ func TestViewIsReadOnly(t *testing.T) {
 	require.ErrorIs(t, err, chat.ErrNotFound)
 }
 
-// A Tx used after its transaction ended fails instead of touching state.
+// A Tx used after its transaction ended panics instead of touching state.
 func TestTxAfterEnd(t *testing.T) {
 	ctx := context.Background()
 	s := memory.New()
 	var kept chat.Tx
 	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error { kept = tx; return nil }))
-	require.Error(t, kept.CreateChannel(ctx, &chat.Channel{ChannelID: "c"}))
-	_, err := kept.GetChannel(ctx, "c")
-	require.Error(t, err)
-	require.NotErrorIs(t, err, chat.ErrNotFound)
+	const msg = "memory store: transaction used after it ended"
+	require.PanicsWithError(t, msg, func() { _ = kept.CreateChannel(ctx, &chat.Channel{ChannelID: "c"}) })
+	require.PanicsWithError(t, msg, func() { _, _ = kept.GetChannel(ctx, "c") })
+	require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
+		_, err := tx.GetChannel(ctx, "c")
+		require.ErrorIs(t, err, chat.ErrNotFound)
+		return nil
+	}))
 }
 
 // Close makes later transactions fail with CodeUnavailable and closes the
