@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -263,7 +265,8 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller) erro
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	ws.out = &heldWriter{}
+	conn, err := websocket.Accept(holdingWriter{w, ws.out}, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		sub.Close()
 		cancel()
@@ -301,7 +304,8 @@ type wsStream struct {
 	ctx    context.Context // done when the connection's reading ends
 	cancel context.CancelFunc
 	ping   *time.Timer
-	slot   string // the caller's, freed when the connection ends
+	slot   string      // the caller's, freed when the connection ends
+	out    *heldWriter // what conn writes to: the connection, held by runs of frames
 
 	mu       sync.Mutex
 	running  bool // a goroutine owns the writing
@@ -369,8 +373,13 @@ func (w *wsStream) pump() {
 		}
 		// Writes need no cancellation by the connection's context: a
 		// connection whose reading ended is closed, and its writes fail.
+		//
+		// A run of frames found queued together is written to the
+		// connection at once (heldWriter): one system call, and on TCP
+		// full segments, instead of one of each per frame.
 		var wctx context.Context
 		cancel := func() {}
+		failed := false
 		for n := 0; w.sub.Err() == nil; n++ {
 			f, ok := w.sub.dequeue()
 			if !ok {
@@ -378,15 +387,25 @@ func (w *wsStream) pump() {
 			}
 			if n%writeRun == 0 {
 				cancel()
+				if w.out.release() != nil {
+					failed = true
+					break
+				}
 				wctx, cancel = context.WithTimeout(context.Background(), writeTimeout)
+				if w.sub.queued() > 0 {
+					w.out.hold()
+				}
 			}
 			if w.conn.Write(wctx, websocket.MessageText, f.JSON()) != nil {
-				cancel()
-				w.finish(func() { w.conn.CloseNow() })
-				return
+				failed = true
+				break
 			}
 		}
 		cancel()
+		if w.out.release() != nil || failed {
+			w.finish(func() { w.conn.CloseNow() })
+			return
+		}
 		w.mu.Lock()
 		ping := w.pinging
 		w.pinging = false
@@ -454,6 +473,100 @@ func (w *wsStream) finish(close func()) {
 	w.cancel()
 	w.h.conns.Add(-1)
 	w.h.freeSlot(w.slot)
+}
+
+// holdingWriter is the ResponseWriter a WebSocket is accepted on: its
+// Hijack gives the WebSocket a writer over out instead of the connection.
+type holdingWriter struct {
+	http.ResponseWriter
+	out *heldWriter
+}
+
+func (h holdingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := brw.Writer.Flush(); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	h.out.conn = c
+	brw.Writer.Reset(h.out)
+	return c, brw, nil
+}
+
+// maxHeld is how many bytes a heldWriter keeps before it writes them out
+// while held.
+const maxHeld = 64 << 10
+
+// heldBufs recycles the buffers of held runs: an idle connection keeps
+// none.
+var heldBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// heldWriter writes to a connection; between hold and release it keeps
+// what it is given and writes it in one piece at release (or on reaching
+// maxHeld). Writes of the WebSocket's reader (pongs, close) may come
+// meanwhile: they are kept with the rest, in order.
+type heldWriter struct {
+	conn net.Conn
+	mu   sync.Mutex
+	buf  *[]byte // nil unless held
+	// writes counts the writes to conn, for tests.
+	writes int
+}
+
+func (w *heldWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf == nil {
+		w.writes++
+		return w.conn.Write(p)
+	}
+	if len(*w.buf)+len(p) > maxHeld {
+		if err := w.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	*w.buf = append(*w.buf, p...)
+	return len(p), nil
+}
+
+// hold starts keeping what is written.
+func (w *heldWriter) hold() {
+	w.mu.Lock()
+	if w.buf == nil {
+		w.buf = heldBufs.Get().(*[]byte)
+	}
+	w.mu.Unlock()
+}
+
+// release writes what was kept, within writeTimeout, and stops keeping.
+func (w *heldWriter) release() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf == nil {
+		return nil
+	}
+	err := w.flushLocked()
+	if cap(*w.buf) <= maxHeld {
+		*w.buf = (*w.buf)[:0]
+		heldBufs.Put(w.buf)
+	}
+	w.buf = nil
+	return err
+}
+
+func (w *heldWriter) flushLocked() error {
+	if len(*w.buf) == 0 {
+		return nil
+	}
+	w.writes++
+	_ = w.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err := w.conn.Write(*w.buf)
+	_ = w.conn.SetWriteDeadline(time.Time{})
+	*w.buf = (*w.buf)[:0]
+	return err
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -991,6 +991,13 @@ func (s *Subscription) dequeue() (*Frame, bool) {
 	return f, true
 }
 
+// queued returns how many frames are queued.
+func (s *Subscription) queued() int {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return len(s.queue)
+}
+
 // enqueueWait queues f, waiting for room while the queue is full; false
 // when the subscription ended first.
 func (s *Subscription) enqueueWait(f *Frame) bool {

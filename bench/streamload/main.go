@@ -10,6 +10,9 @@
 //     messages created one at a time through POST /api/v2/message, each
 //     timed from just before the request to its receipt by the last
 //     member (p50, p99); ceiling: the same create with nobody connected.
+//     The frames of other events received meanwhile are counted (with the
+//     example server: user.didChangePresence of the members that just
+//     connected, about members²/2 of them); -trace prints each message.
 //   - throughput: the same members; -burst messages posted by 4 writers as
 //     fast as the store takes them; events received per second by all
 //     members together, from the first post to the last receipt; ceiling:
@@ -81,6 +84,7 @@ type options struct {
 	burst     int
 	timeout   time.Duration
 	hold      time.Duration
+	trace     bool
 	postURL   string
 	token     string
 	// fanout, and the example server processes
@@ -137,6 +141,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "fanout: how long messages are posted (1s-5m)")
 	fs.IntVar(&o.procs, "procs", 2, "fanout with -store postgres: server processes (1-8)")
 	fs.StringVar(&o.broker, "broker", "", "the chat servers are example server processes run with -broker VALUE (nats: a local nats-server is started and its URL passed); empty: the store's own delivery")
+	fs.BoolVar(&o.trace, "trace", false, "latency: print each message's times (post answered, first and last receipt) and the frames of other events received so far to stderr, and the servers' CPU time at the end")
 	fs.DurationVar(&o.hold, "hold", 0, "idle: keep the connections open this long before measuring (to inspect the servers' /debug/pprof/)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -196,7 +201,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		case "idle":
 			err = idle(ctx, o, stdout)
 		case "latency":
-			err = latency(ctx, o, stdout)
+			err = latency(ctx, o, stdout, stderr)
 		case "throughput":
 			err = throughput(ctx, o, stdout)
 		case "fanout":
@@ -389,6 +394,10 @@ type clients struct {
 	lastSize atomic.Int64
 	mu       sync.Mutex
 	errs     []string // why connections ended early
+	// other counts the frames of other events than message.didCreate
+	// (stream.didConnect not included); otherAt is when the last came
+	// (Unix nanoseconds).
+	other, otherAt atomic.Int64
 }
 
 var didCreate = []byte(`"event":"message.didCreate"`)
@@ -466,6 +475,8 @@ func (cs *clients) read(ctx context.Context, c *websocket.Conn, count *atomic.In
 			return
 		}
 		if !bytes.Contains(b, didCreate) {
+			cs.other.Add(1)
+			cs.otherAt.Store(time.Now().UnixNano())
 			continue
 		}
 		if fn := cs.onFrame.Load(); fn != nil {
@@ -575,6 +586,9 @@ func cmdLine(o options, scen string) string {
 	if o.store == "postgres" {
 		c += " -store postgres -dsn $CHAT_TEST_POSTGRES_URL"
 	}
+	if o.broker != "" {
+		c += " -broker " + o.broker
+	}
 	return "`" + c + "`"
 }
 
@@ -664,7 +678,7 @@ func pct(d []time.Duration, p int) time.Duration {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
 
 // latency times messages from the create call to the last member's receipt.
-func latency(ctx context.Context, o options, w io.Writer) error {
+func latency(ctx context.Context, o options, w, stderr io.Writer) error {
 	ps, token, err := servers(o)
 	if err != nil {
 		return err
@@ -691,29 +705,53 @@ func latency(ctx context.Context, o options, w io.Writer) error {
 	if err := cs.connect(ctx, o, addrsOf(ps), "/api/v2/events", 0, o.members, true); err != nil {
 		return err
 	}
-	var got atomic.Int64
+	var got, first atomic.Int64
 	last := make(chan time.Time, 1)
 	fn := func(int) {
-		if got.Add(1) == int64(o.members) {
+		n := got.Add(1)
+		if n == 1 {
+			first.Store(time.Now().UnixNano())
+		}
+		if n == int64(o.members) {
 			last <- time.Now()
 		}
 	}
 	cs.onMsg.Store(&fn)
 	lat := make([]time.Duration, 0, o.messages)
+	otherBefore, start := cs.other.Load(), time.Now()
 	for i := 0; i < o.messages; i++ {
 		got.Store(0)
 		t0 := time.Now()
 		if err := a.createMessage(ctx, "load", fmt.Sprintf("m%d", i)); err != nil {
 			return err
 		}
+		posted := time.Since(t0)
 		select {
 		case t := <-last:
 			lat = append(lat, t.Sub(t0))
+			if o.trace {
+				fmt.Fprintf(stderr, "message %d posted at %s: answered after %v, first receipt %v, last %v; %d frames of other events so far\n",
+					i, t0.Format("15:04:05.000"), posted.Round(100*time.Microsecond), time.Unix(0, first.Load()).Sub(t0).Round(100*time.Microsecond),
+					t.Sub(t0).Round(100*time.Microsecond), cs.other.Load())
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("message %d: %d of %d receipts: %w", i, got.Load(), o.members, ctx.Err())
 		}
 	}
 	ld := load()
+	// Frames of other events received while the messages were timed:
+	// with presence, those announcing the members that just connected.
+	other := cs.other.Load() - otherBefore
+	otherTail := ""
+	if other > 0 {
+		otherTail = fmt.Sprintf(", the last %.1f s after the first post", time.Unix(0, cs.otherAt.Load()).Sub(start).Seconds())
+	}
+	if o.trace {
+		cpu, err := cpuSum(ps)
+		if err == nil {
+			fmt.Fprintf(stderr, "server CPU since the servers started: %v\n", cpu)
+		}
+	}
 	// Second ceiling: the bare server writing one frame of the same size
 	// to as many connections, timed to the last receipt.
 	size := frameSize(&cs)
@@ -723,8 +761,8 @@ func latency(ctx context.Context, o options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "| Event stream, %s: a message created through the API to the last of %d connected members, p50 / p99 over %d | %s / %s ms | the create call with nobody connected: %s / %s ms; a bare coder/websocket broadcast of one frame of the same size to as many connections: %s / %s ms | %.1f / %.1f (of the sum of both) | %s | %s |\n",
-		procsLabel(o), o.members, o.messages, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(raw, 50)), ms(pct(raw, 99)),
+	fmt.Fprintf(w, "| Event stream, %s: a message created through the API to the last of %d connected members, p50 / p99 over %d | %s / %s ms (%d frames of other events arrived meanwhile%s) | the create call with nobody connected: %s / %s ms; a bare coder/websocket broadcast of one frame of the same size to as many connections: %s / %s ms | %.1f / %.1f (of the sum of both) | %s | %s |\n",
+		procsLabel(o), o.members, o.messages, ms(pct(lat, 50)), ms(pct(lat, 99)), other, otherTail, ms(pct(raw, 50)), ms(pct(raw, 99)),
 		ms(pct(bare, 50)), ms(pct(bare, 99)),
 		float64(pct(lat, 50))/float64(pct(raw, 50)+pct(bare, 50)), float64(pct(lat, 99))/float64(pct(raw, 99)+pct(bare, 99)), ld, cmdLine(o, "latency"))
 	return nil
