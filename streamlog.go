@@ -112,18 +112,20 @@ func (s *Service) DeleteStreamTicketsBefore(ctx context.Context, before time.Tim
 }
 
 // MemberChannelIDs returns the ids of the channels where the user is a
-// member.
-func (s *Service) MemberChannelIDs(ctx context.Context, userID string) (ids []string, err error) {
+// member that have at most maxMembers members (any number when maxMembers
+// is 0 or less).
+func (s *Service) MemberChannelIDs(ctx context.Context, userID string, maxMembers int) (ids []string, err error) {
 	err = s.store.View(ctx, func(tx Tx) error {
-		ids, err = memberChannelIDs(ctx, tx, userID, ids[:0])
+		ids, err = memberChannelIDs(ctx, tx, userID, maxMembers, ids[:0])
 		return err
 	})
 	return ids, err
 }
 
 // memberChannelIDs appends to ids those of the channels where the user is
-// a member, a page at a time.
-func memberChannelIDs(ctx context.Context, tx Tx, userID string, ids []string) ([]string, error) {
+// a member with at most maxMembers members (any when 0 or less), a page at
+// a time.
+func memberChannelIDs(ctx context.Context, tx Tx, userID string, maxMembers int, ids []string) ([]string, error) {
 	const page = 500
 	var cur *ChannelCursor
 	for {
@@ -132,7 +134,9 @@ func memberChannelIDs(ctx context.Context, tx Tx, userID string, ids []string) (
 			return nil, err
 		}
 		for _, c := range cs {
-			ids = append(ids, c.ChannelID)
+			if maxMembers <= 0 || c.MemberCount <= maxMembers {
+				ids = append(ids, c.ChannelID)
+			}
 		}
 		if len(cs) < page {
 			return ids, nil
@@ -201,7 +205,7 @@ func (s *Service) OpenStream(ctx context.Context, userID string, admin bool, acc
 		for _, b := range bs {
 			st.Blocked = append(st.Blocked, b.BlockedID)
 		}
-		st.Channels, err = memberChannelIDs(ctx, tx, userID, st.Channels[:0])
+		st.Channels, err = memberChannelIDs(ctx, tx, userID, 0, st.Channels[:0])
 		return err
 	})
 	if err != nil {

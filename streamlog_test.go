@@ -127,9 +127,12 @@ func TestOpenStream(t *testing.T) {
 	_, err = e.svc.OpenStream(e.ctx, "alice", false, nil, 0)
 	require.Equal(t, chat.CodeGlobalBanned, chat.ErrorCode(err))
 
-	ids, err := e.svc.MemberChannelIDs(e.ctx, "bob")
+	ids, err := e.svc.MemberChannelIDs(e.ctx, "bob", 0)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"c", "d"}, ids)
+	ids, err = e.svc.MemberChannelIDs(e.ctx, "bob", 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"d"}, ids, "c has two members")
 }
 
 // WatchEvents passes on the store's signal of a commit that wrote events.

@@ -80,6 +80,15 @@ type Config struct {
 	// online while it has one (chat.Presence). Default nil: nothing is
 	// told, and user.didChangePresence events are still delivered.
 	Presence PresenceTracker
+	// PresenceMaxMembers bounds the channels whose members receive
+	// user.didChangePresence: the event about a user goes to the members
+	// of its channels of at most this many members (and to admins'
+	// streams without a channel filter). In a larger channel every
+	// member coming or going would be sent to every other member, the
+	// square of its size; its members read User.Online of the users they
+	// show instead. Default DefaultPresenceMaxMembers (100); negative: no
+	// bound.
+	PresenceMaxMembers int
 	// Broker brings the hub the events of every process (package
 	// broker). Default broker.InProcess over the Service (its
 	// WatchEvents passes on the store's signals), which
@@ -103,6 +112,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TicketTTL <= 0 {
 		c.TicketTTL = 60 * time.Second
+	}
+	if c.PresenceMaxMembers == 0 {
+		c.PresenceMaxMembers = DefaultPresenceMaxMembers
 	}
 	if c.MaxStreamsPerCaller == 0 {
 		c.MaxStreamsPerCaller = DefaultMaxStreamsPerCaller

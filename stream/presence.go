@@ -22,6 +22,9 @@ var _ PresenceTracker = (*chat.Presence)(nil)
 // once) and logged.
 const presenceQueue = 1024
 
+// DefaultPresenceMaxMembers is the default of Config.PresenceMaxMembers.
+const DefaultPresenceMaxMembers = 100
+
 // queuePresence hands a user.didChangePresence event to presenceLoop
 // without waiting: finding who shares a channel with the user reads the
 // store, which the ephemeral callback must not do.
@@ -50,8 +53,10 @@ func (h *Hub) presenceLoop(ctx context.Context) {
 // subscriptions (those without a channel filter, and those naming a
 // channel where the user is a member) and to the subscriptions of the
 // other end users who are members of a channel where the user is a
-// member, except those who block the user. The user's channels are read
-// from the store, unless no subscription here is indexed by channel.
+// member, except those who block the user; of the user's channels, only
+// those of at most Config.PresenceMaxMembers members count. The user's
+// channels are read from the store, unless no subscription here is
+// indexed by channel.
 func (h *Hub) deliverPresence(ctx context.Context, ev chat.EphemeralEvent) {
 	h.mu.Lock()
 	byChannel := len(h.byChannel) > 0
@@ -97,7 +102,7 @@ func (h *Hub) offerPresence(s *Subscription, ev chat.EphemeralEvent, f *Frame) {
 }
 
 // memberChannels returns the ids of the channels where the user is a
-// member.
+// member, of at most Config.PresenceMaxMembers members.
 func (h *Hub) memberChannels(ctx context.Context, userID string) ([]string, error) {
-	return h.svc.MemberChannelIDs(ctx, userID)
+	return h.svc.MemberChannelIDs(ctx, userID, max(h.cfg.PresenceMaxMembers, 0))
 }

@@ -351,3 +351,46 @@ func TestPresenceBlocked(t *testing.T) {
 		require.Equal(t, "bob", got.UserID, "carol blocks alice: never told of her")
 	}
 }
+
+// TestPresenceLargeChannel: the presence of a user goes to the members of
+// its channels of at most Config.PresenceMaxMembers members; a member of
+// only a larger channel is not told (it reads User.Online instead), and
+// admins' streams without a filter still are.
+func TestPresenceLargeChannel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	svc, err := chat.New(ctx, memory.New(), chat.Config{})
+	require.NoError(t, err)
+	pres := chat.NewPresence(svc, chat.PresenceConfig{Grace: time.Hour})
+	require.NoError(t, pres.Start(ctx))
+	t.Cleanup(func() { _ = pres.Stop(context.Background()) })
+	hub := stream.New(svc, stream.Config{Presence: pres, PresenceMaxMembers: 2})
+	require.NoError(t, hub.Start(ctx))
+	t.Cleanup(func() { _ = hub.Stop(context.Background()) })
+	p := &presenceProc{svc: svc, pres: pres, hub: hub}
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
+	require.NoError(t, err)
+	for c, members := range map[string][]string{"big": {"alice", "bob", "carol"}, "small": {"alice", "dave"}, "pair": {"bob", "eve"}} {
+		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: c, Type: chat.ChannelTypeStandard, UserIDs: members})
+		require.NoError(t, err)
+	}
+	bob := p.subscribe(t, ctx, stream.Filter{UserID: "bob"})
+	dave := p.subscribe(t, ctx, stream.Filter{UserID: "dave"})
+	watch := p.subscribe(t, ctx, stream.Filter{Admin: true})
+	require.NoError(t, pres.Sync(ctx))
+	p.subscribe(t, ctx, stream.Filter{UserID: "alice"})
+	require.NoError(t, pres.Sync(ctx))
+	got := nextPresence(t, dave) // "small" has two members
+	require.Equal(t, "alice", got.UserID)
+	require.True(t, got.Online)
+	for got = nextPresence(t, watch); got.UserID != "alice"; got = nextPresence(t, watch) {
+	}
+	// eve comes online after alice; events are delivered in order, so
+	// bob's first presence frame would be alice's had "big" counted.
+	p.subscribe(t, ctx, stream.Filter{UserID: "eve"})
+	require.NoError(t, pres.Sync(ctx))
+	got = nextPresence(t, bob)
+	require.Equal(t, "eve", got.UserID, "bob shares only a channel of three with alice")
+	require.True(t, online(t, ctx, svc, "alice")["alice"], "bob can read alice's presence")
+}

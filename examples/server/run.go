@@ -59,6 +59,7 @@ type config struct {
 	userTokenSecret string
 	eventRetention  time.Duration
 	presenceGrace   time.Duration
+	presenceMax     int
 	broker          string
 	maxStreams      int
 	adminRate       float64
@@ -104,6 +105,7 @@ var defaults = config{
 	panelIdle:       30 * time.Minute,
 	eventRetention:  stream.DefaultEventRetention,
 	presenceGrace:   chat.DefaultPresenceGrace,
+	presenceMax:     stream.DefaultPresenceMaxMembers,
 	maxStreams:      stream.DefaultMaxStreamsPerCaller,
 	adminRate:       httpapi.DefaultAdminRateLimit.Rate,
 	adminBurst:      httpapi.DefaultAdminRateLimit.Burst,
@@ -158,6 +160,7 @@ func bindGlobal(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "garbage collector target (Go's GOGC); 0 picks 400 with SQLite or Postgres and 100 with the memory store; the GOGC variable, when set, wins")
 	fs.DurationVar(&c.eventRetention, "event-retention", c.eventRetention, "how long events stay in the log, and so how far back an event stream may resume (a Go duration)")
 	fs.DurationVar(&c.presenceGrace, "presence-grace", c.presenceGrace, "how long a user stays online after its last event stream closed, so that a reconnect does not show it offline (a Go duration; the same on every process)")
+	fs.IntVar(&c.presenceMax, "presence-max-members", c.presenceMax, "user.didChangePresence goes to the members of a user's channels of at most this many members (in larger ones members read a user's online field); 0 turns the bound off")
 	fs.StringVar(&c.broker, "broker", "", "how events reach the event streams of every process: inprocess | postgres | nats://HOST:PORT[,HOST:PORT...] (NATS JetStream, a server or cluster; needs a Postgres store); default postgres with a Postgres store, else inprocess (see docs/operations.md)")
 	fs.IntVar(&c.maxStreams, "max-streams-per-caller", c.maxStreams, "event streams each end user and each admin account may have open at once on this process (one more: 429); 0 turns the cap off")
 	fs.StringVar(&c.postgresSchema, "postgres-schema", "", "Postgres schema holding the tables (default public)")
@@ -406,6 +409,8 @@ func (cfg *config) validate() error {
 		return usagef("-event-retention must be positive")
 	case cfg.presenceGrace <= 0:
 		return usagef("-presence-grace must be positive")
+	case cfg.presenceMax < 0:
+		return usagef("-presence-max-members must be 0 (no bound) or positive")
 	case cfg.maxStreams < 0:
 		return usagef("-max-streams-per-caller must be 0 (no cap) or positive")
 	case cfg.broker != "" && cfg.broker != "inprocess" && cfg.broker != "postgres" && !strings.HasPrefix(cfg.broker, "nats://"):

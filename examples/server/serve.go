@@ -253,11 +253,15 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 	if maxStreams == 0 {
 		maxStreams = -1 // the flag's 0: no cap
 	}
+	presenceMax := cfg.presenceMax
+	if presenceMax == 0 {
+		presenceMax = -1 // the flag's 0: no bound
+	}
 	// Presence: users are online while they have an event stream on any
 	// process (the hub tells it), and for -presence-grace after.
 	presence := chat.NewPresence(svc, chat.PresenceConfig{Grace: cfg.presenceGrace, Logger: log})
 	hub = stream.New(svc, stream.Config{EventRetention: cfg.eventRetention, MaxStreamsPerCaller: maxStreams, Logger: log,
-		Presence: presence, Broker: evBroker})
+		Presence: presence, PresenceMaxMembers: presenceMax, Broker: evBroker})
 	// One bucket per client address for every request without a
 	// credential: the API's and the sign-in forms beside it.
 	anon := httpapi.NewAnonLimiter(httpapi.RateLimit{Rate: cfg.anonRate, Burst: cfg.anonBurst}, clientAddr(cfg.clientHeader))

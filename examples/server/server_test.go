@@ -91,7 +91,10 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			require.Equal(t, 20.0, c.userRate)
 			require.Equal(t, 40, c.userBurst)
 			require.Equal(t, 30*time.Second, c.presenceGrace)
+			require.Equal(t, 100, c.presenceMax)
 		}},
+		{name: "presence max members", env: map[string]string{"CHAT_PRESENCE_MAX_MEMBERS": "0"},
+			check: func(t *testing.T, c config) { require.Equal(t, 0, c.presenceMax) }},
 		{name: "presence grace", env: map[string]string{"CHAT_PRESENCE_GRACE": "2m"},
 			check: func(t *testing.T, c config) { require.Equal(t, 2*time.Minute, c.presenceGrace) }},
 		{name: "presence grace flag beats env", args: []string{"-presence-grace", "5s"}, env: map[string]string{"CHAT_PRESENCE_GRACE": "2m"},
@@ -165,7 +168,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, args := range [][]string{{"frobnicate"}, {"admin"}, {"admin", "create"}, {"admin", "nope"}, {"version", "x"}, {"-store", "mysql://x", "migrate"}, {"-read-timeout", "0s"}, {"-write-timeout", "-1s"}, {"-gc-percent", "10"}, {"-presence-grace", "0s"}} {
+	for _, args := range [][]string{{"frobnicate"}, {"admin"}, {"admin", "create"}, {"admin", "nope"}, {"version", "x"}, {"-store", "mysql://x", "migrate"}, {"-read-timeout", "0s"}, {"-write-timeout", "-1s"}, {"-gc-percent", "10"}, {"-presence-grace", "0s"}, {"-presence-max-members", "-1"}} {
 		var stderr syncBuffer
 		err := run(ctx, args, envOf(nil), io.Discard, &stderr)
 		require.Error(t, err, "%v", args)
