@@ -470,9 +470,8 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 	presentUser(author)
 	users := []User{*author}
 	// Live messages: soft-deleted as a purge does.
-	for {
-		var n int
-		err := s.update(ctx, func(tx Tx, ev *events) error {
+	err = inBatches(batch, func() (n int, err error) {
+		err = s.update(ctx, func(tx Tx, ev *events) error {
 			ms, err := tx.SoftDeleteBatch(ctx, PurgeFilter{UserID: userID, Limit: batch}, s.now())
 			if err != nil {
 				return err
@@ -493,18 +492,15 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 			}
 			return tx.SetAuditDetails(ctx, auditID, details(false))
 		})
-		if err != nil {
-			return nil, err
-		}
-		if n < batch {
-			break
-		}
+		return n, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Every message, deleted before or now: no tags, no file left.
 	var after *PurgeCursor
-	for {
-		var n int
-		err := s.update(ctx, func(tx Tx, _ *events) error {
+	err = inBatches(batch, func() (n int, err error) {
+		err = s.update(ctx, func(tx Tx, _ *events) error {
 			ms, err := tx.UserMessages(ctx, userID, after, batch)
 			if err != nil {
 				return err
@@ -531,17 +527,14 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 			}
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
-		if n < batch {
-			break
-		}
+		return n, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Reactions: each removal keeps the message's counters in step.
-	for {
-		var n int
-		err := s.update(ctx, func(tx Tx, ev *events) error {
+	err = inBatches(batch, func() (n int, err error) {
+		err = s.update(ctx, func(tx Tx, ev *events) error {
 			rs, err := tx.UserReactions(ctx, userID, nil, batch)
 			if err != nil {
 				return err
@@ -571,18 +564,15 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 			}
 			return tx.SetAuditDetails(ctx, auditID, details(false))
 		})
-		if err != nil {
-			return nil, err
-		}
-		if n < batch {
-			break
-		}
+		return n, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Notes of the reports the user filed.
 	var rafter *ReportCursor
-	for {
-		var n int
-		err := s.update(ctx, func(tx Tx, _ *events) error {
+	err = inBatches(batch, func() (n int, err error) {
+		err = s.update(ctx, func(tx Tx, _ *events) error {
 			rs, err := tx.QueryReports(ctx, ReportFilter{ReporterID: userID, After: rafter, Limit: batch})
 			if err != nil {
 				return err
@@ -602,12 +592,10 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 			}
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
-		if n < batch {
-			break
-		}
+		return n, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	err = s.update(ctx, func(tx Tx, _ *events) error {
 		return tx.SetAuditDetails(ctx, auditID, details(true))
@@ -616,6 +604,16 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 		return nil, err
 	}
 	return res, nil
+}
+
+// inBatches calls step until it handles fewer than batch items or fails.
+func inBatches(batch int, step func() (int, error)) error {
+	for {
+		n, err := step()
+		if err != nil || n < batch {
+			return err
+		}
+	}
 }
 
 // erased reports whether u's profile is already erased.
