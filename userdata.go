@@ -168,27 +168,46 @@ func (x *exporter) item(v any) {
 	x.value(v)
 }
 
-func (x *exporter) memberships(ctx context.Context, userID string) error {
-	var after *ChannelCursor
+// pages reads a page with read in a read-only transaction, then writes it
+// with write outside the transaction, until read returns fewer than
+// x.page items, or an error (of read or of the writer) stops it.
+func (x *exporter) pages(ctx context.Context, read func(tx Tx) (int, error), write func()) error {
 	for {
-		var chs []*Channel
-		var cus []*ChannelUser
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			chs, err = tx.QueryChannels(ctx, ChannelFilter{MemberOf: userID, IncludeClosed: true, After: after, Limit: x.page})
-			if err != nil || len(chs) == 0 {
-				return err
-			}
-			ids := make([]string, len(chs))
-			for i, c := range chs {
-				ids[i] = c.ChannelID
-			}
-			cus, err = tx.ListMemberships(ctx, userID, ids)
+		var n int
+		err := x.s.view(ctx, func(tx Tx) (err error) {
+			n, err = read(tx)
 			return err
 		})
 		if err != nil {
 			return err
 		}
+		write()
+		if x.err != nil {
+			return x.err
+		}
+		if n < x.page {
+			return nil
+		}
+	}
+}
+
+func (x *exporter) memberships(ctx context.Context, userID string) error {
+	var after *ChannelCursor
+	var chs []*Channel
+	var cus []*ChannelUser
+	return x.pages(ctx, func(tx Tx) (int, error) {
+		var err error
+		chs, err = tx.QueryChannels(ctx, ChannelFilter{MemberOf: userID, IncludeClosed: true, After: after, Limit: x.page})
+		if err != nil || len(chs) == 0 {
+			return 0, err
+		}
+		ids := make([]string, len(chs))
+		for i, c := range chs {
+			ids[i] = c.ChannelID
+		}
+		cus, err = tx.ListMemberships(ctx, userID, ids)
+		return len(chs), err
+	}, func() {
 		rel := make(map[string]*ChannelUser, len(cus))
 		for _, cu := range cus {
 			rel[cu.ChannelID] = cu
@@ -203,43 +222,30 @@ func (x *exporter) memberships(ctx context.Context, userID string) error {
 			presentChannelUser(cu, now)
 			x.item(ExportMembership{Channel: *c, ChannelUser: *cu})
 		}
-		if x.err != nil {
-			return x.err
+		if len(chs) > 0 {
+			last := chs[len(chs)-1]
+			after = &ChannelCursor{CreatedAt: last.CreatedAt.Time, ChannelID: last.ChannelID}
 		}
-		if len(chs) < x.page {
-			return nil
-		}
-		last := chs[len(chs)-1]
-		after = &ChannelCursor{CreatedAt: last.CreatedAt.Time, ChannelID: last.ChannelID}
-	}
+	})
 }
 
 // eachMessage calls fn with every message of the user, page by page.
 func (x *exporter) eachMessage(ctx context.Context, userID string, fn func(m *Message)) error {
 	var after *PurgeCursor
-	for {
-		var ms []*Message
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			ms, err = tx.UserMessages(ctx, userID, after, x.page)
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	var ms []*Message
+	return x.pages(ctx, func(tx Tx) (n int, err error) {
+		ms, err = tx.UserMessages(ctx, userID, after, x.page)
+		return len(ms), err
+	}, func() {
 		x.s.present(ms...)
 		for _, m := range ms {
 			fn(m)
 		}
-		if x.err != nil {
-			return x.err
+		if len(ms) > 0 {
+			last := ms[len(ms)-1]
+			after = &PurgeCursor{CreatedAt: last.CreatedAt.Time, MessageID: last.MessageID}
 		}
-		if len(ms) < x.page {
-			return nil
-		}
-		last := ms[len(ms)-1]
-		after = &PurgeCursor{CreatedAt: last.CreatedAt.Time, MessageID: last.MessageID}
-	}
+	})
 }
 
 func (x *exporter) messages(ctx context.Context, userID string) error {
@@ -271,28 +277,19 @@ func (x *exporter) files(ctx context.Context, userID string) error {
 
 func (x *exporter) reactions(ctx context.Context, userID string) error {
 	var after *UserReactionCursor
-	for {
-		var rs []*Reaction
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			rs, err = tx.UserReactions(ctx, userID, after, x.page)
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	var rs []*Reaction
+	return x.pages(ctx, func(tx Tx) (n int, err error) {
+		rs, err = tx.UserReactions(ctx, userID, after, x.page)
+		return len(rs), err
+	}, func() {
 		for _, r := range rs {
 			x.item(r)
 		}
-		if x.err != nil {
-			return x.err
+		if len(rs) > 0 {
+			last := rs[len(rs)-1]
+			after = &UserReactionCursor{MessageID: last.ReferenceID, ReactionName: last.ReactionName}
 		}
-		if len(rs) < x.page {
-			return nil
-		}
-		last := rs[len(rs)-1]
-		after = &UserReactionCursor{MessageID: last.ReferenceID, ReactionName: last.ReactionName}
-	}
+	})
 }
 
 func (x *exporter) devices(ctx context.Context, userID string) error {
@@ -313,54 +310,36 @@ func (x *exporter) devices(ctx context.Context, userID string) error {
 
 func (x *exporter) notificationSettings(ctx context.Context, userID string) error {
 	after, isAfter := "", false
-	for {
-		var ns []*NotificationSetting
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			ns, err = tx.ListNotificationLevels(ctx, userID, after, isAfter, x.page)
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	var ns []*NotificationSetting
+	return x.pages(ctx, func(tx Tx) (n int, err error) {
+		ns, err = tx.ListNotificationLevels(ctx, userID, after, isAfter, x.page)
+		return len(ns), err
+	}, func() {
 		for _, n := range ns {
 			n.EffectiveLevel = n.Level
 			x.item(n)
 		}
-		if x.err != nil {
-			return x.err
+		if len(ns) > 0 {
+			after, isAfter = ns[len(ns)-1].ChannelID, true
 		}
-		if len(ns) < x.page {
-			return nil
-		}
-		after, isAfter = ns[len(ns)-1].ChannelID, true
-	}
+	})
 }
 
 func (x *exporter) reports(ctx context.Context, userID string) error {
 	var after *ReportCursor
-	for {
-		var rs []*Report
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			rs, err = tx.QueryReports(ctx, ReportFilter{ReporterID: userID, After: after, Limit: x.page})
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	var rs []*Report
+	return x.pages(ctx, func(tx Tx) (n int, err error) {
+		rs, err = tx.QueryReports(ctx, ReportFilter{ReporterID: userID, After: after, Limit: x.page})
+		return len(rs), err
+	}, func() {
 		for _, r := range rs {
 			x.item(r)
 		}
-		if x.err != nil {
-			return x.err
+		if len(rs) > 0 {
+			last := rs[len(rs)-1]
+			after = &ReportCursor{CreatedAt: last.CreatedAt.Time, ReportID: last.ReportID}
 		}
-		if len(rs) < x.page {
-			return nil
-		}
-		last := rs[len(rs)-1]
-		after = &ReportCursor{CreatedAt: last.CreatedAt.Time, ReportID: last.ReportID}
-	}
+	})
 }
 
 // EraseResult is the response of an erasure.
