@@ -448,47 +448,42 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 	}
 	presentUser(author)
 	users := []User{*author}
-	// Live messages: soft-deleted as a purge does.
-	err = inBatches(batch, func() (n int, err error) {
-		err = s.update(ctx, func(tx Tx, ev *events) error {
+	// The rest in batches: each step again until it finds fewer than
+	// batch rows.
+	var after *PurgeCursor
+	var rafter *ReportCursor
+	steps := []func(tx Tx, ev *events) (int, error){
+		// Live messages: soft-deleted as a purge does.
+		func(tx Tx, ev *events) (int, error) {
 			ms, err := tx.SoftDeleteBatch(ctx, PurgeFilter{UserID: userID, Limit: batch}, s.now())
 			if err != nil {
-				return err
+				return 0, err
 			}
 			for _, m := range ms {
 				if err := tx.DeleteBlobs(ctx, m.MessageID); err != nil {
-					return err
+					return 0, err
 				}
 			}
 			s.present(ms...)
 			for _, m := range ms {
 				ev.add(EventMessageDidDelete, MessageEventData{Messages: []Message{*m}, Users: users})
 			}
-			n = len(ms)
-			res.DeletedMessages += n
-			if n == 0 {
-				return nil
+			res.DeletedMessages += len(ms)
+			if len(ms) == 0 {
+				return 0, nil
 			}
-			return tx.SetAuditDetails(ctx, auditID, details(false))
-		})
-		return n, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Every message, deleted before or now: no tags, no file left.
-	var after *PurgeCursor
-	err = inBatches(batch, func() (n int, err error) {
-		err = s.update(ctx, func(tx Tx, _ *events) error {
+			return len(ms), tx.SetAuditDetails(ctx, auditID, details(false))
+		},
+		// Every message, deleted before or now: no tags, no file left.
+		func(tx Tx, _ *events) (int, error) {
 			ms, err := tx.UserMessages(ctx, userID, after, batch)
 			if err != nil {
-				return err
+				return 0, err
 			}
-			n = len(ms)
 			for _, m := range ms {
 				if m.Type == MessageTypeImage || m.Type == MessageTypeFile {
 					if err := tx.DeleteBlobs(ctx, m.MessageID); err != nil {
-						return err
+						return 0, err
 					}
 				}
 				// A message posted after the deletion pass is left to a
@@ -496,40 +491,33 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 				if m.IsDeleted && (len(m.Tags) > 0 || len(m.Data) > 0) {
 					m.Tags, m.Data, m.UpdatedAt = []string{}, map[string]any{}, NewTime(s.now())
 					if err := tx.UpdateMessage(ctx, m); err != nil {
-						return err
+						return 0, err
 					}
 				}
 			}
-			if n > 0 {
-				last := ms[n-1]
+			if len(ms) > 0 {
+				last := ms[len(ms)-1]
 				after = &PurgeCursor{CreatedAt: last.CreatedAt.Time, MessageID: last.MessageID}
 			}
-			return nil
-		})
-		return n, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Reactions: each removal keeps the message's counters in step.
-	err = inBatches(batch, func() (n int, err error) {
-		err = s.update(ctx, func(tx Tx, ev *events) error {
+			return len(ms), nil
+		},
+		// Reactions: each removal keeps the message's counters in step.
+		func(tx Tx, ev *events) (int, error) {
 			rs, err := tx.UserReactions(ctx, userID, nil, batch)
 			if err != nil {
-				return err
+				return 0, err
 			}
-			n = len(rs)
 			for _, r := range rs {
 				if _, err := tx.RemoveReaction(ctx, userID, r.ReferenceID, r.ReactionName); err != nil {
-					return err
+					return 0, err
 				}
 				m, err := tx.LockMessage(ctx, r.ReferenceID)
 				if err != nil {
-					return err
+					return 0, err
 				}
 				out, err := s.messageList(ctx, tx, []*Message{m})
 				if err != nil {
-					return err
+					return 0, err
 				}
 				us := out.Users
 				if m.UserID != userID {
@@ -537,44 +525,47 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 				}
 				ev.add(EventReactionDidRemove, ReactionEventData{Reactions: []Reaction{*r}, Messages: out.Messages, Users: us})
 			}
-			res.RemovedReactions += n
-			if n == 0 {
-				return nil
+			res.RemovedReactions += len(rs)
+			if len(rs) == 0 {
+				return 0, nil
 			}
-			return tx.SetAuditDetails(ctx, auditID, details(false))
-		})
-		return n, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Notes of the reports the user filed.
-	var rafter *ReportCursor
-	err = inBatches(batch, func() (n int, err error) {
-		err = s.update(ctx, func(tx Tx, _ *events) error {
+			return len(rs), tx.SetAuditDetails(ctx, auditID, details(false))
+		},
+		// Notes of the reports the user filed.
+		func(tx Tx, _ *events) (int, error) {
 			rs, err := tx.QueryReports(ctx, ReportFilter{ReporterID: userID, After: rafter, Limit: batch})
 			if err != nil {
-				return err
+				return 0, err
 			}
-			n = len(rs)
 			for _, r := range rs {
 				if r.Note != "" {
 					r.Note = ""
 					if err := tx.UpdateReport(ctx, r); err != nil {
-						return err
+						return 0, err
 					}
 				}
 			}
-			if n > 0 {
-				last := rs[n-1]
+			if len(rs) > 0 {
+				last := rs[len(rs)-1]
 				rafter = &ReportCursor{CreatedAt: last.CreatedAt.Time, ReportID: last.ReportID}
 			}
-			return nil
-		})
-		return n, err
-	})
-	if err != nil {
-		return nil, err
+			return len(rs), nil
+		},
+	}
+	for _, step := range steps {
+		for {
+			var n int
+			err := s.update(ctx, func(tx Tx, ev *events) (err error) {
+				n, err = step(tx, ev)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			if n < batch {
+				break
+			}
+		}
 	}
 	err = s.update(ctx, func(tx Tx, _ *events) error {
 		return tx.SetAuditDetails(ctx, auditID, details(true))
@@ -583,16 +574,6 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 		return nil, err
 	}
 	return res, nil
-}
-
-// inBatches calls step until it handles fewer than batch items or fails.
-func inBatches(batch int, step func() (int, error)) error {
-	for {
-		n, err := step()
-		if err != nil || n < batch {
-			return err
-		}
-	}
 }
 
 // erased reports whether u's profile is already erased.
