@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"time"
 )
 
 // AuditEntry is one record of the audit log (docs/api.md section 12): who
@@ -190,20 +189,12 @@ func (s *Service) QueryAudit(ctx context.Context, actorID string, q AuditQuery) 
 	}
 	qh := queryHash(q.ActorID, q.TargetID, q.ChannelID, q.Action)
 	f := AuditFilter{ActorID: q.ActorID, TargetID: q.TargetID, ChannelID: q.ChannelID, Action: q.Action}
-	var tok *pageToken
-	if q.Token != "" {
-		if tok, err = s.decodeToken("options.token", q.Token, "audit", qh); err != nil {
-			return nil, err
-		}
-		cur := &AuditCursor{CreatedAt: time.UnixMilli(tok.T).UTC(), AuditID: tok.ID}
-		if tok.D == "n" {
-			f.After = cur
-		} else {
-			f.Before = cur
-		}
-		if q.Limit == 0 && tok.L > 0 && tok.L <= s.lim.MaxPage {
-			limit = tok.L
-		}
+	tok, limit, err := s.openPage("options.token", q.Token, "audit", qh, q.Limit, limit)
+	if err != nil {
+		return nil, err
+	}
+	if tok != nil {
+		f.After, f.Before = place(tok, &AuditCursor{CreatedAt: tok.at(), AuditID: tok.ID})
 	}
 	f.Limit = limit + 1
 	out := &AuditList{Audit: []AuditEntry{}, Users: []User{}, Paging: &Paging{}}
@@ -246,12 +237,9 @@ func (s *Service) QueryAudit(ctx context.Context, actorID string, q AuditQuery) 
 			return nil
 		}
 		first, last := es[0], es[len(es)-1]
-		if (tok == nil || tok.D == "n") && more || tok != nil && tok.D == "p" {
-			out.Paging.Next = s.encodeToken(pageToken{K: "audit", Q: qh, D: "n", T: last.CreatedAt.UnixMilli(), ID: last.AuditID, L: limit})
-		}
-		if tok != nil && (tok.D == "n" || more) {
-			out.Paging.Previous = s.encodeToken(pageToken{K: "audit", Q: qh, D: "p", T: first.CreatedAt.UnixMilli(), ID: first.AuditID, L: limit})
-		}
+		s.setLinks(out.Paging, tok, more,
+			pageToken{K: "audit", Q: qh, T: first.CreatedAt.UnixMilli(), ID: first.AuditID, L: limit},
+			pageToken{K: "audit", Q: qh, T: last.CreatedAt.UnixMilli(), ID: last.AuditID, L: limit})
 		return nil
 	})
 	if err != nil {

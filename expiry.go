@@ -2,10 +2,8 @@ package chat
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sort"
-	"sync"
 	"time"
 )
 
@@ -154,13 +152,7 @@ type ExpirerConfig struct {
 type Expirer struct {
 	svc *Service
 	cfg ExpirerConfig
-	log *slog.Logger
-
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	bg  background
 }
 
 // minExpiryWait is the wait after a look that left a lapsed mute behind
@@ -177,92 +169,30 @@ func NewExpirer(s *Service, cfg ExpirerConfig) *Expirer {
 	if log == nil {
 		log = s.log
 	}
-	return &Expirer{svc: s, cfg: cfg, log: log}
+	e := &Expirer{svc: s, cfg: cfg}
+	e.bg = background{what: "expirer", fail: "chat: announcing expired mutes", log: log, wake: s.muteSet, step: e.step}
+	return e
 }
 
 // Start starts announcing; it runs until Stop (ctx only bounds the start).
 // Starting twice, or after Stop, is an error.
-func (e *Expirer) Start(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.started {
-		return errors.New("chat: expirer already started")
-	}
-	if e.stopped {
-		return errors.New("chat: expirer stopped")
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	e.started, e.cancel, e.done = true, cancel, make(chan struct{})
-	go e.run(runCtx)
-	return nil
-}
+func (e *Expirer) Start(ctx context.Context) error { return e.bg.start(ctx) }
 
 // Stop stops announcing and waits until the work in progress ends, or ctx
 // is done. It may be called more than once, and before Start.
-func (e *Expirer) Stop(ctx context.Context) error {
-	e.mu.Lock()
-	if !e.started || e.stopped {
-		e.stopped = true
-		done := e.done
-		e.mu.Unlock()
-		if done == nil {
-			return nil
-		}
-		select {
-		case <-done:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	e.stopped = true
-	e.cancel()
-	done := e.done
-	e.mu.Unlock()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (e *Expirer) Stop(ctx context.Context) error { return e.bg.stop(ctx) }
 
-func (e *Expirer) run(ctx context.Context) {
-	defer close(e.done)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		case <-e.svc.muteSet:
-		}
-		wait := e.cfg.Interval
-		_, next, ok, err := e.svc.ExpireMutes(ctx)
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			e.log.Error("chat: announcing expired mutes", "err", err)
-		case ok:
-			d := next.Sub(e.svc.Now().Time)
-			if d <= 0 {
-				// Lapsed but not taken: another transaction holds it.
-				d = minExpiryWait
-			}
-			wait = min(d, wait)
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(wait)
+// step announces the lapsed mutes and returns the wait until the next
+// lapse, at most Config.Interval.
+func (e *Expirer) step(ctx context.Context) (time.Duration, error) {
+	_, next, ok, err := e.svc.ExpireMutes(ctx)
+	if err != nil || !ok {
+		return e.cfg.Interval, err
 	}
+	d := next.Sub(e.svc.Now().Time)
+	if d <= 0 {
+		// Lapsed but not taken: another transaction holds it.
+		d = minExpiryWait
+	}
+	return min(d, e.cfg.Interval), nil
 }

@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -195,17 +194,12 @@ func (s *Service) QueryMentions(ctx context.Context, actorID string, q MentionQu
 	}
 	qh := queryHash(q.UserID, q.ChannelID)
 	f := MentionFilter{UserID: q.UserID, ChannelID: q.ChannelID, Limit: limit + 1}
-	var tok *pageToken
-	if q.Token != "" {
-		if tok, err = s.decodeToken("options[token]", q.Token, "mentions", qh); err != nil {
-			return nil, err
-		}
-		cur := &MessageSearchCursor{CreatedAt: time.UnixMilli(tok.T).UTC(), MessageID: tok.ID}
-		if tok.D == "n" {
-			f.After = cur
-		} else {
-			f.Before = cur
-		}
+	tok, _, err := s.openPage("options[token]", q.Token, "mentions", qh, q.Limit, limit)
+	if err != nil {
+		return nil, err
+	}
+	if tok != nil {
+		f.After, f.Before = place(tok, &MessageSearchCursor{CreatedAt: tok.at(), MessageID: tok.ID})
 	}
 	var out *MessageList
 	err = s.view(ctx, func(tx Tx) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // Paging carries the tokens of the next and previous pages; a key is
@@ -80,6 +81,49 @@ func (s *Service) decodeToken(field, tok, kind, q string) (*pageToken, error) {
 		return nil, invalid(field, "paging token belongs to another query")
 	}
 	return &t, nil
+}
+
+// openPage decodes token, when given, for a listing of kind and query hash
+// qh. It returns the token (nil without one) and the page size: limit, or
+// the token's own when the query set none (qLimit 0).
+func (s *Service) openPage(field, token, kind, qh string, qLimit, limit int) (*pageToken, int, error) {
+	if token == "" {
+		return nil, limit, nil
+	}
+	tok, err := s.decodeToken(field, token, kind, qh)
+	if err != nil {
+		return nil, 0, err
+	}
+	if qLimit == 0 && tok.L > 0 && tok.L <= s.lim.MaxPage {
+		limit = tok.L
+	}
+	return tok, limit, nil
+}
+
+// at returns the time of the token's position.
+func (t *pageToken) at() time.Time { return time.UnixMilli(t.T).UTC() }
+
+// place returns cur as the after cursor of a next-page token, else as the
+// before cursor.
+func place[C any](tok *pageToken, cur *C) (after, before *C) {
+	if tok.D == "n" {
+		return cur, nil
+	}
+	return nil, cur
+}
+
+// setLinks sets p's tokens for a page read with tok (nil on the first
+// page) that found rows past its end when more: Next from last, Previous
+// from first (both without a direction).
+func (s *Service) setLinks(p *Paging, tok *pageToken, more bool, first, last pageToken) {
+	if (tok == nil || tok.D == "n") && more || tok != nil && tok.D == "p" {
+		last.D = "n"
+		p.Next = s.encodeToken(last)
+	}
+	if tok != nil && (tok.D == "n" || more) {
+		first.D = "p"
+		p.Previous = s.encodeToken(first)
+	}
 }
 
 func (s *Service) pageSize(field string, limit, def int) (int, error) {

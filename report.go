@@ -373,20 +373,12 @@ func (s *Service) QueryReports(ctx context.Context, actorID string, q ReportQuer
 	}
 	qh := queryHash(q.State, q.TargetType, q.ReporterID)
 	f := ReportFilter{State: q.State, TargetType: q.TargetType, ReporterID: q.ReporterID}
-	var tok *pageToken
-	if q.Token != "" {
-		if tok, err = s.decodeToken("options.token", q.Token, "reports", qh); err != nil {
-			return nil, err
-		}
-		cur := &ReportCursor{CreatedAt: time.UnixMilli(tok.T).UTC(), ReportID: tok.ID}
-		if tok.D == "n" {
-			f.After = cur
-		} else {
-			f.Before = cur
-		}
-		if q.Limit == 0 && tok.L > 0 && tok.L <= s.lim.MaxPage {
-			limit = tok.L
-		}
+	tok, limit, err := s.openPage("options.token", q.Token, "reports", qh, q.Limit, limit)
+	if err != nil {
+		return nil, err
+	}
+	if tok != nil {
+		f.After, f.Before = place(tok, &ReportCursor{CreatedAt: tok.at(), ReportID: tok.ID})
 	}
 	f.Limit = limit + 1
 	var out *ReportList
@@ -413,12 +405,9 @@ func (s *Service) QueryReports(ctx context.Context, actorID string, q ReportQuer
 			return nil
 		}
 		first, last := rs[0], rs[len(rs)-1]
-		if (tok == nil || tok.D == "n") && more || tok != nil && tok.D == "p" {
-			out.Paging.Next = s.encodeToken(pageToken{K: "reports", Q: qh, D: "n", T: last.CreatedAt.UnixMilli(), ID: last.ReportID, L: limit})
-		}
-		if tok != nil && (tok.D == "n" || more) {
-			out.Paging.Previous = s.encodeToken(pageToken{K: "reports", Q: qh, D: "p", T: first.CreatedAt.UnixMilli(), ID: first.ReportID, L: limit})
-		}
+		s.setLinks(out.Paging, tok, more,
+			pageToken{K: "reports", Q: qh, T: first.CreatedAt.UnixMilli(), ID: first.ReportID, L: limit},
+			pageToken{K: "reports", Q: qh, T: last.CreatedAt.UnixMilli(), ID: last.ReportID, L: limit})
 		return nil
 	})
 	if err != nil {

@@ -344,17 +344,12 @@ func (s *Service) SearchMessages(ctx context.Context, actorID string, q SearchMe
 		}
 		// The token is bound to the words, the scope and who may see what.
 		qh := queryHash(joinList(words), prefixMark, q.ChannelID, q.UserID, f.MemberOf)
-		var tok *pageToken
-		if q.Token != "" {
-			if tok, err = s.decodeToken("options[token]", q.Token, "search", qh); err != nil {
-				return err
-			}
-			cur := &MessageSearchCursor{CreatedAt: time.UnixMilli(tok.T).UTC(), MessageID: tok.ID}
-			if tok.D == "n" {
-				f.After = cur
-			} else {
-				f.Before = cur
-			}
+		tok, _, err := s.openPage("options[token]", q.Token, "search", qh, q.Limit, limit)
+		if err != nil {
+			return err
+		}
+		if tok != nil {
+			f.After, f.Before = place(tok, &MessageSearchCursor{CreatedAt: tok.at(), MessageID: tok.ID})
 		}
 		ms, err := tx.SearchMessages(ctx, f)
 		if err != nil {
@@ -386,14 +381,9 @@ func (s *Service) newestFirstPage(ctx context.Context, tx Tx, ms []*Message, lim
 	out.Paging = &Paging{}
 	if len(ms) > 0 {
 		first, last := ms[0], ms[len(ms)-1]
-		hasNext := (tok == nil || tok.D == "n") && more || tok != nil && tok.D == "p"
-		hasPrev := tok != nil && (tok.D == "n" || more)
-		if hasNext {
-			out.Paging.Next = s.encodeToken(pageToken{K: kind, Q: qh, D: "n", T: last.CreatedAt.UnixMilli(), ID: last.MessageID})
-		}
-		if hasPrev {
-			out.Paging.Previous = s.encodeToken(pageToken{K: kind, Q: qh, D: "p", T: first.CreatedAt.UnixMilli(), ID: first.MessageID})
-		}
+		s.setLinks(out.Paging, tok, more,
+			pageToken{K: kind, Q: qh, T: first.CreatedAt.UnixMilli(), ID: first.MessageID},
+			pageToken{K: kind, Q: qh, T: last.CreatedAt.UnixMilli(), ID: last.MessageID})
 	}
 	return out, nil
 }

@@ -2,9 +2,7 @@ package chat
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"sync"
 	"time"
 )
 
@@ -48,13 +46,7 @@ type IndexerConfig struct {
 type Indexer struct {
 	ix  SearchIndexer
 	cfg IndexerConfig
-	log *slog.Logger
-
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	bg  background
 }
 
 // NewIndexer returns an Indexer for the store s (the store itself, not a
@@ -71,75 +63,28 @@ func NewIndexer(s Store, cfg IndexerConfig) *Indexer {
 		log = slog.Default()
 	}
 	ix, _ := s.(SearchIndexer)
-	return &Indexer{ix: ix, cfg: cfg, log: log}
+	x := &Indexer{ix: ix, cfg: cfg}
+	x.bg = background{what: "indexer", fail: "chat: indexing messages for search", log: log}
+	if ix != nil {
+		x.bg.step = x.step
+	}
+	return x
 }
 
 // Start starts indexing; it runs until Stop (ctx only bounds the start).
 // Starting twice, or after Stop, is an error.
-func (x *Indexer) Start(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.started {
-		return errors.New("chat: indexer already started")
-	}
-	if x.stopped {
-		return errors.New("chat: indexer stopped")
-	}
-	x.started = true
-	if x.ix == nil {
-		return nil
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	x.cancel, x.done = cancel, make(chan struct{})
-	go x.run(runCtx)
-	return nil
-}
+func (x *Indexer) Start(ctx context.Context) error { return x.bg.start(ctx) }
 
 // Stop stops indexing and waits until the batch in progress ends, or ctx
 // is done. It may be called more than once, and before Start.
-func (x *Indexer) Stop(ctx context.Context) error {
-	x.mu.Lock()
-	if !x.stopped && x.cancel != nil {
-		x.cancel()
-	}
-	x.stopped = true
-	done := x.done
-	x.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (x *Indexer) Stop(ctx context.Context) error { return x.bg.stop(ctx) }
 
-func (x *Indexer) run(ctx context.Context) {
-	defer close(x.done)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		wait := x.cfg.Interval
-		n, err := x.ix.IndexSearch(ctx, x.cfg.Batch)
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			x.log.Error("chat: indexing messages for search", "err", err)
-		case n >= x.cfg.Batch:
-			wait = 0 // more may be waiting
-		}
-		timer.Reset(wait)
+// step indexes one batch and returns the wait before the next: none while
+// batches come back full (more may be waiting).
+func (x *Indexer) step(ctx context.Context) (time.Duration, error) {
+	n, err := x.ix.IndexSearch(ctx, x.cfg.Batch)
+	if err == nil && n >= x.cfg.Batch {
+		return 0, nil
 	}
+	return x.cfg.Interval, err
 }

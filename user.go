@@ -58,16 +58,12 @@ func (s *Service) QueryUsers(ctx context.Context, actorID string, q UserQuery) (
 	key := SearchKey(q.Search)
 	qh := queryHash(key, string(q.Filter))
 	f := UserFilter{Search: key, Flagged: flagged, Limit: limit + 1}
-	var tok *pageToken
-	if q.PageToken != "" {
-		if tok, err = s.decodeToken("pageToken", q.PageToken, "users", qh); err != nil {
-			return nil, err
-		}
-		if tok.D == "n" {
-			f.After = &UserCursor{UserID: tok.ID}
-		} else {
-			f.Before = &UserCursor{UserID: tok.ID}
-		}
+	tok, _, err := s.openPage("pageToken", q.PageToken, "users", qh, q.Limit, limit)
+	if err != nil {
+		return nil, err
+	}
+	if tok != nil {
+		f.After, f.Before = place(tok, &UserCursor{UserID: tok.ID})
 	}
 	var us []*User
 	if err := s.view(ctx, func(tx Tx) error {
@@ -91,14 +87,7 @@ func (s *Service) QueryUsers(ctx context.Context, actorID string, q UserQuery) (
 	}
 	if len(us) > 0 {
 		first, last := us[0].UserID, us[len(us)-1].UserID
-		hasNext := (tok == nil || tok.D == "n") && more || tok != nil && tok.D == "p"
-		hasPrev := tok != nil && (tok.D == "n" || more)
-		if hasNext {
-			out.Paging.Next = s.encodeToken(pageToken{K: "users", Q: qh, D: "n", ID: last})
-		}
-		if hasPrev {
-			out.Paging.Previous = s.encodeToken(pageToken{K: "users", Q: qh, D: "p", ID: first})
-		}
+		s.setLinks(out.Paging, tok, more, pageToken{K: "users", Q: qh, ID: first}, pageToken{K: "users", Q: qh, ID: last})
 	}
 	return out, nil
 }

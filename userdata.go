@@ -168,27 +168,46 @@ func (x *exporter) item(v any) {
 	x.value(v)
 }
 
-func (x *exporter) memberships(ctx context.Context, userID string) error {
-	var after *ChannelCursor
+// pages reads a page with read in a read-only transaction, then writes it
+// with write outside the transaction, until read returns fewer than
+// x.page items, or an error (of read or of the writer) stops it.
+func (x *exporter) pages(ctx context.Context, read func(tx Tx) (int, error), write func()) error {
 	for {
-		var chs []*Channel
-		var cus []*ChannelUser
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			chs, err = tx.QueryChannels(ctx, ChannelFilter{MemberOf: userID, IncludeClosed: true, After: after, Limit: x.page})
-			if err != nil || len(chs) == 0 {
-				return err
-			}
-			ids := make([]string, len(chs))
-			for i, c := range chs {
-				ids[i] = c.ChannelID
-			}
-			cus, err = tx.ListMemberships(ctx, userID, ids)
+		var n int
+		err := x.s.view(ctx, func(tx Tx) (err error) {
+			n, err = read(tx)
 			return err
 		})
 		if err != nil {
 			return err
 		}
+		write()
+		if x.err != nil {
+			return x.err
+		}
+		if n < x.page {
+			return nil
+		}
+	}
+}
+
+func (x *exporter) memberships(ctx context.Context, userID string) error {
+	var after *ChannelCursor
+	var chs []*Channel
+	var cus []*ChannelUser
+	return x.pages(ctx, func(tx Tx) (int, error) {
+		var err error
+		chs, err = tx.QueryChannels(ctx, ChannelFilter{MemberOf: userID, IncludeClosed: true, After: after, Limit: x.page})
+		if err != nil || len(chs) == 0 {
+			return 0, err
+		}
+		ids := make([]string, len(chs))
+		for i, c := range chs {
+			ids[i] = c.ChannelID
+		}
+		cus, err = tx.ListMemberships(ctx, userID, ids)
+		return len(chs), err
+	}, func() {
 		rel := make(map[string]*ChannelUser, len(cus))
 		for _, cu := range cus {
 			rel[cu.ChannelID] = cu
@@ -203,43 +222,30 @@ func (x *exporter) memberships(ctx context.Context, userID string) error {
 			presentChannelUser(cu, now)
 			x.item(ExportMembership{Channel: *c, ChannelUser: *cu})
 		}
-		if x.err != nil {
-			return x.err
+		if len(chs) > 0 {
+			last := chs[len(chs)-1]
+			after = &ChannelCursor{CreatedAt: last.CreatedAt.Time, ChannelID: last.ChannelID}
 		}
-		if len(chs) < x.page {
-			return nil
-		}
-		last := chs[len(chs)-1]
-		after = &ChannelCursor{CreatedAt: last.CreatedAt.Time, ChannelID: last.ChannelID}
-	}
+	})
 }
 
 // eachMessage calls fn with every message of the user, page by page.
 func (x *exporter) eachMessage(ctx context.Context, userID string, fn func(m *Message)) error {
 	var after *PurgeCursor
-	for {
-		var ms []*Message
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			ms, err = tx.UserMessages(ctx, userID, after, x.page)
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	var ms []*Message
+	return x.pages(ctx, func(tx Tx) (n int, err error) {
+		ms, err = tx.UserMessages(ctx, userID, after, x.page)
+		return len(ms), err
+	}, func() {
 		x.s.present(ms...)
 		for _, m := range ms {
 			fn(m)
 		}
-		if x.err != nil {
-			return x.err
+		if len(ms) > 0 {
+			last := ms[len(ms)-1]
+			after = &PurgeCursor{CreatedAt: last.CreatedAt.Time, MessageID: last.MessageID}
 		}
-		if len(ms) < x.page {
-			return nil
-		}
-		last := ms[len(ms)-1]
-		after = &PurgeCursor{CreatedAt: last.CreatedAt.Time, MessageID: last.MessageID}
-	}
+	})
 }
 
 func (x *exporter) messages(ctx context.Context, userID string) error {
@@ -271,28 +277,19 @@ func (x *exporter) files(ctx context.Context, userID string) error {
 
 func (x *exporter) reactions(ctx context.Context, userID string) error {
 	var after *UserReactionCursor
-	for {
-		var rs []*Reaction
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			rs, err = tx.UserReactions(ctx, userID, after, x.page)
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	var rs []*Reaction
+	return x.pages(ctx, func(tx Tx) (n int, err error) {
+		rs, err = tx.UserReactions(ctx, userID, after, x.page)
+		return len(rs), err
+	}, func() {
 		for _, r := range rs {
 			x.item(r)
 		}
-		if x.err != nil {
-			return x.err
+		if len(rs) > 0 {
+			last := rs[len(rs)-1]
+			after = &UserReactionCursor{MessageID: last.ReferenceID, ReactionName: last.ReactionName}
 		}
-		if len(rs) < x.page {
-			return nil
-		}
-		last := rs[len(rs)-1]
-		after = &UserReactionCursor{MessageID: last.ReferenceID, ReactionName: last.ReactionName}
-	}
+	})
 }
 
 func (x *exporter) devices(ctx context.Context, userID string) error {
@@ -313,54 +310,36 @@ func (x *exporter) devices(ctx context.Context, userID string) error {
 
 func (x *exporter) notificationSettings(ctx context.Context, userID string) error {
 	after, isAfter := "", false
-	for {
-		var ns []*NotificationSetting
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			ns, err = tx.ListNotificationLevels(ctx, userID, after, isAfter, x.page)
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	var ns []*NotificationSetting
+	return x.pages(ctx, func(tx Tx) (n int, err error) {
+		ns, err = tx.ListNotificationLevels(ctx, userID, after, isAfter, x.page)
+		return len(ns), err
+	}, func() {
 		for _, n := range ns {
 			n.EffectiveLevel = n.Level
 			x.item(n)
 		}
-		if x.err != nil {
-			return x.err
+		if len(ns) > 0 {
+			after, isAfter = ns[len(ns)-1].ChannelID, true
 		}
-		if len(ns) < x.page {
-			return nil
-		}
-		after, isAfter = ns[len(ns)-1].ChannelID, true
-	}
+	})
 }
 
 func (x *exporter) reports(ctx context.Context, userID string) error {
 	var after *ReportCursor
-	for {
-		var rs []*Report
-		err := x.s.view(ctx, func(tx Tx) error {
-			var err error
-			rs, err = tx.QueryReports(ctx, ReportFilter{ReporterID: userID, After: after, Limit: x.page})
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	var rs []*Report
+	return x.pages(ctx, func(tx Tx) (n int, err error) {
+		rs, err = tx.QueryReports(ctx, ReportFilter{ReporterID: userID, After: after, Limit: x.page})
+		return len(rs), err
+	}, func() {
 		for _, r := range rs {
 			x.item(r)
 		}
-		if x.err != nil {
-			return x.err
+		if len(rs) > 0 {
+			last := rs[len(rs)-1]
+			after = &ReportCursor{CreatedAt: last.CreatedAt.Time, ReportID: last.ReportID}
 		}
-		if len(rs) < x.page {
-			return nil
-		}
-		last := rs[len(rs)-1]
-		after = &ReportCursor{CreatedAt: last.CreatedAt.Time, ReportID: last.ReportID}
-	}
+	})
 }
 
 // EraseResult is the response of an erasure.
@@ -469,51 +448,42 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 	}
 	presentUser(author)
 	users := []User{*author}
-	// Live messages: soft-deleted as a purge does.
-	for {
-		var n int
-		err := s.update(ctx, func(tx Tx, ev *events) error {
+	// The rest in batches: each step again until it finds fewer than
+	// batch rows.
+	var after *PurgeCursor
+	var rafter *ReportCursor
+	steps := []func(tx Tx, ev *events) (int, error){
+		// Live messages: soft-deleted as a purge does.
+		func(tx Tx, ev *events) (int, error) {
 			ms, err := tx.SoftDeleteBatch(ctx, PurgeFilter{UserID: userID, Limit: batch}, s.now())
 			if err != nil {
-				return err
+				return 0, err
 			}
 			for _, m := range ms {
 				if err := tx.DeleteBlobs(ctx, m.MessageID); err != nil {
-					return err
+					return 0, err
 				}
 			}
 			s.present(ms...)
 			for _, m := range ms {
 				ev.add(EventMessageDidDelete, MessageEventData{Messages: []Message{*m}, Users: users})
 			}
-			n = len(ms)
-			res.DeletedMessages += n
-			if n == 0 {
-				return nil
+			res.DeletedMessages += len(ms)
+			if len(ms) == 0 {
+				return 0, nil
 			}
-			return tx.SetAuditDetails(ctx, auditID, details(false))
-		})
-		if err != nil {
-			return nil, err
-		}
-		if n < batch {
-			break
-		}
-	}
-	// Every message, deleted before or now: no tags, no file left.
-	var after *PurgeCursor
-	for {
-		var n int
-		err := s.update(ctx, func(tx Tx, _ *events) error {
+			return len(ms), tx.SetAuditDetails(ctx, auditID, details(false))
+		},
+		// Every message, deleted before or now: no tags, no file left.
+		func(tx Tx, _ *events) (int, error) {
 			ms, err := tx.UserMessages(ctx, userID, after, batch)
 			if err != nil {
-				return err
+				return 0, err
 			}
-			n = len(ms)
 			for _, m := range ms {
 				if m.Type == MessageTypeImage || m.Type == MessageTypeFile {
 					if err := tx.DeleteBlobs(ctx, m.MessageID); err != nil {
-						return err
+						return 0, err
 					}
 				}
 				// A message posted after the deletion pass is left to a
@@ -521,43 +491,33 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 				if m.IsDeleted && (len(m.Tags) > 0 || len(m.Data) > 0) {
 					m.Tags, m.Data, m.UpdatedAt = []string{}, map[string]any{}, NewTime(s.now())
 					if err := tx.UpdateMessage(ctx, m); err != nil {
-						return err
+						return 0, err
 					}
 				}
 			}
-			if n > 0 {
-				last := ms[n-1]
+			if len(ms) > 0 {
+				last := ms[len(ms)-1]
 				after = &PurgeCursor{CreatedAt: last.CreatedAt.Time, MessageID: last.MessageID}
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if n < batch {
-			break
-		}
-	}
-	// Reactions: each removal keeps the message's counters in step.
-	for {
-		var n int
-		err := s.update(ctx, func(tx Tx, ev *events) error {
+			return len(ms), nil
+		},
+		// Reactions: each removal keeps the message's counters in step.
+		func(tx Tx, ev *events) (int, error) {
 			rs, err := tx.UserReactions(ctx, userID, nil, batch)
 			if err != nil {
-				return err
+				return 0, err
 			}
-			n = len(rs)
 			for _, r := range rs {
 				if _, err := tx.RemoveReaction(ctx, userID, r.ReferenceID, r.ReactionName); err != nil {
-					return err
+					return 0, err
 				}
 				m, err := tx.LockMessage(ctx, r.ReferenceID)
 				if err != nil {
-					return err
+					return 0, err
 				}
 				out, err := s.messageList(ctx, tx, []*Message{m})
 				if err != nil {
-					return err
+					return 0, err
 				}
 				us := out.Users
 				if m.UserID != userID {
@@ -565,48 +525,46 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 				}
 				ev.add(EventReactionDidRemove, ReactionEventData{Reactions: []Reaction{*r}, Messages: out.Messages, Users: us})
 			}
-			res.RemovedReactions += n
-			if n == 0 {
-				return nil
+			res.RemovedReactions += len(rs)
+			if len(rs) == 0 {
+				return 0, nil
 			}
-			return tx.SetAuditDetails(ctx, auditID, details(false))
-		})
-		if err != nil {
-			return nil, err
-		}
-		if n < batch {
-			break
-		}
-	}
-	// Notes of the reports the user filed.
-	var rafter *ReportCursor
-	for {
-		var n int
-		err := s.update(ctx, func(tx Tx, _ *events) error {
+			return len(rs), tx.SetAuditDetails(ctx, auditID, details(false))
+		},
+		// Notes of the reports the user filed.
+		func(tx Tx, _ *events) (int, error) {
 			rs, err := tx.QueryReports(ctx, ReportFilter{ReporterID: userID, After: rafter, Limit: batch})
 			if err != nil {
-				return err
+				return 0, err
 			}
-			n = len(rs)
 			for _, r := range rs {
 				if r.Note != "" {
 					r.Note = ""
 					if err := tx.UpdateReport(ctx, r); err != nil {
-						return err
+						return 0, err
 					}
 				}
 			}
-			if n > 0 {
-				last := rs[n-1]
+			if len(rs) > 0 {
+				last := rs[len(rs)-1]
 				rafter = &ReportCursor{CreatedAt: last.CreatedAt.Time, ReportID: last.ReportID}
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if n < batch {
-			break
+			return len(rs), nil
+		},
+	}
+	for _, step := range steps {
+		for {
+			var n int
+			err := s.update(ctx, func(tx Tx, ev *events) (err error) {
+				n, err = step(tx, ev)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			if n < batch {
+				break
+			}
 		}
 	}
 	err = s.update(ctx, func(tx Tx, _ *events) error {

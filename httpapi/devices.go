@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -62,61 +63,40 @@ func (h *handler) deleteDevice(w http.ResponseWriter, r *http.Request) error {
 	return h.done(w, h.svc.DeleteDevice(r.Context(), actor(r), id, dev))
 }
 
-// setUserNotifications serves PUT /users/{userId}/notifications {level}.
-func (h *handler) setUserNotifications(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathParam(r, "userId")
-	if err != nil {
-		return err
+// setNotifications serves PUT {level} with set on the notification level
+// of the user or channel in the path parameter param:
+// /users/{userId}/notifications, or /channel/{channelId}/notifications
+// (the caller's own level for the channel).
+func (h *handler) setNotifications(param string, set func(*chat.Service, context.Context, string, string, chat.NotificationLevel) (*chat.NotificationSettingList, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathParam(r, param)
+		if err != nil {
+			return err
+		}
+		p, err := h.decode(w, r)
+		if err != nil {
+			return err
+		}
+		level := p.str("level")
+		if err := p.Err(); err != nil {
+			return err
+		}
+		out, err := set(h.svc, r.Context(), actor(r), id, chat.NotificationLevel(level))
+		return h.reply(w, out, err)
 	}
-	p, err := h.decode(w, r)
-	if err != nil {
-		return err
-	}
-	level := p.str("level")
-	if err := p.Err(); err != nil {
-		return err
-	}
-	out, err := h.svc.SetUserNotifications(r.Context(), actor(r), id, chat.NotificationLevel(level))
-	return h.reply(w, out, err)
 }
 
-// getUserNotifications serves GET /users/{userId}/notifications.
-func (h *handler) getUserNotifications(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathParam(r, "userId")
-	if err != nil {
-		return err
+// getNotifications serves GET with get on the notification level of the
+// user or channel in the path parameter param.
+func (h *handler) getNotifications(param string, get func(*chat.Service, context.Context, string, string) (*chat.NotificationSettingList, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathParam(r, param)
+		if err != nil {
+			return err
+		}
+		out, err := get(h.svc, r.Context(), actor(r), id)
+		return h.reply(w, out, err)
 	}
-	out, err := h.svc.GetUserNotifications(r.Context(), actor(r), id)
-	return h.reply(w, out, err)
-}
-
-// setChannelNotifications serves PUT /channel/{channelId}/notifications
-// {level}: the caller's own level for the channel.
-func (h *handler) setChannelNotifications(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathParam(r, "channelId")
-	if err != nil {
-		return err
-	}
-	p, err := h.decode(w, r)
-	if err != nil {
-		return err
-	}
-	level := p.str("level")
-	if err := p.Err(); err != nil {
-		return err
-	}
-	out, err := h.svc.SetChannelNotifications(r.Context(), actor(r), id, chat.NotificationLevel(level))
-	return h.reply(w, out, err)
-}
-
-// getChannelNotifications serves GET /channel/{channelId}/notifications.
-func (h *handler) getChannelNotifications(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathParam(r, "channelId")
-	if err != nil {
-		return err
-	}
-	out, err := h.svc.GetChannelNotifications(r.Context(), actor(r), id)
-	return h.reply(w, out, err)
 }
 
 // pushVAPID serves GET /push/vapid: {"publicKey"}, the server's VAPID
