@@ -216,16 +216,20 @@ func pngImage(t *testing.T, w, h int, transparent bool) []byte {
 	return buf.Bytes()
 }
 
-// failingStore wraps a store; while fail is set, Update returns err.
+// failingStore wraps a store; while fail is set, Update returns the error
+// last given to failWith (read and written by the test and the server's
+// background work at once, so both are atomic).
 type failingStore struct {
 	chat.Store
 	fail atomic.Bool
-	err  error
+	err  atomic.Pointer[error]
 }
+
+func (f *failingStore) failWith(err error) { f.err.Store(&err) }
 
 func (f *failingStore) Update(ctx context.Context, fn func(tx chat.Tx) error) error {
 	if f.fail.Load() {
-		return f.err
+		return *f.err.Load()
 	}
 	return f.Store.Update(ctx, fn)
 }

@@ -94,7 +94,8 @@ func (l *lockedBuffer) String() string {
 // leaks nothing; the cause is logged with the request id.
 func testInternalError(t *testing.T, newStore storeFactory) {
 	const secret = "pq: password authentication failed for user chat at 10.1.2.3"
-	fs := &failingStore{Store: newStore(t), err: errors.New(secret)}
+	fs := &failingStore{Store: newStore(t)}
+	fs.failWith(errors.New(secret))
 	var logs lockedBuffer
 	e := newEnvOn(t, fs, func(c *httpapi.Config, _ *chat.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -112,7 +113,7 @@ func testInternalError(t *testing.T, newStore storeFactory) {
 	require.Contains(t, logs.String(), `"status":500`, "the access log has the request")
 
 	// An unavailable store is 503 with 500300, again without internals.
-	fs.err = &chat.Error{Code: chat.CodeUnavailable, Message: "dial tcp 10.1.2.3:5432: connection refused"}
+	fs.failWith(&chat.Error{Code: chat.CodeUnavailable, Message: "dial tcp 10.1.2.3:5432: connection refused"})
 	_, err = e.c.CreateChannel(ctx(t), client.CreateChannelRequest{ChannelID: "ch", Type: "standard"})
 	ce = requireCode(t, err, chat.CodeUnavailable)
 	require.NotContains(t, ce.Message, "10.1.2.3")
@@ -124,7 +125,7 @@ func testInternalError(t *testing.T, newStore storeFactory) {
 	_, err = e.c.CreateChannel(ctx(t), client.CreateChannelRequest{ChannelID: "ch", Type: "standard"})
 	require.NoError(t, err)
 	// A cancelled context in the store is reported as unavailable too.
-	fs.err = context.DeadlineExceeded
+	fs.failWith(context.DeadlineExceeded)
 	fs.fail.Store(true)
 	_, err = e.c.CreateChannel(ctx(t), client.CreateChannelRequest{ChannelID: "ch2", Type: "standard"})
 	requireCode(t, err, chat.CodeUnavailable)
