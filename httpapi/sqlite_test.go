@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -51,7 +52,16 @@ func TestAuthorizationMatrixSQLite(t *testing.T) {
 	require.NoError(t, err)
 	tmpl := newMatrixEnv(t, func(*testing.T) chat.Store { return st })
 	require.NoError(t, st.Close())
-	raw, err := os.ReadFile(tmplPath)
+	// A read the fixture's hub still had open when the store closed keeps
+	// the last commits in the write-ahead log, not in the file: SQLite
+	// writes a consistent copy of everything committed.
+	snap := filepath.Join(dir, "snapshot.db")
+	db, err := sql.Open("sqlite3", tmplPath)
+	require.NoError(t, err)
+	_, err = db.Exec("VACUUM INTO ?", snap)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	raw, err := os.ReadFile(snap)
 	require.NoError(t, err)
 	runMatrix(t, func(t *testing.T) *matrixEnv {
 		path := filepath.Join(t.TempDir(), "chat.db")
