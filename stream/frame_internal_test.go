@@ -45,3 +45,23 @@ func TestFrameEncodedOnce(t *testing.T) {
 	defer a.qmu.Unlock()
 	require.Nil(t, a.queue, "a drained queue keeps its buffer")
 }
+
+// TestFrameEncodedOnFirstUse: a hub's frame is encoded only when a
+// subscriber first asks for its bytes (an event no subscriber receives
+// costs no encoding), and every later call, from any goroutine, returns
+// those same bytes.
+func TestFrameEncodedOnFirstUse(t *testing.T) {
+	f := newFrame("7", chat.EventMessageDidCreate, []byte(`{"a": [1, 2]}`), chat.NewTime(time.Unix(1, 0)))
+	require.Nil(t, f.wire.b, "encoded before anyone asked")
+	got := make(chan []byte, 4)
+	for range 4 {
+		go func() { got <- f.JSON() }()
+	}
+	first := <-got
+	require.JSONEq(t, `{"id":"7","event":"message.didCreate","data":{"a":[1,2]},"createdAt":"1970-01-01T00:00:01.000Z"}`, string(first))
+	for range 3 {
+		require.Same(t, &first[0], &(<-got)[0])
+	}
+	copied := *f
+	require.Same(t, &first[0], &copied.JSON()[0], "a copy of the frame shares its encoding")
+}

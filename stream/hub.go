@@ -134,22 +134,30 @@ type Frame struct {
 	Data      json.RawMessage `json:"data"`
 	CreatedAt chat.Time       `json:"createdAt"`
 
-	wire []byte // the frame as JSON, encoded once for every subscriber
+	wire *frameWire // the frame as JSON, encoded once for every subscriber
 }
 
-// newFrame returns a frame with its JSON encoding.
+// frameWire is the encoding of a hub's frame, made by the first
+// subscriber that sends it: most logged events reach no subscriber, and
+// encoding.json compacts the whole of the event's data again.
+type frameWire struct {
+	once sync.Once
+	b    []byte
+}
+
+// newFrame returns a frame whose JSON encoding is made once, when first
+// asked for, and shared.
 func newFrame(id, event string, data json.RawMessage, at chat.Time) *Frame {
-	f := &Frame{ID: id, Event: event, Data: data, CreatedAt: at}
-	f.wire = mustJSON(f)
-	return f
+	return &Frame{ID: id, Event: event, Data: data, CreatedAt: at, wire: new(frameWire)}
 }
 
 // JSON returns the frame as sent on the wire. Frames made by the hub
-// carry their encoding, made once and shared by every subscriber; the
-// returned bytes must not be modified.
+// encode it once, shared by every subscriber; the returned bytes must not
+// be modified.
 func (f *Frame) JSON() []byte {
-	if f.wire != nil {
-		return f.wire
+	if w := f.wire; w != nil {
+		w.once.Do(func() { w.b = mustJSON(f) })
+		return w.b
 	}
 	return mustJSON(f)
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -38,7 +37,7 @@ func scanEvent(sc scanner) (*chat.Event, error) {
 	if err := sc.Scan(&e.ID, &e.Name, &e.ChannelID, &ids, &data, &created); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(ids), &e.UserIDs); err != nil {
+	if err := fromJSON(ids, &e.UserIDs); err != nil {
 		return nil, err
 	}
 	e.Data = data

@@ -91,8 +91,8 @@ type Store struct {
 	path string
 	opt  Options
 
-	wdb   *sql.DB   // the single write connection's pool (MaxOpenConns 1)
-	wconn *sql.Conn // the write connection, used only by the holder of wlock
+	wdb   *sql.DB // the single write connection's pool (MaxOpenConns 1)
+	wconn *conn   // the write connection, used only by the holder of wlock
 	wlock sync.Mutex
 	rdb   *sql.DB // opens the read connections, query_only
 	// rslots holds MaxReadConns slots, each an idle read connection or
@@ -101,7 +101,7 @@ type Store struct {
 	// arrival order (a channel's receivers are), where database/sql hands
 	// a freed connection to a random waiter, which under load gave some
 	// requests several times the mean wait.
-	rslots chan *sql.Conn
+	rslots chan *conn
 
 	reqs       chan *request
 	closing    chan struct{}
@@ -170,10 +170,11 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 	if err := Migrate(ctx, wdb); err != nil {
 		return fail(err)
 	}
-	wconn, err := wdb.Conn(ctx)
+	wc, err := wdb.Conn(ctx)
 	if err != nil {
 		return fail(err)
 	}
+	wconn := &conn{Conn: wc}
 	// Group commit runs each Update in a savepoint, and SQLite copies the
 	// pages a savepoint changes into a sub-journal. With the default
 	// temp_store that sub-journal is a memory buffer allocated in 64 KiB
@@ -212,7 +213,7 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 	s := &Store{
 		path: path, opt: o,
 		wdb: wdb, wconn: wconn, rdb: rdb,
-		rslots:     make(chan *sql.Conn, o.MaxReadConns),
+		rslots:     make(chan *conn, o.MaxReadConns),
 		reqs:       make(chan *request, 4096),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -300,7 +301,7 @@ var errClosed = &chat.Error{Code: chat.CodeUnavailable, Message: "sqlite store i
 // transaction in WAL mode). Writes through the Tx fail. When every read
 // connection is busy, callers wait in arrival order.
 func (s *Store) View(ctx context.Context, fn func(tx chat.Tx) error) (err error) {
-	var c *sql.Conn
+	var c *conn
 	select {
 	case <-s.closing:
 		return errClosed
@@ -314,12 +315,14 @@ func (s *Store) View(ctx context.Context, fn func(tx chat.Tx) error) (err error)
 		return errClosed
 	}
 	if c == nil {
-		if c, err = s.rdb.Conn(ctx); err != nil {
+		rc, err := s.rdb.Conn(ctx)
+		if err != nil {
 			s.rslots <- nil
 			return translate(err)
 		}
+		c = &conn{Conn: rc}
 	}
-	if _, err := c.ExecContext(context.Background(), "BEGIN"); err != nil {
+	if err := c.control("BEGIN"); err != nil {
 		s.putRead(c, false)
 		return translate(err)
 	}
@@ -329,8 +332,8 @@ func (s *Store) View(ctx context.Context, fn func(tx chat.Tx) error) (err error)
 		// have ended the transaction, so a failed ROLLBACK only matters
 		// when the connection is still inside one.
 		t.finish()
-		rerr := execConn(c, "ROLLBACK")
-		s.putRead(c, rerr != nil && connInTx(c))
+		rerr := c.control("ROLLBACK")
+		s.putRead(c, rerr != nil && connInTx(c.Conn))
 	}()
 	return fn(t)
 }
@@ -338,7 +341,7 @@ func (s *Store) View(ctx context.Context, fn func(tx chat.Tx) error) (err error)
 // putRead returns a read connection to its slot, or closes it (leaving
 // the slot empty, to be reopened by a later View) when it is broken or
 // the store is closing.
-func (s *Store) putRead(c *sql.Conn, broken bool) {
+func (s *Store) putRead(c *conn, broken bool) {
 	select {
 	case <-s.closing:
 		broken = true
@@ -351,10 +354,40 @@ func (s *Store) putRead(c *sql.Conn, broken bool) {
 	s.rslots <- c
 }
 
-// execConn runs one control statement on a connection.
-func execConn(c *sql.Conn, q string) error {
-	_, err := c.ExecContext(context.Background(), q)
+// conn is a connection with its control statements (BEGIN, COMMIT,
+// SAVEPOINT and the like) prepared once. The driver compiles a statement
+// run without arguments anew on every call, bypassing its statement cache;
+// these run several times per Update and per View. A conn is used by one
+// goroutine at a time (the holder of its read slot, or of wlock).
+type conn struct {
+	*sql.Conn
+	ctl map[string]*sql.Stmt
+}
+
+// control runs one control statement on the connection.
+func (c *conn) control(q string) error {
+	st := c.ctl[q]
+	if st == nil {
+		var err error
+		if st, err = c.PrepareContext(context.Background(), q); err != nil {
+			return err
+		}
+		if c.ctl == nil {
+			c.ctl = make(map[string]*sql.Stmt, 8)
+		}
+		c.ctl[q] = st
+	}
+	_, err := st.ExecContext(context.Background())
 	return err
+}
+
+// Close closes the prepared control statements and the connection.
+func (c *conn) Close() error {
+	for q, st := range c.ctl {
+		st.Close()
+		delete(c.ctl, q)
+	}
+	return c.Conn.Close()
 }
 
 // request is one Update call waiting for the writer.
@@ -529,10 +562,10 @@ func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err e
 }
 
 // wexec runs one control statement on the write connection.
-func (s *Store) wexec(q string) error { return execConn(s.wconn, q) }
+func (s *Store) wexec(q string) error { return s.wconn.control(q) }
 
 // inTx reports whether the write connection has an open transaction.
-func (s *Store) inTx() bool { return connInTx(s.wconn) }
+func (s *Store) inTx() bool { return connInTx(s.wconn.Conn) }
 
 func (r *request) finish(err error) {
 	r.err = err
