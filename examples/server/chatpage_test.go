@@ -259,7 +259,7 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 			chromedp.SendKeys(css(`#dev-user`), userID),
 			chromedp.Click(css(`#dev-signin-form button`)),
 			chromedp.WaitVisible(css(`#app`)),
-			poll(`document.getElementById('me').textContent === `+jsString(userID)),
+			poll(`document.getElementById('me')?.textContent === `+jsString(userID)),
 		)
 	}
 	// Alice signs in through the development sign-in; bob pastes a token
@@ -275,7 +275,7 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 		chromedp.SetValue(css(`#token-input`), bobToken),
 		chromedp.Click(css(`#token-signin-form button`)),
 		chromedp.WaitVisible(css(`#app`)),
-		poll(`document.getElementById('me').textContent === "bob"`),
+		poll(`document.getElementById('me')?.textContent === "bob"`),
 	)
 
 	// Alice creates the channel (it opens) and writes into it.
@@ -285,7 +285,7 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 		chromedp.Click(css(`#create-form button`)),
 		present(chanItem),
 		chromedp.WaitVisible(css(`#composer`)),
-		poll(`document.getElementById('channel-title').textContent === `+jsString(channelName)),
+		poll(`document.getElementById('channel-title')?.textContent === `+jsString(channelName)),
 		chromedp.SendKeys(css(`#send-text`), aliceText),
 		chromedp.Click(css(`#send-form button`)),
 		poll(messageShown("alice", aliceText)),
@@ -298,10 +298,10 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 	bob.run(t, "join and see the unread count",
 		clickLive(`#public-refresh`),
 		present(joinButton),
-		poll(`document.querySelector('#public-channels li[data-channel-id="`+channelID+`"] .name').textContent === `+jsString(channelName)),
+		poll(`document.querySelector('#public-channels li[data-channel-id="`+channelID+`"] .name')?.textContent === `+jsString(channelName)),
 		clickLive(joinButton),
 		present(chanItem+` .unread`),
-		poll(`document.querySelector('`+chanItem+` .unread').textContent === "1"`),
+		poll(`document.querySelector('`+chanItem+` .unread')?.textContent === "1"`),
 	)
 
 	// Opening the channel shows alice's message, as text, and marks it
@@ -316,7 +316,7 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 		chromedp.Reload(),
 		present(chanItem),
 		// The list came from the server after the reload (nothing is open).
-		poll(`document.getElementById('channel-title').textContent === "Pick a channel"`),
+		poll(`document.getElementById('channel-title')?.textContent === "Pick a channel"`),
 		poll(`document.querySelector('`+chanItem+`') !== null && document.querySelector('`+chanItem+` .unread') === null`),
 	)
 
@@ -341,12 +341,12 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 	mentionBadge := chanItem + ` .mention-count`
 	bob.run(t, "see the mention count",
 		present(mentionBadge),
-		poll(`document.querySelector('`+mentionBadge+`').textContent === "@1"`),
-		poll(`document.querySelector('`+chanItem+` .unread').textContent === "1"`),
+		poll(`document.querySelector('`+mentionBadge+`')?.textContent === "@1"`),
+		poll(`document.querySelector('`+chanItem+` .unread')?.textContent === "1"`),
 	)
 	bob.run(t, "reload: the mention count from the server", append(freshLive,
 		present(mentionBadge),
-		poll(`document.querySelector('`+mentionBadge+`').textContent === "@1"`),
+		poll(`document.querySelector('`+mentionBadge+`')?.textContent === "@1"`),
 	)...)
 	highlighted := `Array.from(document.querySelectorAll('#messages li.message.mentions-me .text')).map(function (x) { return x.textContent; })`
 	bob.run(t, "open: the mention is highlighted and read",
@@ -363,7 +363,7 @@ func TestChatPageTwoUsersInBrowser(t *testing.T) {
 		"alice's own message mentions bob, not her")
 	bob.run(t, "reload: the mention is read", append(freshLive,
 		present(chanItem),
-		poll(`document.getElementById('channel-title').textContent === "Pick a channel"`),
+		poll(`document.getElementById('channel-title')?.textContent === "Pick a channel"`),
 		poll(`document.querySelector('`+chanItem+`') !== null && document.querySelector('`+mentionBadge+`') === null`),
 	)...)
 

@@ -90,7 +90,7 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 	)
 	chanItem := `#my-channels li[data-channel-id="` + channelID + `"]`
 	typingIs := func(text string) chromedp.Action[chromedp.Void] {
-		return poll(`document.getElementById('typing').textContent === ` + jsString(text))
+		return poll(`document.getElementById('typing')?.textContent === ` + jsString(text))
 	}
 	seenUnderMine := func(text, seen string) chromedp.Action[chromedp.Void] {
 		return poll(`Array.from(document.querySelectorAll('#messages li.message.mine')).some(function (li) {
@@ -109,7 +109,7 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 			chromedp.SendKeys(css(`#dev-user`), tb.name),
 			chromedp.Click(css(`#dev-signin-form button`)),
 			chromedp.WaitVisible(css(`#app`)),
-			poll(`document.getElementById('me').textContent === `+jsString(tb.name)),
+			poll(`document.getElementById('me')?.textContent === `+jsString(tb.name)),
 			connection("live"),
 			// Set once per page load: a reload would lose it.
 			chromedp.Evaluate[chromedp.Void](`window.loadedOnce = 'yes'`),
@@ -170,7 +170,7 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 	for _, tb := range []*tab{alice, bob} {
 		tb.run(t, "see the connection lost",
 			connection("reconnecting"),
-			poll(`document.getElementById('connection').textContent === "Reconnecting…" && !document.getElementById('connection').hidden`),
+			poll(`document.getElementById('connection')?.textContent === "Reconnecting…" && !document.getElementById('connection').hidden`),
 		)
 	}
 
@@ -202,9 +202,9 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 	require.Equal(t, 200, code, "%v", body)
 	alice.run(t, "reopen the channel and see bob's marker",
 		clickLive(sideItem+` button.name`),
-		poll(`document.getElementById('channel-title').textContent === `+jsString(side)),
+		poll(`document.getElementById('channel-title')?.textContent === `+jsString(side)),
 		clickLive(chanItem+` button.name`),
-		poll(`document.getElementById('channel-title').textContent === `+jsString(channelID)),
+		poll(`document.getElementById('channel-title')?.textContent === `+jsString(channelID)),
 		poll(messageShown("alice", downText)),
 		seenUnderMine(downText, "Seen by bob"),
 	)
@@ -279,8 +279,8 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 	require.Equal(t, 200, code, "%v", body)
 	alice.run(t, "see the removal",
 		poll(`document.querySelector('`+chanItem+`') === null`),
-		poll(`document.getElementById('channel-title').textContent === "Pick a channel"`),
-		poll(`document.getElementById('status').textContent === "You are no longer a member of `+channelID+`."`),
+		poll(`document.getElementById('channel-title')?.textContent === "Pick a channel"`),
+		poll(`document.getElementById('status')?.textContent === "You are no longer a member of `+channelID+`."`),
 		connection("live"),
 	)
 
@@ -291,9 +291,9 @@ func testLiveThroughRestart(t *testing.T, chromium string, wantResumed bool) {
 	for _, tb := range []*tab{bob, bob2} {
 		tb.run(t, "see the ban",
 			connection("closed"),
-			poll(`document.getElementById('connection').textContent === "Disconnected: this user was banned." && !document.getElementById('connection').hidden`),
+			poll(`document.getElementById('connection')?.textContent === "Disconnected: this user was banned." && !document.getElementById('connection').hidden`),
 			poll(`!document.getElementById('signin').hidden && document.getElementById('app').hidden`),
-			poll(`document.getElementById('status').textContent === "This user was banned: this page no longer receives messages."`),
+			poll(`document.getElementById('status')?.textContent === "This user was banned: this page no longer receives messages."`),
 		)
 	}
 	for _, tb := range []*tab{alice, bob, bob2} {
