@@ -189,9 +189,8 @@ type ChannelStore interface {
 	// ListMemberships returns the relations of one user to the given
 	// channels.
 	ListMemberships(ctx context.Context, userID string, channelIDs []string) ([]*ChannelUser, error)
-	// PutChannelUser inserts or replaces a relation and keeps the channel's
-	// memberCount equal to the number of relations with membership
-	// "member".
+	// PutChannelUser inserts or replaces a relation. It does not write
+	// the channel's memberCount (see SetMemberCount).
 	PutChannelUser(ctx context.Context, cu *ChannelUser) error
 	// MarkRead raises the read marker (ReadToSegment) of the user's
 	// relation to the channel to segment, keeps it when it is already at
@@ -209,12 +208,15 @@ type ChannelStore interface {
 	// an index, so the cost does not grow with the number of unread
 	// messages. Callers use the package function UnreadCounts.
 	CountUnread(ctx context.Context, cus []*ChannelUser) ([]UnreadFacts, error)
-	// DeleteChannelUser removes a relation (no-op when absent) and keeps
-	// memberCount in step.
+	// DeleteChannelUser removes a relation (no-op when absent).
 	DeleteChannelUser(ctx context.Context, channelID, userID string) error
-	// DeleteChannelUsers removes every relation of the channel and sets
-	// its memberCount to 0.
+	// DeleteChannelUsers removes every relation of the channel.
 	DeleteChannelUsers(ctx context.Context, channelID string) error
+	// SetMemberCount writes the channel's memberCount (no-op when the
+	// channel does not exist). The Service keeps it equal to the number
+	// of the channel's relations with membership "member", computed from
+	// the channel's row that it holds (LockChannel).
+	SetMemberCount(ctx context.Context, channelID string, n int) error
 }
 
 // UnreadFacts are the counts of rows that the unread count of one relation

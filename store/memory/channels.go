@@ -109,23 +109,17 @@ func (t *tx) ListMemberships(_ context.Context, userID string, channelIDs []stri
 		func(cu *chat.ChannelUser) string { return cu.ChannelID }), nil
 }
 
-// addMembers adds delta to the channel's memberCount (when it exists).
-func (t *tx) addMembers(channelID string, delta int) {
-	if _, ok := t.r().channels[channelID]; ok && delta != 0 {
-		_ = change(t, t.r().channels, channelID, "channel", func(c *chat.Channel) { c.MemberCount += delta })
+func (t *tx) SetMemberCount(_ context.Context, channelID string, n int) error {
+	if _, ok := t.r().channels[channelID]; ok {
+		_ = change(t, t.r().channels, channelID, "channel", func(c *chat.Channel) { c.MemberCount = n })
 	}
-}
-
-func isMember(cu *chat.ChannelUser) int {
-	if cu != nil && cu.Membership == chat.MembershipMember {
-		return 1
-	}
-	return 0
+	return nil
 }
 
 // isMember reports whether userID is a member of channelID now.
 func (d *data) isMember(channelID, userID string) bool {
-	return isMember(d.members[pair{channelID, userID}]) == 1
+	cu := d.members[pair{channelID, userID}]
+	return cu != nil && cu.Membership == chat.MembershipMember
 }
 
 func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
@@ -138,22 +132,16 @@ func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
 		v.ReadToSegment = old.ReadToSegment
 	}
 	put(t, &t.r().members, pair{v.ChannelID, v.UserID}, v)
-	t.addMembers(v.ChannelID, isMember(v)-isMember(old))
 	return nil
 }
 
 func (t *tx) DeleteChannelUser(_ context.Context, channelID, userID string) error {
-	old := t.r().members[pair{channelID, userID}]
 	del(t, t.r().members, pair{channelID, userID})
-	t.addMembers(channelID, -isMember(old))
 	return nil
 }
 
 func (t *tx) DeleteChannelUsers(_ context.Context, channelID string) error {
 	deleteWhere(t, t.r().members, func(cu *chat.ChannelUser) bool { return cu.ChannelID == channelID }, 0)
-	if c, ok := t.r().channels[channelID]; ok {
-		t.addMembers(channelID, -c.MemberCount)
-	}
 	return nil
 }
 
@@ -207,7 +195,7 @@ func (t *tx) mutes(lapsed *time.Time) ([]*chat.Channel, []*chat.ChannelUser) {
 		})
 	cus := sortedValues(t.r().members, func(cu *chat.ChannelUser) bool {
 		c, ok := t.r().channels[cu.ChannelID]
-		return ok && !c.IsClosed && isMember(cu) == 1 && muted(cu.MuteTimeout)
+		return ok && !c.IsClosed && cu.Membership == chat.MembershipMember && muted(cu.MuteTimeout)
 	}, func(a, b *chat.ChannelUser) int {
 		return cmp.Or(a.MuteTimeout.Compare(b.MuteTimeout.Time), cmp.Compare(a.ChannelID, b.ChannelID), cmp.Compare(a.UserID, b.UserID))
 	})

@@ -69,6 +69,7 @@ func lockFixture(t *testing.T, s chat.Store) {
 		require.NoError(t, tx.CreateUser(ctx, &chat.User{UserID: "u", DisplayName: "U", CreatedAt: at(0), UpdatedAt: at(0)}))
 		require.NoError(t, tx.CreateMessage(ctx, message("m", "c", "u", 1)))
 		require.NoError(t, tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: "u", Membership: chat.MembershipMember, CreatedAt: at(0), UpdatedAt: at(0)}))
+		require.NoError(t, tx.SetMemberCount(ctx, "c", 1))
 		return tx.CreateWebhook(ctx, &chat.Webhook{WebhookID: "w", URL: "https://x", Secret: "s", CreatedAt: at(0), UpdatedAt: at(0)})
 	})
 }
@@ -324,11 +325,24 @@ func TestReadModifyWrite(t *testing.T) {
 	})
 	require.Equal(t, n, runs, "message: each function ran once")
 
+	// join adds a member as the Service does: the new memberCount is
+	// computed from the channel's row held by LockChannel.
+	join := func(tx chat.Tx, cu *chat.ChannelUser) error {
+		c, err := tx.LockChannel(ctx, "c")
+		if err != nil {
+			return err
+		}
+		if err := tx.PutChannelUser(ctx, cu); err != nil {
+			return err
+		}
+		return tx.SetMemberCount(ctx, "c", c.MemberCount+1)
+	}
+
 	// Renames count in metadata while other transactions add members:
 	// the counters that UpdateChannel does not write are kept.
 	runs = run(func(i int, tx chat.Tx) error {
 		if i%2 == 1 {
-			return tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: fmt.Sprintf("m%d", i),
+			return join(tx, &chat.ChannelUser{ChannelID: "c", UserID: fmt.Sprintf("m%d", i),
 				Membership: chat.MembershipMember, CreatedAt: at(0), UpdatedAt: at(0)})
 		}
 		c, err := tx.LockChannel(ctx, "c")
@@ -348,8 +362,8 @@ func TestReadModifyWrite(t *testing.T) {
 		switch {
 		case chat.ErrorCode(err) == chat.CodeNotFound:
 			mute := at(0)
-			cu = &chat.ChannelUser{ChannelID: "c", UserID: "late", Membership: chat.MembershipMember,
-				MuteTimeout: &mute, CreatedAt: at(0), UpdatedAt: at(0)}
+			return join(tx, &chat.ChannelUser{ChannelID: "c", UserID: "late", Membership: chat.MembershipMember,
+				MuteTimeout: &mute, CreatedAt: at(0), UpdatedAt: at(0)})
 		case err != nil:
 			return err
 		default:

@@ -173,12 +173,9 @@ func TestMembersAndSegments(t *testing.T) {
 	put("b", chat.MembershipMember)
 	put("b", chat.MembershipMember)
 	put("x", chat.MembershipBanned)
-	require.Equal(t, 2, count())
 	put("a", chat.MembershipBanned)
-	require.Equal(t, 1, count())
 	update(t, s, func(tx chat.Tx) error { return tx.DeleteChannelUser(ctx, "c", "b") })
 	update(t, s, func(tx chat.Tx) error { return tx.DeleteChannelUser(ctx, "c", "nobody") })
-	require.Equal(t, 0, count())
 	put("b", chat.MembershipMember)
 	view(t, s, func(tx chat.Tx) error {
 		cus, err := tx.GetChannelUsers(ctx, "c", nil)
@@ -194,14 +191,22 @@ func TestMembersAndSegments(t *testing.T) {
 		return nil
 	})
 	update(t, s, func(tx chat.Tx) error { return tx.DeleteChannelUsers(ctx, "c") })
-	require.Equal(t, 0, count())
+	require.Equal(t, 0, count(), "relation writes leave memberCount alone")
 
-	// Concurrent joins keep memberCount exact.
+	// Concurrent joins, each writing the count it read from the channel's
+	// row held by LockChannel (as the Service does), keep memberCount exact.
 	errs := make(chan error, 20)
 	for i := 0; i < 20; i++ {
 		go func() {
 			errs <- s.Update(ctx, func(tx chat.Tx) error {
-				return tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: fmt.Sprintf("u%02d", i), Membership: chat.MembershipMember, CreatedAt: at(0), UpdatedAt: at(0)})
+				c, err := tx.LockChannel(ctx, "c")
+				if err != nil {
+					return err
+				}
+				if err := tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: fmt.Sprintf("u%02d", i), Membership: chat.MembershipMember, CreatedAt: at(0), UpdatedAt: at(0)}); err != nil {
+					return err
+				}
+				return tx.SetMemberCount(ctx, "c", c.MemberCount+1)
 			})
 		}()
 	}
