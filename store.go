@@ -439,16 +439,21 @@ type ReactionFilter struct {
 	Limit        int
 }
 
-// ReactionStore persists reactions and keeps the message counters
-// (reactions, reactionsCount) in step within the same transaction.
+// ReactionStore persists reactions. The message counters (reactions,
+// reactionsCount) are computed by AddMessageReaction and
+// RemoveMessageReaction and written with SetReactionCounts.
 type ReactionStore interface {
 	// AddReaction inserts r unless the same (userId, referenceId,
 	// reactionName) exists; it returns the stored reaction and whether it
-	// was inserted.
+	// was inserted. CodeNotFound when the message does not exist.
 	AddReaction(ctx context.Context, r *Reaction) (*Reaction, bool, error)
 	// RemoveReaction deletes the (userId, messageId, name) reaction and
 	// returns it, or CodeNotFound.
 	RemoveReaction(ctx context.Context, userID, messageID, name string) (*Reaction, error)
+	// SetReactionCounts writes m.Reactions and m.ReactionsCount to the
+	// message m.MessageID, and m.Reactions[name] (0 when absent) as the
+	// count of name that MostReacted orders by.
+	SetReactionCounts(ctx context.Context, m *Message, name string) error
 	// QueryReactions returns reactions matching f.
 	QueryReactions(ctx context.Context, f ReactionFilter) ([]*Reaction, error)
 	// MostReacted returns live messages with at least one reaction of name

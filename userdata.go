@@ -548,11 +548,11 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 			}
 			n = len(rs)
 			for _, r := range rs {
-				if _, err := tx.RemoveReaction(ctx, userID, r.ReferenceID, r.ReactionName); err != nil {
-					return err
-				}
 				m, err := tx.LockMessage(ctx, r.ReferenceID)
 				if err != nil {
+					return err
+				}
+				if _, err := RemoveMessageReaction(ctx, tx, m, userID, r.ReactionName); err != nil {
 					return err
 				}
 				out, err := s.messageList(ctx, tx, []*Message{m})

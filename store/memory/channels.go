@@ -434,21 +434,12 @@ func (t *tx) AddReaction(_ context.Context, r *chat.Reaction) (*chat.Reaction, b
 	if err := insert(t, &t.r().reactions, v.ReactionID, v, "reaction"); err != nil {
 		return nil, false, err
 	}
-	t.countReaction(v.ReferenceID, v.ReactionName, +1)
 	return cloneReaction(v), true, nil
 }
 
-// countReaction adds delta to the message's count of name.
-func (t *tx) countReaction(messageID, name string, delta int) {
-	_ = change(t, t.r().messages, messageID, "message", func(v *chat.Message) {
-		v.Reactions = maps.Clone(v.Reactions)
-		if v.Reactions == nil {
-			v.Reactions = map[string]int{}
-		}
-		if v.Reactions[name] += delta; v.Reactions[name] <= 0 {
-			delete(v.Reactions, name)
-		}
-		v.ReactionsCount += delta
+func (t *tx) SetReactionCounts(_ context.Context, m *chat.Message, _ string) error {
+	return change(t, t.r().messages, m.MessageID, "message", func(v *chat.Message) {
+		v.Reactions, v.ReactionsCount = maps.Clone(m.Reactions), m.ReactionsCount
 	})
 }
 
@@ -458,7 +449,6 @@ func (t *tx) RemoveReaction(_ context.Context, userID, messageID, name string) (
 		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no %q reaction to message %q", userID, name, messageID)
 	}
 	del(t, t.r().reactions, r.ReactionID)
-	t.countReaction(messageID, name, -1)
 	return cloneReaction(r), nil
 }
 

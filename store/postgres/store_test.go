@@ -342,7 +342,7 @@ func TestReactions(t *testing.T) {
 			require.NoError(t, tx.CreateMessage(ctx, message(fmt.Sprintf("m%d", i), "c", "u", i)))
 		}
 		add := func(id, msg, user, name string, ms int64) bool {
-			r, ok, err := tx.AddReaction(ctx, &chat.Reaction{ReactionID: id, ReferenceID: msg, ReferenceType: "message", ReactionName: name, UserID: user, CreatedAt: at(ms)})
+			r, ok, err := react(ctx, tx, &chat.Reaction{ReactionID: id, ReferenceID: msg, ReferenceType: "message", ReactionName: name, UserID: user, CreatedAt: at(ms)})
 			require.NoError(t, err)
 			require.NotNil(t, r)
 			return ok
@@ -354,7 +354,7 @@ func TestReactions(t *testing.T) {
 		require.True(t, add("r5", "m3", "a", "like", 5))
 		require.True(t, add("r6", "m3", "b", "like", 6))
 		require.False(t, add("r7", "m1", "a", "like", 7))
-		_, _, err := tx.AddReaction(ctx, &chat.Reaction{ReactionID: "r8", ReferenceID: "missing", ReactionName: "x", UserID: "a"})
+		_, _, err := react(ctx, tx, &chat.Reaction{ReactionID: "r8", ReferenceID: "missing", ReactionName: "x", UserID: "a"})
 		require.Equal(t, chat.CodeNotFound, chat.ErrorCode(err))
 		return nil
 	})
@@ -375,14 +375,14 @@ func TestReactions(t *testing.T) {
 		return nil
 	})
 	update(t, s, func(tx chat.Tx) error {
-		r, err := tx.RemoveReaction(ctx, "a", "m1", "love")
+		r, err := unreact(ctx, tx, "a", "m1", "love")
 		require.NoError(t, err)
 		require.Equal(t, "r4", r.ReactionID)
-		_, err = tx.RemoveReaction(ctx, "a", "m1", "love")
+		_, err = unreact(ctx, tx, "a", "m1", "love")
 		require.Equal(t, chat.CodeNotFound, chat.ErrorCode(err))
-		_, err = tx.RemoveReaction(ctx, "a", "m3", "like")
+		_, err = unreact(ctx, tx, "a", "m3", "like")
 		require.NoError(t, err)
-		_, err = tx.RemoveReaction(ctx, "b", "m3", "like")
+		_, err = unreact(ctx, tx, "b", "m3", "like")
 		return err
 	})
 	view(t, s, func(tx chat.Tx) error {
@@ -652,4 +652,22 @@ func TestWatchOutboxAcrossStores(t *testing.T) {
 	require.NoError(t, a.Close(), "Close is idempotent")
 	_, err = a.WatchOutbox(ctx)
 	require.Error(t, err)
+}
+
+// react and unreact change reactions as the Service does (see
+// chat.AddMessageReaction).
+func react(ctx context.Context, tx chat.Tx, r *chat.Reaction) (*chat.Reaction, bool, error) {
+	m, err := tx.LockMessage(ctx, r.ReferenceID)
+	if err != nil {
+		return nil, false, err
+	}
+	return chat.AddMessageReaction(ctx, tx, m, r)
+}
+
+func unreact(ctx context.Context, tx chat.Tx, userID, messageID, name string) (*chat.Reaction, error) {
+	m, err := tx.LockMessage(ctx, messageID)
+	if err != nil {
+		return nil, err
+	}
+	return chat.RemoveMessageReaction(ctx, tx, m, userID, name)
 }

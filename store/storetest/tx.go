@@ -78,7 +78,7 @@ func testErrorRollsBack(t *testing.T, e *env) {
 		if err := tx.SetMemberCount(ctx, "c", 1); err != nil {
 			return err
 		}
-		if _, _, err := tx.AddReaction(ctx, &chat.Reaction{ReactionID: "r", ReferenceID: "m1", ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: "u", CreatedAt: at(9)}); err != nil {
+		if _, _, err := react(ctx, tx, &chat.Reaction{ReactionID: "r", ReferenceID: "m1", ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: "u", CreatedAt: at(9)}); err != nil {
 			return err
 		}
 		u := newUser("u", "Renamed")
