@@ -241,7 +241,6 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 		return err
 	}
 	put(t, &d.messages, v.MessageID, v)
-	set(t, &d.all, append(d.all, v))
 	if i < len(l) {
 		l = slices.Clip(l) // insert into a new array: the undo keeps the old one
 	}
@@ -327,7 +326,8 @@ func (t *tx) SoftDeleteMessages(_ context.Context, channelID, userID string, now
 }
 
 func (t *tx) SoftDeleteUserMessages(_ context.Context, userID string, now time.Time) ([]string, error) {
-	return t.softDeleteAll(t.r().all, func(m *chat.Message) bool { return m.UserID == userID }, now), nil
+	l := sortedValues(t.r().messages, func(m *chat.Message) bool { return m.UserID == userID }, oldestMessage)
+	return t.softDeleteAll(l, func(*chat.Message) bool { return true }, now), nil
 }
 
 func newestMessage(a, b *chat.Message) int {
@@ -340,7 +340,7 @@ func oldestMessage(a, b *chat.Message) int { return newestMessage(b, a) }
 // with the cursors of a search.
 func (t *tx) newestPage(keep func(*chat.Message) bool, after, before *chat.MessageSearchCursor, limit int) []*chat.Message {
 	var l []*chat.Message
-	for _, m := range t.r().all {
+	for _, m := range t.r().messages {
 		if !m.IsDeleted && keep(m) {
 			l = append(l, m)
 		}
@@ -388,7 +388,7 @@ func (t *tx) authorMessages(userID string, after *chat.PurgeCursor, limit int, m
 		cur = &chat.Message{CreatedAt: chat.NewTime(after.CreatedAt), MessageID: after.MessageID}
 	}
 	var found []*chat.Message
-	for _, m := range t.r().all {
+	for _, m := range t.r().messages {
 		if m.UserID == userID && (cur == nil || oldestMessage(m, cur) > 0) && match(m) {
 			found = append(found, m)
 		}
@@ -413,28 +413,16 @@ func (t *tx) UserMessages(_ context.Context, userID string, after *chat.PurgeCur
 	return copies(t.authorMessages(userID, after, limit, func(*chat.Message) bool { return true }), cloneMessage), nil
 }
 
-// reaction returns the user's reaction of name to the message, or nil.
-func (d *data) reaction(userID, messageID, name string) *chat.Reaction {
-	for _, r := range d.reactions {
-		if r.UserID == userID && r.ReferenceID == messageID && r.ReactionName == name {
-			return r
-		}
-	}
-	return nil
-}
-
 func (t *tx) AddReaction(_ context.Context, r *chat.Reaction) (*chat.Reaction, bool, error) {
-	if old := t.r().reaction(r.UserID, r.ReferenceID, r.ReactionName); old != nil {
+	k := [3]string{r.UserID, r.ReferenceID, r.ReactionName}
+	if old, ok := t.r().reactions[k]; ok {
 		return cloneReaction(old), false, nil
 	}
 	if _, ok := t.r().messages[r.ReferenceID]; !ok {
 		return nil, false, notFound("message", r.ReferenceID)
 	}
-	v := cloneReaction(r)
-	if err := insert(t, &t.r().reactions, v.ReactionID, v, "reaction"); err != nil {
-		return nil, false, err
-	}
-	return cloneReaction(v), true, nil
+	put(t, &t.r().reactions, k, cloneReaction(r))
+	return cloneReaction(r), true, nil
 }
 
 func (t *tx) SetReactionCounts(_ context.Context, m *chat.Message, _ string) error {
@@ -444,11 +432,12 @@ func (t *tx) SetReactionCounts(_ context.Context, m *chat.Message, _ string) err
 }
 
 func (t *tx) RemoveReaction(_ context.Context, userID, messageID, name string) (*chat.Reaction, error) {
-	r := t.r().reaction(userID, messageID, name)
-	if r == nil {
+	k := [3]string{userID, messageID, name}
+	r, ok := t.r().reactions[k]
+	if !ok {
 		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no %q reaction to message %q", userID, name, messageID)
 	}
-	del(t, t.r().reactions, r.ReactionID)
+	del(t, t.r().reactions, k)
 	return cloneReaction(r), nil
 }
 
@@ -464,7 +453,7 @@ func (t *tx) QueryReactions(_ context.Context, f chat.ReactionFilter) ([]*chat.R
 
 func (t *tx) MostReacted(_ context.Context, name, channelID string, limit int) ([]*chat.Message, error) {
 	var found []*chat.Message
-	for _, m := range t.r().all {
+	for _, m := range t.r().messages {
 		if !m.IsDeleted && (channelID == "" || m.ChannelID == channelID) && m.Reactions[name] > 0 {
 			found = append(found, m)
 		}
