@@ -339,13 +339,7 @@ func oldestMessage(a, b *chat.Message) int { return newestMessage(b, a) }
 // newestPage returns the messages that keep keeps, newest first, paged
 // with the cursors of a search.
 func (t *tx) newestPage(keep func(*chat.Message) bool, after, before *chat.MessageSearchCursor, limit int) []*chat.Message {
-	var l []*chat.Message
-	for _, m := range t.r().messages {
-		if !m.IsDeleted && keep(m) {
-			l = append(l, m)
-		}
-	}
-	slices.SortFunc(l, newestMessage)
+	l := sortedValues(t.r().messages, func(m *chat.Message) bool { return !m.IsDeleted && keep(m) }, newestMessage)
 	at := func(m *chat.Message, c *chat.MessageSearchCursor) int {
 		return newest(m.CreatedAt, chat.NewTime(c.CreatedAt), m.MessageID, c.MessageID)
 	}
@@ -387,14 +381,9 @@ func (t *tx) authorMessages(userID string, after *chat.PurgeCursor, limit int, m
 	if after != nil {
 		cur = &chat.Message{CreatedAt: chat.NewTime(after.CreatedAt), MessageID: after.MessageID}
 	}
-	var found []*chat.Message
-	for _, m := range t.r().messages {
-		if m.UserID == userID && (cur == nil || oldestMessage(m, cur) > 0) && match(m) {
-			found = append(found, m)
-		}
-	}
-	slices.SortFunc(found, oldestMessage)
-	return first(found, limit)
+	return first(sortedValues(t.r().messages, func(m *chat.Message) bool {
+		return m.UserID == userID && (cur == nil || oldestMessage(m, cur) > 0) && match(m)
+	}, oldestMessage), limit)
 }
 
 func (t *tx) SoftDeleteBatch(_ context.Context, f chat.PurgeFilter, now time.Time) ([]*chat.Message, error) {
@@ -452,13 +441,9 @@ func (t *tx) QueryReactions(_ context.Context, f chat.ReactionFilter) ([]*chat.R
 }
 
 func (t *tx) MostReacted(_ context.Context, name, channelID string, limit int) ([]*chat.Message, error) {
-	var found []*chat.Message
-	for _, m := range t.r().messages {
-		if !m.IsDeleted && (channelID == "" || m.ChannelID == channelID) && m.Reactions[name] > 0 {
-			found = append(found, m)
-		}
-	}
-	slices.SortFunc(found, func(a, b *chat.Message) int {
+	found := sortedValues(t.r().messages, func(m *chat.Message) bool {
+		return !m.IsDeleted && (channelID == "" || m.ChannelID == channelID) && m.Reactions[name] > 0
+	}, func(a, b *chat.Message) int {
 		return cmp.Or(cmp.Compare(b.Reactions[name], a.Reactions[name]), newestMessage(a, b))
 	})
 	return copies(first(found, limit), cloneMessage), nil
