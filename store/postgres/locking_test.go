@@ -523,3 +523,41 @@ func runGroup(n int, fn func(i int) error) error {
 	}
 	return nil
 }
+
+// Concurrent reactions on one message through two stores, each counted as
+// the Service counts it (AddMessageReaction on the message held by
+// LockMessage), and then half of them removed: the counters stay exact.
+func TestConcurrentReactionCounts(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	stores := []*postgres.Store{openStore(t, schema), openStore(t, schema)}
+	lockFixture(t, stores[0])
+	ctx := ctxT(t)
+	const n = 16
+	require.NoError(t, runGroup(n, func(i int) error {
+		return stores[i%2].Update(ctx, func(tx chat.Tx) error {
+			_, _, err := react(ctx, tx, &chat.Reaction{ReactionID: fmt.Sprintf("r%d", i), ReferenceID: "m",
+				ReferenceType: "message", ReactionName: []string{"like", "love"}[i%2], UserID: fmt.Sprintf("u%d", i), CreatedAt: at(int64(i))})
+			return err
+		})
+	}))
+	require.NoError(t, runGroup(n/2, func(i int) error {
+		return stores[i%2].Update(ctx, func(tx chat.Tx) error {
+			_, err := unreact(ctx, tx, fmt.Sprintf("u%d", 2*i), "m", "like")
+			return err
+		})
+	}))
+	view(t, stores[1], func(tx chat.Tx) error {
+		m, err := tx.GetMessage(ctx, "m")
+		require.NoError(t, err)
+		require.Equal(t, map[string]int{"love": n / 2}, m.Reactions)
+		require.Equal(t, n/2, m.ReactionsCount)
+		top, err := tx.MostReacted(ctx, "love", "c", 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{"m"}, msgIDs(top))
+		top, err = tx.MostReacted(ctx, "like", "c", 10)
+		require.NoError(t, err)
+		require.Empty(t, top, "the like count went back to 0")
+		return nil
+	})
+}
