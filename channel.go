@@ -173,7 +173,22 @@ func addMembers(ctx context.Context, tx Tx, channelID string, ids []string, now 
 		}
 		added = append(added, id)
 	}
-	return added, nil
+	return added, addMemberCount(ctx, tx, channelID, len(added))
+}
+
+// addMemberCount adds d to the channel's memberCount, the number of its
+// relations with membership "member": callers pass how many their writes
+// of relations added (or, negative, removed). The count is read from the
+// channel's row held by LockChannel, so concurrent writers stay exact.
+func addMemberCount(ctx context.Context, tx Tx, channelID string, d int) error {
+	if d == 0 {
+		return nil
+	}
+	c, err := tx.LockChannel(ctx, channelID)
+	if err != nil {
+		return err
+	}
+	return tx.SetMemberCount(ctx, channelID, c.MemberCount+d)
 }
 
 // CreateChannel creates a channel with its initial members (created on
@@ -576,7 +591,10 @@ func deleteChannelUsers(ctx context.Context, tx Tx, channelID string, ids []stri
 		}
 		deleted = append(deleted, cu.UserID)
 	}
-	return deleted, nil
+	if m != MembershipMember {
+		return deleted, nil
+	}
+	return deleted, addMemberCount(ctx, tx, channelID, -len(deleted))
 }
 
 // RemoveUsers removes members; non-members are a no-op and bans stay.
@@ -925,6 +943,7 @@ func (s *Service) BanUsers(ctx context.Context, actorID, channelID string, userI
 			rel[cu.UserID] = cu
 		}
 		al := s.newAudit(now)
+		left := 0
 		for _, id := range ids {
 			msgs, err := tx.SoftDeleteMessages(ctx, channelID, id, now.Time)
 			if err != nil {
@@ -944,9 +963,15 @@ func (s *Service) BanUsers(ctx context.Context, actorID, channelID string, userI
 			if cu != nil {
 				created = cu.CreatedAt
 			}
+			if cu != nil && cu.Membership == MembershipMember {
+				left++
+			}
 			if err := tx.PutChannelUser(ctx, &ChannelUser{ChannelID: channelID, UserID: id, Membership: MembershipBanned, CreatedAt: created, UpdatedAt: now}); err != nil {
 				return err
 			}
+		}
+		if err := addMemberCount(ctx, tx, channelID, -left); err != nil {
+			return err
 		}
 		if err := al.write(ctx, tx); err != nil {
 			return err
@@ -1039,6 +1064,9 @@ func (s *Service) CloseChannel(ctx context.Context, actorID, channelID string) e
 			}
 		}
 		if err := tx.DeleteChannelUsers(ctx, channelID); err != nil {
+			return err
+		}
+		if err := tx.SetMemberCount(ctx, channelID, 0); err != nil {
 			return err
 		}
 		if _, err := tx.SoftDeleteMessages(ctx, channelID, "", now.Time); err != nil {

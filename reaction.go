@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"maps"
 	"time"
 )
 
@@ -180,17 +181,13 @@ func (s *Service) AddReaction(ctx context.Context, actorID, referenceID string, 
 		if us[0].IsGlobalBan {
 			return Errorf(CodeGlobalBanned, "user %s is globally banned", quote(actorID))
 		}
-		r, inserted, err := tx.AddReaction(ctx, &Reaction{ReactionID: s.newID(), ReferenceID: referenceID,
+		r, inserted, err := AddMessageReaction(ctx, tx, m, &Reaction{ReactionID: s.newID(), ReferenceID: referenceID,
 			ReferenceType: ReferenceTypeMessage, ReactionName: name, UserID: actorID, CreatedAt: now})
 		if err != nil {
 			return err
 		}
 		id = r.ReactionID
 		if inserted {
-			m, err = tx.LockMessage(ctx, referenceID)
-			if err != nil {
-				return err
-			}
 			s.present(m)
 			ev.add(EventReactionDidAdd, ReactionEventData{Reactions: []Reaction{*r}, Messages: []Message{*m}, Users: userValues(us)})
 		}
@@ -222,7 +219,7 @@ func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID strin
 		if _, err := openChannel(ctx, tx, m.ChannelID); err != nil {
 			return err
 		}
-		r, err := tx.RemoveReaction(ctx, actorID, referenceID, name)
+		r, err := RemoveMessageReaction(ctx, tx, m, actorID, name)
 		if ErrorCode(err) == CodeNotFound {
 			return nil
 		}
@@ -230,9 +227,6 @@ func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID strin
 			return err
 		}
 		id = r.ReactionID
-		if m, err = tx.LockMessage(ctx, referenceID); err != nil {
-			return err
-		}
 		us, err := tx.GetUsers(ctx, []string{actorID})
 		if err != nil {
 			return err
@@ -242,6 +236,44 @@ func (s *Service) RemoveReaction(ctx context.Context, actorID, referenceID strin
 		return nil
 	})
 	return id, err
+}
+
+// AddMessageReaction stores r, a reaction to m, unless the user has that
+// reaction already, and counts it: m.Reactions[r.ReactionName] and
+// m.ReactionsCount grow by one and are written with SetReactionCounts. m
+// must be held (LockMessage) in the same transaction, so that concurrent
+// reactions count exactly. It returns the stored reaction and whether it
+// is new.
+func AddMessageReaction(ctx context.Context, tx Tx, m *Message, r *Reaction) (*Reaction, bool, error) {
+	got, inserted, err := tx.AddReaction(ctx, r)
+	if err != nil || !inserted {
+		return got, inserted, err
+	}
+	return got, true, countReaction(ctx, tx, m, r.ReactionName, 1)
+}
+
+// RemoveMessageReaction removes the user's reaction of name to m, held
+// as in AddMessageReaction, uncounts it and returns it; CodeNotFound when
+// there is none.
+func RemoveMessageReaction(ctx context.Context, tx Tx, m *Message, userID, name string) (*Reaction, error) {
+	r, err := tx.RemoveReaction(ctx, userID, m.MessageID, name)
+	if err != nil {
+		return nil, err
+	}
+	return r, countReaction(ctx, tx, m, name, -1)
+}
+
+// countReaction adds d to m's count of name (a name whose count reaches 0
+// is dropped) and to its reactionsCount, and writes them.
+func countReaction(ctx context.Context, tx Tx, m *Message, name string, d int) error {
+	counts := make(map[string]int, len(m.Reactions)+1)
+	maps.Copy(counts, m.Reactions)
+	if counts[name] += d; counts[name] <= 0 {
+		delete(counts, name)
+	}
+	m.Reactions = counts
+	m.ReactionsCount += d
+	return tx.SetReactionCounts(ctx, m, name)
 }
 
 // MostReactedQuery selects the messages with the most reactions of one

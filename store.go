@@ -189,9 +189,8 @@ type ChannelStore interface {
 	// ListMemberships returns the relations of one user to the given
 	// channels.
 	ListMemberships(ctx context.Context, userID string, channelIDs []string) ([]*ChannelUser, error)
-	// PutChannelUser inserts or replaces a relation and keeps the channel's
-	// memberCount equal to the number of relations with membership
-	// "member".
+	// PutChannelUser inserts or replaces a relation. It does not write
+	// the channel's memberCount (see SetMemberCount).
 	PutChannelUser(ctx context.Context, cu *ChannelUser) error
 	// MarkRead raises the read marker (ReadToSegment) of the user's
 	// relation to the channel to segment, keeps it when it is already at
@@ -209,12 +208,15 @@ type ChannelStore interface {
 	// an index, so the cost does not grow with the number of unread
 	// messages. Callers use the package function UnreadCounts.
 	CountUnread(ctx context.Context, cus []*ChannelUser) ([]UnreadFacts, error)
-	// DeleteChannelUser removes a relation (no-op when absent) and keeps
-	// memberCount in step.
+	// DeleteChannelUser removes a relation (no-op when absent).
 	DeleteChannelUser(ctx context.Context, channelID, userID string) error
-	// DeleteChannelUsers removes every relation of the channel and sets
-	// its memberCount to 0.
+	// DeleteChannelUsers removes every relation of the channel.
 	DeleteChannelUsers(ctx context.Context, channelID string) error
+	// SetMemberCount writes the channel's memberCount (no-op when the
+	// channel does not exist). The Service keeps it equal to the number
+	// of the channel's relations with membership "member", computed from
+	// the channel's row that it holds (LockChannel).
+	SetMemberCount(ctx context.Context, channelID string, n int) error
 }
 
 // UnreadFacts are the counts of rows that the unread count of one relation
@@ -437,16 +439,21 @@ type ReactionFilter struct {
 	Limit        int
 }
 
-// ReactionStore persists reactions and keeps the message counters
-// (reactions, reactionsCount) in step within the same transaction.
+// ReactionStore persists reactions. The message counters (reactions,
+// reactionsCount) are computed by AddMessageReaction and
+// RemoveMessageReaction and written with SetReactionCounts.
 type ReactionStore interface {
 	// AddReaction inserts r unless the same (userId, referenceId,
 	// reactionName) exists; it returns the stored reaction and whether it
-	// was inserted.
+	// was inserted. CodeNotFound when the message does not exist.
 	AddReaction(ctx context.Context, r *Reaction) (*Reaction, bool, error)
 	// RemoveReaction deletes the (userId, messageId, name) reaction and
 	// returns it, or CodeNotFound.
 	RemoveReaction(ctx context.Context, userID, messageID, name string) (*Reaction, error)
+	// SetReactionCounts writes m.Reactions and m.ReactionsCount to the
+	// message m.MessageID, and m.Reactions[name] (0 when absent) as the
+	// count of name that MostReacted orders by.
+	SetReactionCounts(ctx context.Context, m *Message, name string) error
 	// QueryReactions returns reactions matching f.
 	QueryReactions(ctx context.Context, f ReactionFilter) ([]*Reaction, error)
 	// MostReacted returns live messages with at least one reaction of name

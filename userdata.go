@@ -508,11 +508,11 @@ func (s *Service) EraseUser(ctx context.Context, actorID, userID string) (*Erase
 				return 0, err
 			}
 			for _, r := range rs {
-				if _, err := tx.RemoveReaction(ctx, userID, r.ReferenceID, r.ReactionName); err != nil {
-					return 0, err
-				}
 				m, err := tx.LockMessage(ctx, r.ReferenceID)
 				if err != nil {
+					return 0, err
+				}
+				if _, err := RemoveMessageReaction(ctx, tx, m, userID, r.ReactionName); err != nil {
 					return 0, err
 				}
 				out, err := s.messageList(ctx, tx, []*Message{m})

@@ -109,23 +109,17 @@ func (t *tx) ListMemberships(_ context.Context, userID string, channelIDs []stri
 		func(cu *chat.ChannelUser) string { return cu.ChannelID }), nil
 }
 
-// addMembers adds delta to the channel's memberCount (when it exists).
-func (t *tx) addMembers(channelID string, delta int) {
-	if _, ok := t.r().channels[channelID]; ok && delta != 0 {
-		_ = change(t, t.r().channels, channelID, "channel", func(c *chat.Channel) { c.MemberCount += delta })
+func (t *tx) SetMemberCount(_ context.Context, channelID string, n int) error {
+	if _, ok := t.r().channels[channelID]; ok {
+		_ = change(t, t.r().channels, channelID, "channel", func(c *chat.Channel) { c.MemberCount = n })
 	}
-}
-
-func isMember(cu *chat.ChannelUser) int {
-	if cu != nil && cu.Membership == chat.MembershipMember {
-		return 1
-	}
-	return 0
+	return nil
 }
 
 // isMember reports whether userID is a member of channelID now.
 func (d *data) isMember(channelID, userID string) bool {
-	return isMember(d.members[pair{channelID, userID}]) == 1
+	cu := d.members[pair{channelID, userID}]
+	return cu != nil && cu.Membership == chat.MembershipMember
 }
 
 func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
@@ -138,22 +132,16 @@ func (t *tx) PutChannelUser(_ context.Context, cu *chat.ChannelUser) error {
 		v.ReadToSegment = old.ReadToSegment
 	}
 	put(t, &t.r().members, pair{v.ChannelID, v.UserID}, v)
-	t.addMembers(v.ChannelID, isMember(v)-isMember(old))
 	return nil
 }
 
 func (t *tx) DeleteChannelUser(_ context.Context, channelID, userID string) error {
-	old := t.r().members[pair{channelID, userID}]
 	del(t, t.r().members, pair{channelID, userID})
-	t.addMembers(channelID, -isMember(old))
 	return nil
 }
 
 func (t *tx) DeleteChannelUsers(_ context.Context, channelID string) error {
 	deleteWhere(t, t.r().members, func(cu *chat.ChannelUser) bool { return cu.ChannelID == channelID }, 0)
-	if c, ok := t.r().channels[channelID]; ok {
-		t.addMembers(channelID, -c.MemberCount)
-	}
 	return nil
 }
 
@@ -207,7 +195,7 @@ func (t *tx) mutes(lapsed *time.Time) ([]*chat.Channel, []*chat.ChannelUser) {
 		})
 	cus := sortedValues(t.r().members, func(cu *chat.ChannelUser) bool {
 		c, ok := t.r().channels[cu.ChannelID]
-		return ok && !c.IsClosed && isMember(cu) == 1 && muted(cu.MuteTimeout)
+		return ok && !c.IsClosed && cu.Membership == chat.MembershipMember && muted(cu.MuteTimeout)
 	}, func(a, b *chat.ChannelUser) int {
 		return cmp.Or(a.MuteTimeout.Compare(b.MuteTimeout.Time), cmp.Compare(a.ChannelID, b.ChannelID), cmp.Compare(a.UserID, b.UserID))
 	})
@@ -253,7 +241,6 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 		return err
 	}
 	put(t, &d.messages, v.MessageID, v)
-	set(t, &d.all, append(d.all, v))
 	if i < len(l) {
 		l = slices.Clip(l) // insert into a new array: the undo keeps the old one
 	}
@@ -339,7 +326,8 @@ func (t *tx) SoftDeleteMessages(_ context.Context, channelID, userID string, now
 }
 
 func (t *tx) SoftDeleteUserMessages(_ context.Context, userID string, now time.Time) ([]string, error) {
-	return t.softDeleteAll(t.r().all, func(m *chat.Message) bool { return m.UserID == userID }, now), nil
+	l := sortedValues(t.r().messages, func(m *chat.Message) bool { return m.UserID == userID }, oldestMessage)
+	return t.softDeleteAll(l, func(*chat.Message) bool { return true }, now), nil
 }
 
 func newestMessage(a, b *chat.Message) int {
@@ -351,13 +339,7 @@ func oldestMessage(a, b *chat.Message) int { return newestMessage(b, a) }
 // newestPage returns the messages that keep keeps, newest first, paged
 // with the cursors of a search.
 func (t *tx) newestPage(keep func(*chat.Message) bool, after, before *chat.MessageSearchCursor, limit int) []*chat.Message {
-	var l []*chat.Message
-	for _, m := range t.r().all {
-		if !m.IsDeleted && keep(m) {
-			l = append(l, m)
-		}
-	}
-	slices.SortFunc(l, newestMessage)
+	l := sortedValues(t.r().messages, func(m *chat.Message) bool { return !m.IsDeleted && keep(m) }, newestMessage)
 	at := func(m *chat.Message, c *chat.MessageSearchCursor) int {
 		return newest(m.CreatedAt, chat.NewTime(c.CreatedAt), m.MessageID, c.MessageID)
 	}
@@ -399,14 +381,9 @@ func (t *tx) authorMessages(userID string, after *chat.PurgeCursor, limit int, m
 	if after != nil {
 		cur = &chat.Message{CreatedAt: chat.NewTime(after.CreatedAt), MessageID: after.MessageID}
 	}
-	var found []*chat.Message
-	for _, m := range t.r().all {
-		if m.UserID == userID && (cur == nil || oldestMessage(m, cur) > 0) && match(m) {
-			found = append(found, m)
-		}
-	}
-	slices.SortFunc(found, oldestMessage)
-	return first(found, limit)
+	return first(sortedValues(t.r().messages, func(m *chat.Message) bool {
+		return m.UserID == userID && (cur == nil || oldestMessage(m, cur) > 0) && match(m)
+	}, oldestMessage), limit)
 }
 
 func (t *tx) SoftDeleteBatch(_ context.Context, f chat.PurgeFilter, now time.Time) ([]*chat.Message, error) {
@@ -425,52 +402,31 @@ func (t *tx) UserMessages(_ context.Context, userID string, after *chat.PurgeCur
 	return copies(t.authorMessages(userID, after, limit, func(*chat.Message) bool { return true }), cloneMessage), nil
 }
 
-// reaction returns the user's reaction of name to the message, or nil.
-func (d *data) reaction(userID, messageID, name string) *chat.Reaction {
-	for _, r := range d.reactions {
-		if r.UserID == userID && r.ReferenceID == messageID && r.ReactionName == name {
-			return r
-		}
-	}
-	return nil
-}
-
 func (t *tx) AddReaction(_ context.Context, r *chat.Reaction) (*chat.Reaction, bool, error) {
-	if old := t.r().reaction(r.UserID, r.ReferenceID, r.ReactionName); old != nil {
+	k := [3]string{r.UserID, r.ReferenceID, r.ReactionName}
+	if old, ok := t.r().reactions[k]; ok {
 		return cloneReaction(old), false, nil
 	}
 	if _, ok := t.r().messages[r.ReferenceID]; !ok {
 		return nil, false, notFound("message", r.ReferenceID)
 	}
-	v := cloneReaction(r)
-	if err := insert(t, &t.r().reactions, v.ReactionID, v, "reaction"); err != nil {
-		return nil, false, err
-	}
-	t.countReaction(v.ReferenceID, v.ReactionName, +1)
-	return cloneReaction(v), true, nil
+	put(t, &t.r().reactions, k, cloneReaction(r))
+	return cloneReaction(r), true, nil
 }
 
-// countReaction adds delta to the message's count of name.
-func (t *tx) countReaction(messageID, name string, delta int) {
-	_ = change(t, t.r().messages, messageID, "message", func(v *chat.Message) {
-		v.Reactions = maps.Clone(v.Reactions)
-		if v.Reactions == nil {
-			v.Reactions = map[string]int{}
-		}
-		if v.Reactions[name] += delta; v.Reactions[name] <= 0 {
-			delete(v.Reactions, name)
-		}
-		v.ReactionsCount += delta
+func (t *tx) SetReactionCounts(_ context.Context, m *chat.Message, _ string) error {
+	return change(t, t.r().messages, m.MessageID, "message", func(v *chat.Message) {
+		v.Reactions, v.ReactionsCount = maps.Clone(m.Reactions), m.ReactionsCount
 	})
 }
 
 func (t *tx) RemoveReaction(_ context.Context, userID, messageID, name string) (*chat.Reaction, error) {
-	r := t.r().reaction(userID, messageID, name)
-	if r == nil {
+	k := [3]string{userID, messageID, name}
+	r, ok := t.r().reactions[k]
+	if !ok {
 		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no %q reaction to message %q", userID, name, messageID)
 	}
-	del(t, t.r().reactions, r.ReactionID)
-	t.countReaction(messageID, name, -1)
+	del(t, t.r().reactions, k)
 	return cloneReaction(r), nil
 }
 
@@ -485,13 +441,9 @@ func (t *tx) QueryReactions(_ context.Context, f chat.ReactionFilter) ([]*chat.R
 }
 
 func (t *tx) MostReacted(_ context.Context, name, channelID string, limit int) ([]*chat.Message, error) {
-	var found []*chat.Message
-	for _, m := range t.r().all {
-		if !m.IsDeleted && (channelID == "" || m.ChannelID == channelID) && m.Reactions[name] > 0 {
-			found = append(found, m)
-		}
-	}
-	slices.SortFunc(found, func(a, b *chat.Message) int {
+	found := sortedValues(t.r().messages, func(m *chat.Message) bool {
+		return !m.IsDeleted && (channelID == "" || m.ChannelID == channelID) && m.Reactions[name] > 0
+	}, func(a, b *chat.Message) int {
 		return cmp.Or(cmp.Compare(b.Reactions[name], a.Reactions[name]), newestMessage(a, b))
 	})
 	return copies(first(found, limit), cloneMessage), nil

@@ -40,7 +40,6 @@ type data struct {
 	channels     map[string]*chat.Channel
 	members      map[pair]*chat.ChannelUser // by (channel, user)
 	messages     map[string]*chat.Message
-	all          []*chat.Message            // every message, in creation order
 	chanMsgs     map[string][]*chat.Message // per channel, in channelSegment order
 	users        map[string]*chat.User
 	offlineSince map[string]chat.Time
@@ -49,8 +48,8 @@ type data struct {
 	roles        map[string]*chat.Role
 	rules        map[pair]*chat.Rule // (list, ruleId)
 	rulesVersion int64
-	reactions    map[string]*chat.Reaction // by reaction id
-	flags        map[[3]string]bool        // (kind, target, flagger)
+	reactions    map[[3]string]*chat.Reaction // (user, message, name)
+	flags        map[[3]string]bool           // (kind, target, flagger)
 	admins       map[string]*chat.Admin
 	sessions     map[string]*chat.AdminSession // by id hash
 	webhooks     map[string]*chat.Webhook

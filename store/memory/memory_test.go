@@ -172,7 +172,7 @@ func TestCreateMessagesRolledBack(t *testing.T) {
 		deleted, err = tx.SoftDeleteUserMessages(ctx, "u", at.Time)
 		return err
 	}))
-	require.Equal(t, []string{"m1", "m2", "m3", "m4", "n1", "m5"}, deleted, "the author's messages in creation order")
+	require.Equal(t, []string{"m1", "m2", "m3", "m4", "m5", "n1"}, deleted, "the author's messages oldest first (createdAt, then id)")
 }
 
 // Custom data reads back as exactly the values it was normalized to,

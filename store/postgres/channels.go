@@ -515,40 +515,27 @@ func (t *tx) countPerRelation(ctx context.Context, what, query string, cus []*ch
 	return out, nil
 }
 
-// PutChannelUser inserts or replaces the relation and adjusts memberCount
-// in one statement, under the channel's row lock. The parts of one
-// statement share its snapshot, so old is the relation before the write.
+// PutChannelUser inserts or replaces the relation under the channel's row
+// lock.
 func (t *tx) PutChannelUser(ctx context.Context, cu *chat.ChannelUser) error {
 	if err := t.lockChannel(ctx, cu.ChannelID); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `WITH old AS (
-			SELECT membership FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2
-		), up AS (
-			INSERT INTO {s}channel_users (`+channelUserCols+`) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (channel_id, user_id) DO UPDATE SET membership = EXCLUDED.membership,
-				mute_timeout = EXCLUDED.mute_timeout, created_at = EXCLUDED.created_at,
-				updated_at = EXCLUDED.updated_at
-			RETURNING 1
-		)
-		UPDATE {s}channels SET member_count = member_count + ($3 = 'member')::int
-			- COALESCE((SELECT (membership = 'member')::int FROM old), 0)
-		WHERE channel_id = $1 AND EXISTS (SELECT 1 FROM up)`,
+	_, err := t.exec(ctx, `INSERT INTO {s}channel_users (`+channelUserCols+`) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (channel_id, user_id) DO UPDATE SET membership = EXCLUDED.membership,
+			mute_timeout = EXCLUDED.mute_timeout, created_at = EXCLUDED.created_at,
+			updated_at = EXCLUDED.updated_at`,
 		cu.ChannelID, cu.UserID, cu.Membership, timePtrArg(cu.MuteTimeout), timeArg(cu.CreatedAt), timeArg(cu.UpdatedAt))
 	return err
 }
 
-// DeleteChannelUser removes the relation (if any) and adjusts memberCount
-// in one statement, under the channel's row lock.
+// DeleteChannelUser removes the relation (if any) under the channel's row
+// lock.
 func (t *tx) DeleteChannelUser(ctx context.Context, channelID, userID string) error {
 	if err := t.lockChannel(ctx, channelID); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `WITH del AS (
-			DELETE FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2 RETURNING membership
-		)
-		UPDATE {s}channels SET member_count = member_count - 1
-		WHERE channel_id = $1 AND EXISTS (SELECT 1 FROM del WHERE membership = 'member')`, channelID, userID)
+	_, err := t.exec(ctx, `DELETE FROM {s}channel_users WHERE channel_id = $1 AND user_id = $2`, channelID, userID)
 	return err
 }
 
@@ -556,9 +543,11 @@ func (t *tx) DeleteChannelUsers(ctx context.Context, channelID string) error {
 	if err := t.lockChannel(ctx, channelID); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `WITH del AS (
-			DELETE FROM {s}channel_users WHERE channel_id = $1
-		)
-		UPDATE {s}channels SET member_count = 0 WHERE channel_id = $1 AND member_count <> 0`, channelID)
+	_, err := t.exec(ctx, `DELETE FROM {s}channel_users WHERE channel_id = $1`, channelID)
+	return err
+}
+
+func (t *tx) SetMemberCount(ctx context.Context, channelID string, n int) error {
+	_, err := t.exec(ctx, `UPDATE {s}channels SET member_count = $2 WHERE channel_id = $1`, channelID, n)
 	return err
 }

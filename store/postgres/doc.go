@@ -53,8 +53,9 @@
 // no locks, apart from GetDeviceByToken and ListDevices (device
 // registration) and the claims (SKIP LOCKED) that their documentation
 // names. Relations are locked and written under their channel's row lock,
-// taken first, which keeps memberCount exact and a relation locked as
-// missing missing.
+// taken first, which keeps a relation locked as missing missing; the
+// Service computes memberCount from the channel's row it holds
+// (LockChannel), so concurrent joins count exactly.
 //
 // Nearly every request reads its acting user with GetUser, which does not
 // lock, so that writes by one user (an admin, a bot) do not queue behind

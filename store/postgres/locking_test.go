@@ -69,6 +69,7 @@ func lockFixture(t *testing.T, s chat.Store) {
 		require.NoError(t, tx.CreateUser(ctx, &chat.User{UserID: "u", DisplayName: "U", CreatedAt: at(0), UpdatedAt: at(0)}))
 		require.NoError(t, tx.CreateMessage(ctx, message("m", "c", "u", 1)))
 		require.NoError(t, tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: "u", Membership: chat.MembershipMember, CreatedAt: at(0), UpdatedAt: at(0)}))
+		require.NoError(t, tx.SetMemberCount(ctx, "c", 1))
 		return tx.CreateWebhook(ctx, &chat.Webhook{WebhookID: "w", URL: "https://x", Secret: "s", CreatedAt: at(0), UpdatedAt: at(0)})
 	})
 }
@@ -324,11 +325,24 @@ func TestReadModifyWrite(t *testing.T) {
 	})
 	require.Equal(t, n, runs, "message: each function ran once")
 
+	// join adds a member as the Service does: the new memberCount is
+	// computed from the channel's row held by LockChannel.
+	join := func(tx chat.Tx, cu *chat.ChannelUser) error {
+		c, err := tx.LockChannel(ctx, "c")
+		if err != nil {
+			return err
+		}
+		if err := tx.PutChannelUser(ctx, cu); err != nil {
+			return err
+		}
+		return tx.SetMemberCount(ctx, "c", c.MemberCount+1)
+	}
+
 	// Renames count in metadata while other transactions add members:
 	// the counters that UpdateChannel does not write are kept.
 	runs = run(func(i int, tx chat.Tx) error {
 		if i%2 == 1 {
-			return tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: fmt.Sprintf("m%d", i),
+			return join(tx, &chat.ChannelUser{ChannelID: "c", UserID: fmt.Sprintf("m%d", i),
 				Membership: chat.MembershipMember, CreatedAt: at(0), UpdatedAt: at(0)})
 		}
 		c, err := tx.LockChannel(ctx, "c")
@@ -348,8 +362,8 @@ func TestReadModifyWrite(t *testing.T) {
 		switch {
 		case chat.ErrorCode(err) == chat.CodeNotFound:
 			mute := at(0)
-			cu = &chat.ChannelUser{ChannelID: "c", UserID: "late", Membership: chat.MembershipMember,
-				MuteTimeout: &mute, CreatedAt: at(0), UpdatedAt: at(0)}
+			return join(tx, &chat.ChannelUser{ChannelID: "c", UserID: "late", Membership: chat.MembershipMember,
+				MuteTimeout: &mute, CreatedAt: at(0), UpdatedAt: at(0)})
 		case err != nil:
 			return err
 		default:
@@ -508,4 +522,42 @@ func runGroup(n int, fn func(i int) error) error {
 		}
 	}
 	return nil
+}
+
+// Concurrent reactions on one message through two stores, each counted as
+// the Service counts it (AddMessageReaction on the message held by
+// LockMessage), and then half of them removed: the counters stay exact.
+func TestConcurrentReactionCounts(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	stores := []*postgres.Store{openStore(t, schema), openStore(t, schema)}
+	lockFixture(t, stores[0])
+	ctx := ctxT(t)
+	const n = 16
+	require.NoError(t, runGroup(n, func(i int) error {
+		return stores[i%2].Update(ctx, func(tx chat.Tx) error {
+			_, _, err := react(ctx, tx, &chat.Reaction{ReactionID: fmt.Sprintf("r%d", i), ReferenceID: "m",
+				ReferenceType: "message", ReactionName: []string{"like", "love"}[i%2], UserID: fmt.Sprintf("u%d", i), CreatedAt: at(int64(i))})
+			return err
+		})
+	}))
+	require.NoError(t, runGroup(n/2, func(i int) error {
+		return stores[i%2].Update(ctx, func(tx chat.Tx) error {
+			_, err := unreact(ctx, tx, fmt.Sprintf("u%d", 2*i), "m", "like")
+			return err
+		})
+	}))
+	view(t, stores[1], func(tx chat.Tx) error {
+		m, err := tx.GetMessage(ctx, "m")
+		require.NoError(t, err)
+		require.Equal(t, map[string]int{"love": n / 2}, m.Reactions)
+		require.Equal(t, n/2, m.ReactionsCount)
+		top, err := tx.MostReacted(ctx, "love", "c", 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{"m"}, msgIDs(top))
+		top, err = tx.MostReacted(ctx, "like", "c", 10)
+		require.NoError(t, err)
+		require.Empty(t, top, "the like count went back to 0")
+		return nil
+	})
 }

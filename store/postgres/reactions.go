@@ -40,9 +40,8 @@ func (t *tx) existingReaction(ctx context.Context, userID, messageID, name strin
 		WHERE user_id = $1 AND message_id = $2 AND name = $3`, userID, messageID, name)
 }
 
-// AddReaction inserts the reaction and, in the same statement, bumps the
-// message's reactions map and reactionsCount and the per-name count that
-// MostReacted reads. The message row lock orders concurrent reactions.
+// AddReaction inserts the reaction when the message exists, in one
+// statement.
 func (t *tx) AddReaction(ctx context.Context, r *chat.Reaction) (*chat.Reaction, bool, error) {
 	if old, err := t.existingReaction(ctx, r.UserID, r.ReferenceID, r.ReactionName); err != nil || len(old) > 0 {
 		if err != nil {
@@ -52,22 +51,12 @@ func (t *tx) AddReaction(ctx context.Context, r *chat.Reaction) (*chat.Reaction,
 	}
 	var inserted, msgFound int64
 	err := t.queryRow(ctx, `WITH msg AS (
-			SELECT message_id, channel_id, created_at FROM {s}messages WHERE message_id = $2
+			SELECT message_id FROM {s}messages WHERE message_id = $2
 		), ins AS (
 			INSERT INTO {s}reactions (`+reactionCols+`)
 			SELECT $1, $2, $3, $4, $5, $6 FROM msg
 			ON CONFLICT (user_id, message_id, name) DO NOTHING
-			RETURNING message_id, name
-		), cnt AS (
-			INSERT INTO {s}reaction_counts (message_id, name, channel_id, created_at, count)
-			SELECT msg.message_id, ins.name, msg.channel_id, msg.created_at, 1 FROM ins JOIN msg USING (message_id)
-			ON CONFLICT (message_id, name) DO UPDATE SET count = {s}reaction_counts.count + 1
-		), up AS (
-			UPDATE {s}messages m SET
-				reactions = jsonb_set(COALESCE(m.reactions, '{}'), ARRAY[ins.name],
-					to_jsonb(COALESCE((m.reactions ->> ins.name)::int, 0) + 1)),
-				reactions_count = m.reactions_count + 1
-			FROM ins WHERE m.message_id = ins.message_id
+			RETURNING 1
 		)
 		SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM msg)`,
 		[]any{r.ReactionID, r.ReferenceID, r.ReferenceType, r.ReactionName, r.UserID, timeArg(r.CreatedAt)},
@@ -95,21 +84,8 @@ func (t *tx) AddReaction(ctx context.Context, r *chat.Reaction) (*chat.Reaction,
 }
 
 func (t *tx) RemoveReaction(ctx context.Context, userID, messageID, name string) (*chat.Reaction, error) {
-	rs, err := t.reactions(ctx, `WITH del AS (
-			DELETE FROM {s}reactions WHERE user_id = $1 AND message_id = $2 AND name = $3
-			RETURNING `+reactionCols+`
-		), cnt AS (
-			UPDATE {s}reaction_counts c SET count = c.count - 1
-			FROM del WHERE c.message_id = del.message_id AND c.name = del.name
-		), up AS (
-			UPDATE {s}messages m SET
-				reactions = CASE WHEN COALESCE((m.reactions ->> del.name)::int, 0) <= 1
-					THEN COALESCE(m.reactions, '{}') - del.name
-					ELSE jsonb_set(m.reactions, ARRAY[del.name], to_jsonb((m.reactions ->> del.name)::int - 1)) END,
-				reactions_count = m.reactions_count - 1
-			FROM del WHERE m.message_id = del.message_id
-		)
-		SELECT `+reactionCols+` FROM del`, userID, messageID, name)
+	rs, err := t.reactions(ctx, `DELETE FROM {s}reactions WHERE user_id = $1 AND message_id = $2 AND name = $3
+		RETURNING `+reactionCols, userID, messageID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +93,18 @@ func (t *tx) RemoveReaction(ctx context.Context, userID, messageID, name string)
 		return nil, chat.Errorf(chat.CodeNotFound, "user %q has no %q reaction to message %q", userID, name, messageID)
 	}
 	return rs[0], nil
+}
+
+// SetReactionCounts writes the message's map and total and the count of
+// name that MostReacted reads, in one statement.
+func (t *tx) SetReactionCounts(ctx context.Context, m *chat.Message, name string) error {
+	_, err := t.exec(ctx, `WITH up AS (
+			UPDATE {s}messages SET reactions = $2, reactions_count = $3 WHERE message_id = $1
+		)
+		INSERT INTO {s}reaction_counts (message_id, name, channel_id, created_at, count) VALUES ($1, $4, $5, $6, $7)
+		ON CONFLICT (message_id, name) DO UPDATE SET count = EXCLUDED.count`,
+		m.MessageID, countsArg(m.Reactions), m.ReactionsCount, name, m.ChannelID, timeArg(m.CreatedAt), m.Reactions[name])
+	return err
 }
 
 func (t *tx) QueryReactions(ctx context.Context, f chat.ReactionFilter) ([]*chat.Reaction, error) {

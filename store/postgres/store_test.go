@@ -173,12 +173,9 @@ func TestMembersAndSegments(t *testing.T) {
 	put("b", chat.MembershipMember)
 	put("b", chat.MembershipMember)
 	put("x", chat.MembershipBanned)
-	require.Equal(t, 2, count())
 	put("a", chat.MembershipBanned)
-	require.Equal(t, 1, count())
 	update(t, s, func(tx chat.Tx) error { return tx.DeleteChannelUser(ctx, "c", "b") })
 	update(t, s, func(tx chat.Tx) error { return tx.DeleteChannelUser(ctx, "c", "nobody") })
-	require.Equal(t, 0, count())
 	put("b", chat.MembershipMember)
 	view(t, s, func(tx chat.Tx) error {
 		cus, err := tx.GetChannelUsers(ctx, "c", nil)
@@ -194,14 +191,22 @@ func TestMembersAndSegments(t *testing.T) {
 		return nil
 	})
 	update(t, s, func(tx chat.Tx) error { return tx.DeleteChannelUsers(ctx, "c") })
-	require.Equal(t, 0, count())
+	require.Equal(t, 0, count(), "relation writes leave memberCount alone")
 
-	// Concurrent joins keep memberCount exact.
+	// Concurrent joins, each writing the count it read from the channel's
+	// row held by LockChannel (as the Service does), keep memberCount exact.
 	errs := make(chan error, 20)
 	for i := 0; i < 20; i++ {
 		go func() {
 			errs <- s.Update(ctx, func(tx chat.Tx) error {
-				return tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: fmt.Sprintf("u%02d", i), Membership: chat.MembershipMember, CreatedAt: at(0), UpdatedAt: at(0)})
+				c, err := tx.LockChannel(ctx, "c")
+				if err != nil {
+					return err
+				}
+				if err := tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: "c", UserID: fmt.Sprintf("u%02d", i), Membership: chat.MembershipMember, CreatedAt: at(0), UpdatedAt: at(0)}); err != nil {
+					return err
+				}
+				return tx.SetMemberCount(ctx, "c", c.MemberCount+1)
 			})
 		}()
 	}
@@ -337,7 +342,7 @@ func TestReactions(t *testing.T) {
 			require.NoError(t, tx.CreateMessage(ctx, message(fmt.Sprintf("m%d", i), "c", "u", i)))
 		}
 		add := func(id, msg, user, name string, ms int64) bool {
-			r, ok, err := tx.AddReaction(ctx, &chat.Reaction{ReactionID: id, ReferenceID: msg, ReferenceType: "message", ReactionName: name, UserID: user, CreatedAt: at(ms)})
+			r, ok, err := react(ctx, tx, &chat.Reaction{ReactionID: id, ReferenceID: msg, ReferenceType: "message", ReactionName: name, UserID: user, CreatedAt: at(ms)})
 			require.NoError(t, err)
 			require.NotNil(t, r)
 			return ok
@@ -349,7 +354,7 @@ func TestReactions(t *testing.T) {
 		require.True(t, add("r5", "m3", "a", "like", 5))
 		require.True(t, add("r6", "m3", "b", "like", 6))
 		require.False(t, add("r7", "m1", "a", "like", 7))
-		_, _, err := tx.AddReaction(ctx, &chat.Reaction{ReactionID: "r8", ReferenceID: "missing", ReactionName: "x", UserID: "a"})
+		_, _, err := react(ctx, tx, &chat.Reaction{ReactionID: "r8", ReferenceID: "missing", ReactionName: "x", UserID: "a"})
 		require.Equal(t, chat.CodeNotFound, chat.ErrorCode(err))
 		return nil
 	})
@@ -370,14 +375,14 @@ func TestReactions(t *testing.T) {
 		return nil
 	})
 	update(t, s, func(tx chat.Tx) error {
-		r, err := tx.RemoveReaction(ctx, "a", "m1", "love")
+		r, err := unreact(ctx, tx, "a", "m1", "love")
 		require.NoError(t, err)
 		require.Equal(t, "r4", r.ReactionID)
-		_, err = tx.RemoveReaction(ctx, "a", "m1", "love")
+		_, err = unreact(ctx, tx, "a", "m1", "love")
 		require.Equal(t, chat.CodeNotFound, chat.ErrorCode(err))
-		_, err = tx.RemoveReaction(ctx, "a", "m3", "like")
+		_, err = unreact(ctx, tx, "a", "m3", "like")
 		require.NoError(t, err)
-		_, err = tx.RemoveReaction(ctx, "b", "m3", "like")
+		_, err = unreact(ctx, tx, "b", "m3", "like")
 		return err
 	})
 	view(t, s, func(tx chat.Tx) error {
@@ -647,4 +652,22 @@ func TestWatchOutboxAcrossStores(t *testing.T) {
 	require.NoError(t, a.Close(), "Close is idempotent")
 	_, err = a.WatchOutbox(ctx)
 	require.Error(t, err)
+}
+
+// react and unreact change reactions as the Service does (see
+// chat.AddMessageReaction).
+func react(ctx context.Context, tx chat.Tx, r *chat.Reaction) (*chat.Reaction, bool, error) {
+	m, err := tx.LockMessage(ctx, r.ReferenceID)
+	if err != nil {
+		return nil, false, err
+	}
+	return chat.AddMessageReaction(ctx, tx, m, r)
+}
+
+func unreact(ctx context.Context, tx chat.Tx, userID, messageID, name string) (*chat.Reaction, error) {
+	m, err := tx.LockMessage(ctx, messageID)
+	if err != nil {
+		return nil, err
+	}
+	return chat.RemoveMessageReaction(ctx, tx, m, userID, name)
 }

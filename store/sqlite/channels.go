@@ -268,55 +268,24 @@ func (t *tx) ListMemberships(ctx context.Context, userID string, channelIDs []st
 		" FROM channel_users WHERE user_id = "+textParam+" AND channel_id IN "+inIDs+" ORDER BY channel_id", userID, jsonIDs(channelIDs))
 }
 
-// membershipDelta returns how memberCount changes when a relation goes
-// from old to new membership ("" = no relation).
-func membershipDelta(old, new chat.Membership) int {
-	d := 0
-	if old == chat.MembershipMember {
-		d--
-	}
-	if new == chat.MembershipMember {
-		d++
-	}
-	return d
-}
-
-func (t *tx) oldMembership(ctx context.Context, channelID, userID string) (chat.Membership, error) {
-	var old chat.Membership
-	err := t.row(ctx, "SELECT membership FROM channel_users WHERE channel_id = ? AND user_id = ?",
-		[]any{channelID, userID}, &old)
-	if chat.ErrorCode(err) == chat.CodeNotFound {
-		return "", nil
-	}
-	return old, err
-}
-
-func (t *tx) addMemberCount(ctx context.Context, channelID string, d int) error {
-	if d == 0 {
-		return nil
-	}
-	_, err := t.exec(ctx, "UPDATE channels SET member_count = member_count + ? WHERE channel_id = ?", d, channelID)
+// SetMemberCount implements chat.ChannelStore.
+func (t *tx) SetMemberCount(ctx context.Context, channelID string, n int) error {
+	_, err := t.exec(ctx, "UPDATE channels SET member_count = ? WHERE channel_id = ?", n, channelID)
 	return err
 }
 
 // PutChannelUser implements chat.ChannelStore.
 func (t *tx) PutChannelUser(ctx context.Context, cu *chat.ChannelUser) error {
-	old, err := t.oldMembership(ctx, cu.ChannelID, cu.UserID)
-	if err != nil {
-		return err
-	}
 	// channel_created_at: the channel's sort key, for channel_users_member_idx.
-	if _, err := t.exec(ctx, `INSERT INTO channel_users (`+channelUserCols+`, channel_created_at)
+	_, err := t.exec(ctx, `INSERT INTO channel_users (`+channelUserCols+`, channel_created_at)
 	VALUES (?,?,?,?,?,?,?, (SELECT created_at FROM channels WHERE channel_id = ?))
 	ON CONFLICT (channel_id, user_id) DO UPDATE SET membership = excluded.membership,
 	is_muted = excluded.is_muted, mute_timeout = excluded.mute_timeout,
 	created_at = excluded.created_at, updated_at = excluded.updated_at,
 	channel_created_at = excluded.channel_created_at`,
 		cu.ChannelID, cu.UserID, cu.Membership, cu.IsMuted, msp(cu.MuteTimeout), ms(cu.CreatedAt), ms(cu.UpdatedAt),
-		cu.ChannelID); err != nil {
-		return err
-	}
-	return t.addMemberCount(ctx, cu.ChannelID, membershipDelta(old, cu.Membership))
+		cu.ChannelID)
+	return err
 }
 
 // MarkRead implements chat.ChannelStore.
@@ -390,23 +359,12 @@ func perRelation[T any](t *tx, ctx context.Context, what, query string, cus []*c
 
 // DeleteChannelUser implements chat.ChannelStore.
 func (t *tx) DeleteChannelUser(ctx context.Context, channelID, userID string) error {
-	var old chat.Membership
-	err := t.row(ctx, "DELETE FROM channel_users WHERE channel_id = ? AND user_id = ? RETURNING membership",
-		[]any{channelID, userID}, &old)
-	if chat.ErrorCode(err) == chat.CodeNotFound {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return t.addMemberCount(ctx, channelID, membershipDelta(old, ""))
+	_, err := t.exec(ctx, "DELETE FROM channel_users WHERE channel_id = ? AND user_id = ?", channelID, userID)
+	return err
 }
 
 // DeleteChannelUsers implements chat.ChannelStore.
 func (t *tx) DeleteChannelUsers(ctx context.Context, channelID string) error {
-	if _, err := t.exec(ctx, "DELETE FROM channel_users WHERE channel_id = ?", channelID); err != nil {
-		return err
-	}
-	_, err := t.exec(ctx, "UPDATE channels SET member_count = 0 WHERE channel_id = ?", channelID)
+	_, err := t.exec(ctx, "DELETE FROM channel_users WHERE channel_id = ?", channelID)
 	return err
 }

@@ -40,56 +40,28 @@ func (t *tx) AddReaction(ctx context.Context, r *chat.Reaction) (*chat.Reaction,
 		r.ReactionID, r.ReferenceID, r.ReferenceType, r.ReactionName, r.UserID, ms(r.CreatedAt)); err != nil {
 		return nil, false, asConflict(err, "reaction", r.ReactionID)
 	}
-	if err := t.countReaction(ctx, r.ReferenceID, r.ReactionName, +1); err != nil {
-		return nil, false, err
-	}
 	out := *r
 	out.CreatedAt = chat.NewTime(r.CreatedAt.Time)
 	return &out, true, nil
 }
 
-// countReaction adds d to the count of one reaction name on a message: in
-// the message's reactions map and reactionsCount, and in reaction_counts.
-// A message that does not exist is left alone.
-func (t *tx) countReaction(ctx context.Context, messageID, name string, d int) error {
-	var raw string
-	var channelID string
-	var created int64
-	err := t.row(ctx, "SELECT reactions, channel_id, created_at FROM messages WHERE message_id = ?",
-		[]any{messageID}, &raw, &channelID, &created)
-	if chat.ErrorCode(err) == chat.CodeNotFound {
-		return nil
-	}
+// SetReactionCounts implements chat.ReactionStore: the message's map and
+// total, and the count of name in reaction_counts (deleted at 0).
+func (t *tx) SetReactionCounts(ctx context.Context, m *chat.Message, name string) error {
+	js, err := jsonText(m.Reactions)
 	if err != nil {
 		return err
 	}
-	var counts map[string]int
-	if err := fromJSON(raw, &counts); err != nil {
+	if _, err := t.exec(ctx, "UPDATE messages SET reactions = ?, reactions_count = ? WHERE message_id = ?",
+		js, m.ReactionsCount, m.MessageID); err != nil {
 		return err
 	}
-	if counts == nil {
-		counts = map[string]int{}
-	}
-	c := counts[name] + d
-	if c > 0 {
-		counts[name] = c
-	} else {
-		delete(counts, name)
-	}
-	js, err := jsonText(counts)
-	if err != nil {
-		return err
-	}
-	if _, err := t.exec(ctx, "UPDATE messages SET reactions = ?, reactions_count = reactions_count + ? WHERE message_id = ?",
-		js, d, messageID); err != nil {
-		return err
-	}
-	if c > 0 {
+	if c := m.Reactions[name]; c > 0 {
 		_, err = t.exec(ctx, `INSERT INTO reaction_counts (message_id, name, channel_id, created_at, count)
 	VALUES (?,?,?,?,?) ON CONFLICT (message_id, name) DO UPDATE SET count = excluded.count`,
-			messageID, name, channelID, created, c)
+			m.MessageID, name, m.ChannelID, ms(m.CreatedAt), c)
 	} else {
-		_, err = t.exec(ctx, "DELETE FROM reaction_counts WHERE message_id = ? AND name = ?", messageID, name)
+		_, err = t.exec(ctx, "DELETE FROM reaction_counts WHERE message_id = ? AND name = ?", m.MessageID, name)
 	}
 	return err
 }
@@ -103,9 +75,6 @@ func (t *tx) RemoveReaction(ctx context.Context, userID, messageID, name string)
 	}
 	if len(rs) == 0 {
 		return nil, notFound("reaction", name)
-	}
-	if err := t.countReaction(ctx, messageID, name, -1); err != nil {
-		return nil, err
 	}
 	return rs[0], nil
 }

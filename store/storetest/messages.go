@@ -103,7 +103,7 @@ func testMessageUpdate(t *testing.T, e *env) {
 	comment.ParentID = "msg-1"
 	e.createMessages(parent, comment)
 	write(e, func(tx chat.Tx) (bool, error) {
-		_, ok, err := tx.AddReaction(e.ctx, &chat.Reaction{ReactionID: "r1", ReferenceID: "msg-1", ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: "u", CreatedAt: at(3)})
+		_, ok, err := react(e.ctx, tx, &chat.Reaction{ReactionID: "r1", ReferenceID: "msg-1", ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: "u", CreatedAt: at(3)})
 		return ok, err
 	})
 
@@ -420,7 +420,7 @@ func testMessageIsolation(t *testing.T, e *env) {
 	m := fullMessage()
 	e.createMessages(m)
 	e.update(func(tx chat.Tx) error {
-		_, _, err := tx.AddReaction(e.ctx, &chat.Reaction{ReactionID: "r", ReferenceID: "msg-1", ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: "u", CreatedAt: at(1)})
+		_, _, err := react(e.ctx, tx, &chat.Reaction{ReactionID: "r", ReferenceID: "msg-1", ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: "u", CreatedAt: at(1)})
 		return err
 	})
 	want := fullMessage()

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 var reactionCases = []tcase{
 	{"AddIdempotent", testAddReactionIdempotent},
 	{"Counters", testReactionCounters},
+	{"SetCounts", testSetReactionCounts},
 	{"RemoveNotFound", testRemoveReactionNotFound},
 	{"Query", testQueryReactions},
 	{"QueryPagingConcurrentInserts", testReactionPagingConcurrent},
@@ -27,7 +29,7 @@ func (e *env) react(rs ...*chat.Reaction) {
 	e.t.Helper()
 	e.update(func(tx chat.Tx) error {
 		for _, r := range rs {
-			if _, _, err := tx.AddReaction(e.ctx, r); err != nil {
+			if _, _, err := react(e.ctx, tx, r); err != nil {
 				return err
 			}
 		}
@@ -45,7 +47,7 @@ func testAddReactionIdempotent(t *testing.T, e *env) {
 	add := func(r *chat.Reaction) res {
 		t.Helper()
 		return write(e, func(tx chat.Tx) (res, error) {
-			got, ok, err := tx.AddReaction(e.ctx, r)
+			got, ok, err := react(e.ctx, tx, r)
 			return res{got, ok}, err
 		})
 	}
@@ -70,11 +72,11 @@ func testAddReactionIdempotent(t *testing.T, e *env) {
 	require.True(t, add(reaction("r4", "m1", "like", "u2", 3)).ok)
 	// Twice in one transaction.
 	both := write(e, func(tx chat.Tx) ([2]bool, error) {
-		_, a, err := tx.AddReaction(e.ctx, reaction("r5", "m1", "wow", "u1", 4))
+		_, a, err := react(e.ctx, tx, reaction("r5", "m1", "wow", "u1", 4))
 		if err != nil {
 			return [2]bool{}, err
 		}
-		_, b, err := tx.AddReaction(e.ctx, reaction("r6", "m1", "wow", "u1", 4))
+		_, b, err := react(e.ctx, tx, reaction("r6", "m1", "wow", "u1", 4))
 		return [2]bool{a, b}, err
 	})
 	require.Equal(t, [2]bool{true, false}, both)
@@ -101,13 +103,13 @@ func testReactionCounters(t *testing.T, e *env) {
 	require.Equal(t, map[string]int{"like": 2, "love": 1}, r)
 	require.Equal(t, 3, n)
 
-	removed := write(e, func(tx chat.Tx) (*chat.Reaction, error) { return tx.RemoveReaction(e.ctx, "u1", "m1", "like") })
+	removed := write(e, func(tx chat.Tx) (*chat.Reaction, error) { return unreact(e.ctx, tx, "u1", "m1", "like") })
 	require.Equal(t, cReaction(t, reaction("a", "m1", "like", "u1", 1)), cReaction(t, removed), "returns the removed reaction")
 	r, n = counts("m1")
 	require.Equal(t, map[string]int{"like": 1, "love": 1}, r)
 	require.Equal(t, 2, n)
 
-	write(e, func(tx chat.Tx) (*chat.Reaction, error) { return tx.RemoveReaction(e.ctx, "u2", "m1", "like") })
+	write(e, func(tx chat.Tx) (*chat.Reaction, error) { return unreact(e.ctx, tx, "u2", "m1", "like") })
 	r, n = counts("m1")
 	require.Equal(t, map[string]int{"love": 1}, r, "a name whose count reaches 0 is gone (or 0)")
 	require.Equal(t, 1, n)
@@ -128,10 +130,10 @@ func testReactionCounters(t *testing.T, e *env) {
 
 	// Add and remove in one transaction.
 	e.update(func(tx chat.Tx) error {
-		if _, _, err := tx.AddReaction(e.ctx, reaction("f", "m2", "wow", "u5", 10)); err != nil {
+		if _, _, err := react(e.ctx, tx, reaction("f", "m2", "wow", "u5", 10)); err != nil {
 			return err
 		}
-		_, err := tx.RemoveReaction(e.ctx, "u1", "m2", "like")
+		_, err := unreact(e.ctx, tx, "u1", "m2", "like")
 		return err
 	})
 	r, n = counts("m2")
@@ -144,7 +146,7 @@ func testRemoveReactionNotFound(t *testing.T, e *env) {
 	e.createMessages(newMessage("m1", "c", "u", 1))
 	e.react(reaction("a", "m1", "like", "u1", 1))
 	remove := func(user, msg, name string) error {
-		return e.s.Update(e.ctx, func(tx chat.Tx) error { _, err := tx.RemoveReaction(e.ctx, user, msg, name); return err })
+		return e.s.Update(e.ctx, func(tx chat.Tx) error { _, err := unreact(e.ctx, tx, user, msg, name); return err })
 	}
 	requireNotFound(t, remove("u2", "m1", "like"), "other user")
 	requireNotFound(t, remove("u1", "m1", "love"), "other name")
@@ -263,7 +265,7 @@ func testReactionPagingConcurrent(t *testing.T, e *env) {
 		for i := 0; i < n; i++ {
 			id := fmt.Sprintf("new%02d", i)
 			if err := e.s.Update(e.ctx, func(tx chat.Tx) error {
-				_, _, err := tx.AddReaction(e.ctx, reaction(id, "m", "like", "u"+id, int64(1000+i)))
+				_, _, err := react(e.ctx, tx, reaction(id, "m", "like", "u"+id, int64(1000+i)))
 				return err
 			}); err != nil {
 				insertErr = err
@@ -325,7 +327,7 @@ func testMostReacted(t *testing.T, e *env) {
 	like("m9", "love", 9) // other names do not count
 	e.react(rs...)
 	e.update(func(tx chat.Tx) error {
-		if _, err := tx.RemoveReaction(e.ctx, "u0", "m8", "like"); err != nil {
+		if _, err := unreact(e.ctx, tx, "u0", "m8", "like"); err != nil {
 			return err
 		}
 		m, err := tx.GetMessage(e.ctx, "m6")
@@ -353,4 +355,71 @@ func testMostReacted(t *testing.T, e *env) {
 	require.Len(t, got, 1)
 	require.Equal(t, map[string]int{"like": 3}, creacts(got[0].Reactions), "messages carry their counters")
 	require.Equal(t, 3, got[0].ReactionsCount)
+}
+
+// react and unreact change reactions as the Service does: the message
+// held with LockMessage, its counters computed by AddMessageReaction and
+// RemoveMessageReaction.
+func react(ctx context.Context, tx chat.Tx, r *chat.Reaction) (*chat.Reaction, bool, error) {
+	m, err := tx.LockMessage(ctx, r.ReferenceID)
+	if err != nil {
+		return nil, false, err
+	}
+	return chat.AddMessageReaction(ctx, tx, m, r)
+}
+
+func unreact(ctx context.Context, tx chat.Tx, userID, messageID, name string) (*chat.Reaction, error) {
+	m, err := tx.LockMessage(ctx, messageID)
+	if err != nil {
+		return nil, err
+	}
+	return chat.RemoveMessageReaction(ctx, tx, m, userID, name)
+}
+
+// The counters are the caller's to compute: AddReaction and RemoveReaction
+// leave them alone, SetReactionCounts writes what it is given, and
+// MostReacted orders by the written count.
+func testSetReactionCounts(t *testing.T, e *env) {
+	e.createChannels(newChannel("c", at(0)))
+	e.createMessages(newMessage("m1", "c", "u", 1), newMessage("m2", "c", "u", 2))
+	e.update(func(tx chat.Tx) error {
+		_, ok, err := tx.AddReaction(e.ctx, reaction("a", "m1", "like", "u1", 1))
+		require.True(t, ok)
+		return err
+	})
+	m := e.message("m1")
+	require.Empty(t, creacts(m.Reactions), "AddReaction does not count")
+	require.Zero(t, m.ReactionsCount)
+	most := func() []string {
+		t.Helper()
+		return messageIDs(read(e, func(tx chat.Tx) ([]*chat.Message, error) { return tx.MostReacted(e.ctx, "like", "", 10) }))
+	}
+	require.Empty(t, most())
+
+	set := func(id string, counts map[string]int, total int, name string) {
+		t.Helper()
+		e.update(func(tx chat.Tx) error {
+			m, err := tx.LockMessage(e.ctx, id)
+			if err != nil {
+				return err
+			}
+			m.Reactions, m.ReactionsCount = counts, total
+			return tx.SetReactionCounts(e.ctx, m, name)
+		})
+	}
+	set("m1", map[string]int{"like": 5, "wow": 2}, 9, "like")
+	set("m2", map[string]int{"like": 7}, 7, "like")
+	m = e.message("m1")
+	require.Equal(t, map[string]int{"like": 5, "wow": 2}, creacts(m.Reactions))
+	require.Equal(t, 9, m.ReactionsCount, "the total is written as given")
+	require.Equal(t, []string{"m2", "m1"}, most())
+	set("m2", map[string]int{}, 0, "like")
+	require.Equal(t, []string{"m1"}, most(), "a count of 0 leaves MostReacted")
+	require.Empty(t, creacts(e.message("m2").Reactions))
+
+	e.update(func(tx chat.Tx) error {
+		_, err := tx.RemoveReaction(e.ctx, "u1", "m1", "like")
+		return err
+	})
+	require.Equal(t, 9, e.message("m1").ReactionsCount, "RemoveReaction does not count")
 }

@@ -26,6 +26,7 @@ func testReadYourWrites(t *testing.T, e *env) {
 		require.NoError(t, err)
 		require.NoError(t, tx.CreateMessage(ctx, newMessage("m1", "c", "u", c.MessageCount)))
 		require.NoError(t, tx.PutChannelUser(ctx, member("c", "u", chat.MembershipMember)))
+		require.NoError(t, tx.SetMemberCount(ctx, "c", 1))
 		got, err := tx.GetChannel(ctx, "c")
 		require.NoError(t, err)
 		require.EqualValues(t, 1, got.MessageCount)
@@ -74,7 +75,10 @@ func testErrorRollsBack(t *testing.T, e *env) {
 		if err := tx.PutChannelUser(ctx, member("c", "u", chat.MembershipMember)); err != nil {
 			return err
 		}
-		if _, _, err := tx.AddReaction(ctx, &chat.Reaction{ReactionID: "r", ReferenceID: "m1", ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: "u", CreatedAt: at(9)}); err != nil {
+		if err := tx.SetMemberCount(ctx, "c", 1); err != nil {
+			return err
+		}
+		if _, _, err := react(ctx, tx, &chat.Reaction{ReactionID: "r", ReferenceID: "m1", ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: "u", CreatedAt: at(9)}); err != nil {
 			return err
 		}
 		u := newUser("u", "Renamed")
