@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"sort"
 	"strings"
 	"time"
@@ -134,15 +135,35 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 
 // ClaimDeliveries implements chat.OutboxStore. SQLite has one writer at a
 // time (the claim runs in the IMMEDIATE write transaction), so a claimed
-// row cannot be claimed again until its lease expires.
-func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*chat.Delivery, error) {
+// row cannot be claimed again until its lease expires. With a quota, the
+// due rows are numbered per webhook in order and those past the webhook's
+// free slots are passed over.
+func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, quota chat.DeliveryQuota) ([]*chat.Delivery, error) {
 	n := ms(chat.NewTime(now))
 	until := ms(chat.NewTime(now.Add(lease)))
-	ds, err := list(t, ctx, scanDelivery, `UPDATE deliveries SET lease_owner = ?, lease_until = ?
+	var ds []*chat.Delivery
+	var err error
+	if quota.PerWebhook <= 0 {
+		ds, err = list(t, ctx, scanDelivery, `UPDATE deliveries SET lease_owner = ?, lease_until = ?
 	WHERE rowid IN (SELECT rowid FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
-		AND (lease_until IS NULL OR lease_until <= ?) AND webhook_id NOT IN `+inIDs+`
+		AND (lease_until IS NULL OR lease_until <= ?)
 		ORDER BY next_attempt_at, request_id LIMIT ?+0)
-	RETURNING `+deliveryCols, owner, until, n, n, jsonIDs(skipWebhooks), limitArg(limit))
+	RETURNING `+deliveryCols, owner, until, n, n, limitArg(limit))
+	} else {
+		busy, jerr := json.Marshal(quota.Busy)
+		if jerr != nil {
+			return nil, jerr
+		}
+		ds, err = list(t, ctx, scanDelivery, `UPDATE deliveries SET lease_owner = ?, lease_until = ?
+	WHERE rowid IN (SELECT r.rowid FROM (
+			SELECT rowid, next_attempt_at, request_id, webhook_id,
+				row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, request_id) AS k
+			FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
+				AND (lease_until IS NULL OR lease_until <= ?)) r
+		WHERE r.k <= ? - coalesce((SELECT b.value FROM json_each(?) b WHERE b.key = r.webhook_id), 0)
+		ORDER BY r.next_attempt_at, r.request_id LIMIT ?+0)
+	RETURNING `+deliveryCols, owner, until, n, n, quota.PerWebhook, string(busy), limitArg(limit))
+	}
 	if err != nil {
 		return nil, err
 	}
