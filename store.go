@@ -587,9 +587,12 @@ type OutboxStore interface {
 	// nextAttemptAt <= now and whose lease is absent or expired, ordered by
 	// nextAttemptAt, setting leaseOwner = owner and leaseUntil = now + lease.
 	// It takes at most quota.Free(id) deliveries of webhook id, the
-	// earliest ones; the others stay due and unleased, and the limit is
-	// filled from the other webhooks. Two concurrent claims never return
-	// the same delivery while its lease lasts (Postgres: FOR UPDATE SKIP
+	// earliest ones; the others stay due, unleased and unchanged. Those of
+	// webhooks without a free slot are passed over and the limit filled
+	// from the others; a webhook whose free slots run out within the
+	// claim may leave it with fewer than limit while more are due (the
+	// next claim passes it over). Two concurrent claims never return the
+	// same delivery while its lease lasts (Postgres: FOR UPDATE SKIP
 	// LOCKED).
 	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, quota DeliveryQuota) ([]*Delivery, error)
 	// FinishDelivery records an attempt and moves the delivery to state

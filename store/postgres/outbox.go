@@ -272,33 +272,38 @@ func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, l
 		RETURNING `+prefixCols("d.", deliveryCols), owner, until, n, lim)
 		return sortDeliveries(ds), err
 	}
-	ids := pq.StringArray{}
-	busy := pq.Int64Array{}
-	for id, b := range quota.Busy {
-		ids, busy = append(ids, id), append(busy, int64(b))
+	full := pq.StringArray{} // never NULL: "<> ALL(NULL)" would match nothing
+	ids, busy := pq.StringArray{}, pq.Int64Array{}
+	for id := range quota.Busy {
+		if quota.Free(id) == 0 {
+			full = append(full, id)
+		} else {
+			ids, busy = append(ids, id), append(busy, int64(quota.Busy[id]))
+		}
 	}
-	// Window functions cannot take row locks: the inner query numbers
-	// the due rows per webhook and keeps those within the webhook's free
-	// slots; the outer one locks them, re-checking each row as it locks
-	// it, so a row leased meanwhile by another claimer is passed over.
+	// The first limit due deliveries of webhooks with a free slot are
+	// locked as without a quota; window functions cannot take row locks,
+	// so the next step numbers the locked rows per webhook and leases
+	// those within the webhook's free slots. The others are left as they
+	// were (their locks end with the transaction).
 	ds, err := t.deliveries(ctx, `WITH c AS MATERIALIZED (
-			SELECT d.request_id FROM {s}deliveries d
-			WHERE d.request_id IN (
-				SELECT r.request_id FROM (
-					SELECT request_id, webhook_id,
-						row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, request_id) AS k
-					FROM {s}deliveries
-					WHERE state = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-				) r LEFT JOIN unnest($5::text[], $6::bigint[]) AS b(w, n) ON b.w = r.webhook_id
-				WHERE r.k <= $7 - coalesce(b.n, 0))
-			AND d.state = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until <= $3)
-			ORDER BY d.next_attempt_at, d.request_id
+			SELECT request_id, webhook_id, next_attempt_at FROM {s}deliveries
+			WHERE state = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+				AND webhook_id <> ALL($5::text[])
+			ORDER BY next_attempt_at, request_id
 			LIMIT $4
-			FOR UPDATE OF d SKIP LOCKED
+			FOR UPDATE SKIP LOCKED
+		), q AS (
+			SELECT r.request_id FROM (
+				SELECT request_id, webhook_id,
+					row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, request_id) AS k
+				FROM c
+			) r LEFT JOIN unnest($6::text[], $7::bigint[]) AS b(w, n) ON b.w = r.webhook_id
+			WHERE r.k <= $8 - coalesce(b.n, 0)
 		)
 		UPDATE {s}deliveries d SET lease_owner = $1, lease_until = $2
-		FROM c WHERE d.request_id = c.request_id
-		RETURNING `+prefixCols("d.", deliveryCols), owner, until, n, lim, ids, busy, quota.PerWebhook)
+		FROM q WHERE d.request_id = q.request_id
+		RETURNING `+prefixCols("d.", deliveryCols), owner, until, n, lim, full, ids, busy, quota.PerWebhook)
 	return sortDeliveries(ds), err
 }
 
