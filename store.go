@@ -565,6 +565,26 @@ func distinctRequests(fs []DeliveryFinish) bool {
 	return true
 }
 
+// DeliveryQuota bounds how many deliveries of each webhook one
+// ClaimDeliveries takes: a dispatcher passes its per-webhook limit and the
+// deliveries it has in flight per webhook.
+type DeliveryQuota struct {
+	// PerWebhook is the most deliveries of one webhook in flight at once;
+	// 0 means no bound.
+	PerWebhook int
+	// Busy counts the deliveries in flight per webhook id.
+	Busy map[string]int
+}
+
+// Free returns how many more deliveries of webhook id the quota allows,
+// or -1 when it sets no bound.
+func (q DeliveryQuota) Free(id string) int {
+	if q.PerWebhook <= 0 {
+		return -1
+	}
+	return max(0, q.PerWebhook-q.Busy[id])
+}
+
 // OutboxStore is the webhook outbox.
 type OutboxStore interface {
 	// EnqueueDeliveries inserts pending deliveries; CodeConflict if a
@@ -573,11 +593,15 @@ type OutboxStore interface {
 	// ClaimDeliveries leases up to limit pending deliveries whose
 	// nextAttemptAt <= now and whose lease is absent or expired, ordered by
 	// nextAttemptAt, setting leaseOwner = owner and leaseUntil = now + lease.
-	// Deliveries of the webhooks in skipWebhooks are passed over (left
-	// due and unleased): a dispatcher names those it cannot send more of
-	// now. Two concurrent claims never return the same delivery while its
-	// lease lasts (Postgres: FOR UPDATE SKIP LOCKED).
-	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*Delivery, error)
+	// It takes at most quota.Free(id) deliveries of webhook id, the
+	// earliest ones; the others stay due, unleased and unchanged. Those of
+	// webhooks without a free slot are passed over and the limit filled
+	// from the others; a webhook whose free slots run out within the
+	// claim may leave it with fewer than limit while more are due (the
+	// next claim passes it over). Two concurrent claims never return the
+	// same delivery while its lease lasts (Postgres: FOR UPDATE SKIP
+	// LOCKED).
+	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, quota DeliveryQuota) ([]*Delivery, error)
 	// FinishDelivery records an attempt and moves the delivery to state
 	// (delivered, failed, or pending again at nextAttemptAt), clearing the
 	// lease. It returns CodeConflict when the delivery is no longer leased

@@ -76,11 +76,6 @@ type Config struct {
 	// limit is per dispatcher: N processes sharing a store send at most
 	// N*PerWebhook of one webhook at once. Default Workers/2, at least 1.
 	PerWebhook int
-	// BusyDelay is how far a claim pushes back the deliveries of a webhook
-	// that reaches its PerWebhook limit within that claim (it took more
-	// of them than the limit allows), in the claim's own transaction.
-	// Default 1 s.
-	BusyDelay time.Duration
 	// PollInterval is how often the outbox is polled when the store cannot
 	// signal commits (chat.OutboxWatcher) and nothing woke the dispatcher;
 	// with a watcher it is the fallback for missed signals and for leases
@@ -161,9 +156,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PerWebhook <= 0 {
 		c.PerWebhook = max(1, c.Workers/2)
-	}
-	if c.BusyDelay <= 0 {
-		c.BusyDelay = time.Second
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second

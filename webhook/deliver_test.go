@@ -22,7 +22,6 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, time.Minute, c.Lease)
 	require.Equal(t, 32, c.Workers)
 	require.Equal(t, 16, c.PerWebhook)
-	require.Equal(t, time.Second, c.BusyDelay)
 	require.Equal(t, 100, c.BatchSize)
 	require.Equal(t, time.Second, c.PollInterval)
 	require.False(t, c.AllowPrivate)

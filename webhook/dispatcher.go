@@ -387,28 +387,19 @@ func (d *Dispatcher) stillAtLimit(ids []string) bool {
 func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.BatchSize)/8) }
 
 // claim leases up to n due deliveries and resolves their webhooks in one
-// transaction. The claim passes over the deliveries of webhooks already at
-// their PerWebhook limit: they stay due, untouched, for a claim after a
-// slot frees (or for another process), and never hold up the deliveries of
-// other webhooks. A webhook that reaches its limit within the claim has
-// its extra deliveries put back in the same transaction, due BusyDelay
-// later. full reports that the store had n due deliveries (more may be
+// transaction. The store takes at most the free slots of each webhook
+// (PerWebhook less its deliveries in flight), so the deliveries of a
+// webhook at its limit stay due, untouched, for a claim after a slot frees
+// (or for another process), and never hold up the deliveries of other
+// webhooks. full reports that the store had n due deliveries (more may be
 // due). When it had fewer, claim also returns the store's earliest
-// nextAttemptAt (zero when none). limited reports that deliveries of a
-// webhook at its limit were passed over or put back.
+// nextAttemptAt (zero when none). limited reports that a webhook is at its
+// limit, so that due deliveries of it may have been passed over.
 func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []item, full, limited bool, next time.Time, err error) {
-	putBack := false // deliveries put back, due BusyDelay later
 	err = d.store.Update(chat.WithOperation(ctx, OpClaim), func(tx chat.Tx) error {
-		items, full, limited, next, putBack = items[:0], false, false, time.Time{}, false
+		items, full, limited, next = items[:0], false, false, time.Time{}
 		taken := d.inFlight()
-		var atLimit []string
-		for id, c := range taken {
-			if c >= d.cfg.PerWebhook {
-				atLimit = append(atLimit, id)
-			}
-		}
-		limited = len(atLimit) > 0
-		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n, atLimit)
+		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n, chat.DeliveryQuota{PerWebhook: d.cfg.PerWebhook, Busy: taken})
 		if err != nil {
 			return err
 		}
@@ -423,13 +414,6 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 			}
 		}
 		for _, dl := range ds {
-			if taken[dl.WebhookID] >= d.cfg.PerWebhook {
-				limited, putBack = true, true
-				if err := tx.RescheduleDelivery(ctx, dl.RequestID, now.Add(d.cfg.BusyDelay)); err != nil {
-					return err
-				}
-				continue
-			}
 			taken[dl.WebhookID]++
 			h, ok := d.hooks[dl.WebhookID]
 			if !ok {
@@ -443,6 +427,9 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 				d.hooks[dl.WebhookID] = h
 			}
 			items = append(items, item{d: dl, hook: h})
+		}
+		for _, c := range taken {
+			limited = limited || c >= d.cfg.PerWebhook
 		}
 		if !full {
 			t, ok, err := tx.NextDeliveryAt(ctx)
@@ -459,13 +446,6 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 		// Nothing was leased; drop a cache that may hold a rolled-back view.
 		d.hookVersion, d.hooks = 0, map[string]*chat.Webhook{}
 		return nil, false, false, time.Time{}, err
-	}
-	if putBack {
-		// Their new due time may hide behind deliveries in flight in
-		// the store's NextDeliveryAt: remember it as a retry time.
-		d.nextMu.Lock()
-		heap.Push(&d.next, now.Add(d.cfg.BusyDelay))
-		d.nextMu.Unlock()
 	}
 	return items, full, limited, next, nil
 }

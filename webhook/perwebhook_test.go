@@ -52,7 +52,6 @@ func TestHangingReceiverDelaysNoOther(t *testing.T) {
 			start(t, s, testConfig(func(c *Config) {
 				c.Workers, c.PerWebhook, c.BatchSize = 4, 2, 4
 				c.Timeout, c.Lease = 10*time.Minute, 20*time.Minute
-				c.BusyDelay = 20 * time.Millisecond
 			}))
 			t.Cleanup(func() { close(release) }) // before Stop, which runs later
 			for range okIDs {
@@ -94,10 +93,10 @@ func TestHangingReceiverDelaysNoOther(t *testing.T) {
 
 // TestAtLimitPassedOver: while a webhook is at its PerWebhook limit, claims
 // pass over its due deliveries instead of taking and putting them back:
-// they keep their nextAttemptAt and stay unleased (BusyDelay is an hour, so
-// a put-back would show), and the healthy webhook's deliveries behind them
-// are sent. One delivery per claim (BatchSize 1), so no claim can take more
-// of a webhook than its limit allows.
+// they keep their nextAttemptAt and stay unleased, and the healthy
+// webhook's deliveries behind them are sent. A claim may take four
+// deliveries (BatchSize 4), twice the limit: the claim itself takes no more
+// of a webhook than its free slots.
 func TestAtLimitPassedOver(t *testing.T) {
 	for _, be := range backends() {
 		t.Run(be.name, func(t *testing.T) {
@@ -124,9 +123,8 @@ func TestAtLimitPassedOver(t *testing.T) {
 			okIDs := enqueue(t, s, newDeliveries(t, okHook.WebhookID, 4))
 
 			start(t, s, testConfig(func(c *Config) {
-				c.Workers, c.PerWebhook, c.BatchSize = 4, 2, 1
+				c.Workers, c.PerWebhook, c.BatchSize = 4, 2, 4
 				c.Timeout, c.Lease = 10*time.Minute, 20*time.Minute
-				c.BusyDelay = time.Hour
 			}))
 			t.Cleanup(func() { close(release) }) // before Stop, which runs later
 			states := waitStates(t, s, okIDs)

@@ -57,6 +57,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -277,6 +278,7 @@ type result struct {
 	non2xx   int64
 	cpu      time.Duration // server CPU time during the measured run
 	catchUp  time.Duration // webhook deliveries went on this long after it
+	claims   float64       // claim transactions per delivery received, warm-up to settled (-1: not reported)
 }
 
 func (b *bench) addCleanup(f func()) {
@@ -460,6 +462,7 @@ var dbSeq atomic.Int64
 type server struct {
 	cmd     *exec.Cmd
 	base    string // http://127.0.0.1:PORT/api/v2
+	root    string // http://127.0.0.1:PORT
 	token   string
 	pprof   string // http://127.0.0.1:PORT when built with pprof
 	streams int
@@ -611,7 +614,7 @@ func (b *bench) startServer(side, bin, store string) (*server, error) {
 		}
 	})
 	root := "http://127.0.0.1:" + strconv.Itoa(port)
-	s.base = root + "/api/v2"
+	s.base, s.root = root+"/api/v2", root
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(root + "/livez")
@@ -744,6 +747,7 @@ func (b *bench) measureServer(side, bin, store string, round int) error {
 			if s.pprof != "" && round == 1 {
 				prof = b.profileDuring(s, fmt.Sprintf("%s-%s-%s-%d.pprof", b.name(side), store, op, c))
 			}
+			c0, hk0 := claimCount(s.root), b.hooks.Load()
 			r, err := b.wrk(s.base, s.token, op, c, s.cmd.Process.Pid, prof)
 			if err != nil {
 				return err
@@ -755,6 +759,10 @@ func (b *bench) measureServer(side, bin, store string, round int) error {
 			// Deliveries still due from this run are delivered before the
 			// next one starts, so that each run is charged with its own.
 			r.catchUp = b.settle()
+			r.claims = -1
+			if c1, n := claimCount(s.root), b.hooks.Load()-hk0; c0 >= 0 && c1 >= 0 && n > 0 {
+				r.claims = float64(c1-c0) / float64(n)
+			}
 			k := key{op, store, c, side}
 			b.results[k] = append(b.results[k], r)
 		}
@@ -1035,6 +1043,46 @@ func catchUps(rs []result) time.Duration {
 	return median(ds)
 }
 
+// claimCount returns how many webhook claim transactions the server has
+// run, from its /metrics, or -1 when it does not report them.
+func claimCount(root string) int64 {
+	resp, err := http.Get(root + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "chat_store_operation_duration_seconds_count{") ||
+			!strings.Contains(line, `kind="update"`) || !strings.Contains(line, `op="webhook.claim"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			return int64(v)
+		}
+	}
+	return -1
+}
+
+// claimRatio is the median of the claims per delivery, "n/a" when the
+// server did not report them.
+func claimRatio(rs []result) string {
+	var vs []float64
+	for _, r := range rs {
+		if r.claims >= 0 {
+			vs = append(vs, r.claims)
+		}
+	}
+	if len(vs) == 0 {
+		return "n/a"
+	}
+	slices.Sort(vs)
+	return strconv.FormatFloat(vs[len(vs)/2], 'f', 2, 64)
+}
+
 func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) }
 
 func ms(d time.Duration) string {
@@ -1082,16 +1130,17 @@ func (b *bench) print(w io.Writer) {
 	fmt.Fprintln(w, "Server CPU time per request (medians; user+system of the server process over the measured run, divided by its requests), "+
 		"and how long webhook deliveries went on after the run ended (medians; the next run waits for them):")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| op | store | conns | %s µs | %s µs | ceiling µs | deliveries after the run, %s → %s |\n", bn, nn, bn, nn)
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| op | store | conns | %s µs | %s µs | ceiling µs | deliveries after the run, %s → %s | claim transactions per delivery, %s → %s |\n", bn, nn, bn, nn, bn, nn)
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
 	for _, op := range b.o.ops {
 		for _, store := range b.o.stores {
 			for _, c := range b.o.conns {
 				_, _, bc, _ := medians(b.results[key{op, store, c, "base"}])
 				_, _, nc, _ := medians(b.results[key{op, store, c, "now"}])
 				_, _, cc, _ := medians(b.results[key{op, "", c, "ceiling"}])
-				fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s → %s s |\n", opName[op], storeName[store], c, bc.Microseconds(), nc.Microseconds(), cc.Microseconds(),
-					seconds(catchUps(b.results[key{op, store, c, "base"}])), seconds(catchUps(b.results[key{op, store, c, "now"}])))
+				fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s → %s s | %s → %s |\n", opName[op], storeName[store], c, bc.Microseconds(), nc.Microseconds(), cc.Microseconds(),
+					seconds(catchUps(b.results[key{op, store, c, "base"}])), seconds(catchUps(b.results[key{op, store, c, "now"}])),
+					claimRatio(b.results[key{op, store, c, "base"}]), claimRatio(b.results[key{op, store, c, "now"}]))
 			}
 		}
 	}

@@ -69,13 +69,17 @@ func (t *tx) EnqueueDeliveries(_ context.Context, ds []*chat.Delivery) error {
 	return nil
 }
 
-func (t *tx) ClaimDeliveries(_ context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*chat.Delivery, error) {
+func (t *tx) ClaimDeliveries(_ context.Context, owner string, now time.Time, lease time.Duration, limit int, quota chat.DeliveryQuota) ([]*chat.Delivery, error) {
 	var out []*chat.Delivery
+	taken := map[string]int{}
 	for _, d := range t.r().pending() {
 		if limit > 0 && len(out) >= limit || d.NextAttemptAt.After(now) {
 			break
 		}
-		if d.LeaseUntil != nil && d.LeaseUntil.After(now) || slices.Contains(skipWebhooks, d.WebhookID) {
+		if d.LeaseUntil != nil && d.LeaseUntil.After(now) {
+			continue
+		}
+		if taken[d.WebhookID]++; quota.Free(d.WebhookID) >= 0 && taken[d.WebhookID] > quota.Free(d.WebhookID) {
 			continue
 		}
 		_ = change(t, t.r().deliveries, d.RequestID, "", func(v *chat.Delivery) { v.LeaseOwner, v.LeaseUntil = owner, chat.TimePtr(now.Add(lease)) })

@@ -205,7 +205,7 @@ func TestConcurrentClaims(t *testing.T) {
 					var got []*chat.Delivery
 					err := s.Update(ctx, func(tx chat.Tx) error {
 						var err error
-						got, err = tx.ClaimDeliveries(ctx, name, now, time.Hour, 7, nil)
+						got, err = tx.ClaimDeliveries(ctx, name, now, time.Hour, 7, chat.DeliveryQuota{})
 						return err
 					})
 					if err != nil {
@@ -235,7 +235,7 @@ func TestConcurrentClaims(t *testing.T) {
 	require.Len(t, owner, n)
 	// After the leases expire the deliveries can be claimed again.
 	require.NoError(t, b.Update(ctx, func(tx chat.Tx) error {
-		got, err := tx.ClaimDeliveries(ctx, "late", now.Add(2*time.Hour), time.Minute, 0, nil)
+		got, err := tx.ClaimDeliveries(ctx, "late", now.Add(2*time.Hour), time.Minute, 0, chat.DeliveryQuota{})
 		require.Len(t, got, n)
 		return err
 	}))

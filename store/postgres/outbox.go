@@ -252,38 +252,70 @@ const enqueueSQL = `WITH ins AS (
 // waiting, and leases them in the same statement. A claimer whose snapshot
 // predates another's committed lease re-checks the row when it locks it and
 // skips it, so a delivery is never handed out twice while its lease lasts.
-func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*chat.Delivery, error) {
+func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, quota chat.DeliveryQuota) ([]*chat.Delivery, error) {
 	var lim any
 	if limit > 0 {
 		lim = limit
 	}
 	n := now.UTC().Truncate(time.Millisecond)
 	until := now.Add(lease).UTC().Truncate(time.Millisecond)
-	skip := pq.StringArray{} // never NULL: "<> ALL(NULL)" would match nothing
-	if len(skipWebhooks) > 0 {
-		skip = skipWebhooks
-	}
-	ds, err := t.deliveries(ctx, `WITH c AS MATERIALIZED (
+	if quota.PerWebhook <= 0 {
+		ds, err := t.deliveries(ctx, `WITH c AS MATERIALIZED (
 			SELECT request_id FROM {s}deliveries
 			WHERE state = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-				AND webhook_id <> ALL($5::text[])
 			ORDER BY next_attempt_at, request_id
 			LIMIT $4
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE {s}deliveries d SET lease_owner = $1, lease_until = $2
 		FROM c WHERE d.request_id = c.request_id
-		RETURNING `+prefixCols("d.", deliveryCols), owner, until, n, lim, skip)
-	if err != nil {
-		return nil, err
+		RETURNING `+prefixCols("d.", deliveryCols), owner, until, n, lim)
+		return sortDeliveries(ds), err
 	}
+	full := pq.StringArray{} // never NULL: "<> ALL(NULL)" would match nothing
+	ids, busy := pq.StringArray{}, pq.Int64Array{}
+	for id := range quota.Busy {
+		if quota.Free(id) == 0 {
+			full = append(full, id)
+		} else {
+			ids, busy = append(ids, id), append(busy, int64(quota.Busy[id]))
+		}
+	}
+	// The first limit due deliveries of webhooks with a free slot are
+	// locked as without a quota; window functions cannot take row locks,
+	// so the next step numbers the locked rows per webhook and leases
+	// those within the webhook's free slots. The others are left as they
+	// were (their locks end with the transaction).
+	ds, err := t.deliveries(ctx, `WITH c AS MATERIALIZED (
+			SELECT request_id, webhook_id, next_attempt_at FROM {s}deliveries
+			WHERE state = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+				AND webhook_id <> ALL($5::text[])
+			ORDER BY next_attempt_at, request_id
+			LIMIT $4
+			FOR UPDATE SKIP LOCKED
+		), q AS (
+			SELECT r.request_id FROM (
+				SELECT request_id, webhook_id,
+					row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, request_id) AS k
+				FROM c
+			) r LEFT JOIN unnest($6::text[], $7::bigint[]) AS b(w, n) ON b.w = r.webhook_id
+			WHERE r.k <= $8 - coalesce(b.n, 0)
+		)
+		UPDATE {s}deliveries d SET lease_owner = $1, lease_until = $2
+		FROM q WHERE d.request_id = q.request_id
+		RETURNING `+prefixCols("d.", deliveryCols), owner, until, n, lim, full, ids, busy, quota.PerWebhook)
+	return sortDeliveries(ds), err
+}
+
+// sortDeliveries orders claimed deliveries by nextAttemptAt then requestId.
+func sortDeliveries(ds []*chat.Delivery) []*chat.Delivery {
 	slices.SortFunc(ds, func(a, b *chat.Delivery) int {
 		if c := a.NextAttemptAt.Compare(b.NextAttemptAt.Time); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.RequestID, b.RequestID)
 	})
-	return ds, nil
+	return ds
 }
 
 // FinishDelivery updates the delivery only while owner still holds it

@@ -497,7 +497,7 @@ func TestOutbox(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, at(0).Time, next)
-		claimed, err = tx.ClaimDeliveries(ctx, "A", at(5).Time, time.Minute, 10, nil)
+		claimed, err = tx.ClaimDeliveries(ctx, "A", at(5).Time, time.Minute, 10, chat.DeliveryQuota{})
 		return err
 	})
 	require.Equal(t, []string{"d1", "d3"}, delIDs(claimed))
@@ -505,7 +505,7 @@ func TestOutbox(t *testing.T) {
 	require.Equal(t, atp(5+60000), claimed[0].LeaseUntil)
 	require.Equal(t, []byte(`{"requestId":"d1"}`), claimed[0].Body)
 	update(t, s, func(tx chat.Tx) error {
-		again, err := tx.ClaimDeliveries(ctx, "B", at(20).Time, time.Minute, 10, nil)
+		again, err := tx.ClaimDeliveries(ctx, "B", at(20).Time, time.Minute, 10, chat.DeliveryQuota{})
 		require.NoError(t, err)
 		require.Equal(t, []string{"d2"}, delIDs(again))
 		err = tx.FinishDelivery(ctx, "B", &chat.DeliveryAttempt{RequestID: "d1", StatusCode: 500, At: at(30)}, chat.DeliveryPending, at(100).Time)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"sort"
 	"strings"
 	"time"
@@ -134,15 +135,43 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 
 // ClaimDeliveries implements chat.OutboxStore. SQLite has one writer at a
 // time (the claim runs in the IMMEDIATE write transaction), so a claimed
-// row cannot be claimed again until its lease expires.
-func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, skipWebhooks []string) ([]*chat.Delivery, error) {
+// row cannot be claimed again until its lease expires. With a quota, the
+// first limit due rows of webhooks with a free slot are numbered per
+// webhook in order and those past the webhook's free slots are left as
+// they are.
+func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, quota chat.DeliveryQuota) ([]*chat.Delivery, error) {
 	n := ms(chat.NewTime(now))
 	until := ms(chat.NewTime(now.Add(lease)))
-	ds, err := list(t, ctx, scanDelivery, `UPDATE deliveries SET lease_owner = ?, lease_until = ?
+	var ds []*chat.Delivery
+	var err error
+	if quota.PerWebhook <= 0 {
+		ds, err = list(t, ctx, scanDelivery, `UPDATE deliveries SET lease_owner = ?, lease_until = ?
 	WHERE rowid IN (SELECT rowid FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
-		AND (lease_until IS NULL OR lease_until <= ?) AND webhook_id NOT IN `+inIDs+`
+		AND (lease_until IS NULL OR lease_until <= ?)
 		ORDER BY next_attempt_at, request_id LIMIT ?+0)
-	RETURNING `+deliveryCols, owner, until, n, n, jsonIDs(skipWebhooks), limitArg(limit))
+	RETURNING `+deliveryCols, owner, until, n, n, limitArg(limit))
+	} else {
+		var full []string
+		for id := range quota.Busy {
+			if quota.Free(id) == 0 {
+				full = append(full, id)
+			}
+		}
+		busy, jerr := json.Marshal(quota.Busy)
+		if jerr != nil {
+			return nil, jerr
+		}
+		ds, err = list(t, ctx, scanDelivery, `UPDATE deliveries SET lease_owner = ?, lease_until = ?
+	WHERE rowid IN (SELECT r.rid FROM (
+			SELECT rid, webhook_id,
+				row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, request_id) AS k
+			FROM (SELECT rowid AS rid, webhook_id, next_attempt_at, request_id FROM deliveries
+				WHERE state = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+					AND webhook_id NOT IN `+inIDs+`
+				ORDER BY next_attempt_at, request_id LIMIT ?+0)) r
+		WHERE r.k <= ? - coalesce((SELECT b.value FROM json_each(?) b WHERE b.key = r.webhook_id), 0))
+	RETURNING `+deliveryCols, owner, until, n, n, jsonIDs(full), limitArg(limit), quota.PerWebhook, string(busy))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -159,7 +159,7 @@ func TestQueryPlans(t *testing.T) {
 			return err
 		}, []string{"reaction_counts_channel_top_idx (channel_id=? AND name=?"}},
 		{"due deliveries", func(tx chat.Tx) error {
-			_, err := tx.ClaimDeliveries(ctx, "owner", now, time.Minute, 10, nil)
+			_, err := tx.ClaimDeliveries(ctx, "owner", now, time.Minute, 10, chat.DeliveryQuota{})
 			return err
 		}, []string{"deliveries_due_idx (state=? AND next_attempt_at<?)"}},
 		{"next delivery time", func(tx chat.Tx) error {

@@ -31,7 +31,8 @@ var outboxCases = []tcase{
 	{"Reschedule", testReschedule},
 	{"NextDeliveryAt", testNextDeliveryAt},
 	{"CountDeliveries", testCountDeliveries},
-	{"ClaimSkipsWebhooks", testClaimSkipsWebhooks},
+	{"ClaimQuota", testClaimQuota},
+	{"ClaimQuotaLimit", testClaimQuotaLimit},
 	{"ConcurrentClaims", testConcurrentClaims},
 }
 
@@ -152,7 +153,7 @@ func (e *env) enqueue(ds ...*chat.Delivery) {
 func (e *env) claim(owner string, now chat.Time, lease time.Duration, limit int) []*chat.Delivery {
 	e.t.Helper()
 	return write(e, func(tx chat.Tx) ([]*chat.Delivery, error) {
-		return tx.ClaimDeliveries(e.ctx, owner, now.Time, lease, limit, nil)
+		return tx.ClaimDeliveries(e.ctx, owner, now.Time, lease, limit, chat.DeliveryQuota{})
 	})
 }
 
@@ -507,29 +508,62 @@ func testCountDeliveries(t *testing.T, e *env) {
 	require.Equal(t, chat.OutboxBacklog{Pending: 2, Due: 2}, e.countDeliveries(at(60_000)))
 }
 
-// ClaimDeliveries passes over the deliveries of the webhooks it is told to
-// skip, leaving them due and unleased, and still fills the limit from the
-// others, in nextAttemptAt order.
-func testClaimSkipsWebhooks(t *testing.T, e *env) {
+// ClaimDeliveries takes at most a webhook's free slots of its deliveries
+// (PerWebhook minus Busy), the earliest ones; the rest stay due and
+// unleased with their nextAttemptAt, and the limit is filled from the
+// other webhooks, in nextAttemptAt order. Leased deliveries take no slot
+// of the claim; a zero quota bounds nothing.
+func testClaimQuota(t *testing.T, e *env) {
 	e.createWebhooks(webhook("busy", 0), webhook("ok", 0), webhook("also", 0))
 	e.enqueue(newDelivery("b1", "busy", at(1_000), at(0)), newDelivery("b2", "busy", at(2_000), at(0)),
-		newDelivery("o1", "ok", at(3_000), at(0)), newDelivery("a1", "also", at(4_000), at(0)),
-		newDelivery("o2", "ok", at(5_000), at(0)))
-	claim := func(limit int, skip ...string) []string {
+		newDelivery("b3", "busy", at(2_500), at(0)), newDelivery("o1", "ok", at(3_000), at(0)),
+		newDelivery("a1", "also", at(4_000), at(0)), newDelivery("o2", "ok", at(5_000), at(0)),
+		newDelivery("o3", "ok", at(6_000), at(0)))
+	claim := func(limit int, q chat.DeliveryQuota) []string {
 		return deliveryIDs(write(e, func(tx chat.Tx) ([]*chat.Delivery, error) {
-			return tx.ClaimDeliveries(e.ctx, "o", at(10_000).Time, lease, limit, skip)
+			return tx.ClaimDeliveries(e.ctx, "o", at(10_000).Time, lease, limit, q)
 		}))
 	}
-	require.Equal(t, []string{"o1", "a1"}, claim(2, "busy"))
-	require.Equal(t, []string{"o2"}, claim(10, "busy", "also"), "o1 and a1 are leased")
-	for _, id := range []string{"b1", "b2"} {
+	require.Equal(t, []string{"o1", "a1", "o2"}, claim(10, chat.DeliveryQuota{PerWebhook: 2, Busy: map[string]int{"busy": 5}}),
+		"none of busy (over its limit), two of ok, the earliest")
+	for _, id := range []string{"b1", "b2", "b3", "o3"} {
 		d := e.delivery(id)
 		require.Equal(t, chat.DeliveryPending, d.State)
-		require.Empty(t, d.LeaseOwner, "skipped, not leased")
+		require.Empty(t, d.LeaseOwner, "%s passed over, not leased", id)
 		require.Nil(t, d.LeaseUntil)
 	}
-	require.Empty(t, claim(10, "busy"))
-	require.Equal(t, []string{"b1", "b2"}, claim(10, "nobody"), "a webhook that is not there skips nothing")
+	require.True(t, e.delivery("o3").NextAttemptAt.Equal(at(6_000).Time), "passed over, not rescheduled")
+	require.Equal(t, []string{"b1"}, claim(10, chat.DeliveryQuota{PerWebhook: 2, Busy: map[string]int{"busy": 1, "ok": 2}}),
+		"one slot of busy; ok at its limit")
+	require.Equal(t, []string{"b2", "o3"}, claim(10, chat.DeliveryQuota{PerWebhook: 1}),
+		"leased deliveries take no slot: one more of each")
+	require.Equal(t, []string{"b3"}, claim(10, chat.DeliveryQuota{}), "no bound")
+	require.Empty(t, claim(10, chat.DeliveryQuota{PerWebhook: 5}))
+}
+
+// The quota and the limit together: each claim takes the earliest due
+// deliveries that fit both.
+func testClaimQuotaLimit(t *testing.T, e *env) {
+	e.createWebhooks(webhook("x", 0), webhook("y", 0))
+	var ds []*chat.Delivery
+	for i := range 6 {
+		ds = append(ds, newDelivery(fmt.Sprintf("x%d", i), "x", at(int64(10*i)), at(0)),
+			newDelivery(fmt.Sprintf("y%d", i), "y", at(int64(10*i+5)), at(0)))
+	}
+	e.enqueue(ds...)
+	q := chat.DeliveryQuota{PerWebhook: 3}
+	claim := func(limit int) []string {
+		return deliveryIDs(write(e, func(tx chat.Tx) ([]*chat.Delivery, error) {
+			return tx.ClaimDeliveries(e.ctx, "o", at(1_000).Time, lease, limit, q)
+		}))
+	}
+	require.Equal(t, []string{"x0", "y0", "x1", "y1"}, claim(4))
+	q.Busy = map[string]int{"x": 3, "y": 2}
+	require.Equal(t, []string{"y2"}, claim(10))
+	q.Busy = nil
+	require.Equal(t, []string{"x2", "x3", "y3"}, claim(3))
+	require.Equal(t, []string{"x4", "y4", "x5", "y5"}, claim(10))
+	require.Empty(t, claim(10))
 }
 
 // DeleteWebhook removes the webhook's pending deliveries and only them.
@@ -546,7 +580,8 @@ func testDeleteWebhookDeliveries(t *testing.T, e *env) {
 	require.Equal(t, chat.DeliveryPending, e.delivery("x").State)
 }
 
-// Four dispatchers claiming concurrently never get the same delivery.
+// Four dispatchers claiming concurrently, two of them with a quota, never
+// get the same delivery.
 func testConcurrentClaims(t *testing.T, e *env) {
 	const total, owners, batch = 200, 4, 10
 	e.createWebhooks(webhook("w", 0))
@@ -559,6 +594,10 @@ func testConcurrentClaims(t *testing.T, e *env) {
 	claimedBy := map[string][]string{}
 	err := group(owners, func(i int) error {
 		owner := fmt.Sprintf("owner-%d", i)
+		var quota chat.DeliveryQuota
+		if i%2 == 1 {
+			quota.PerWebhook = 3 // the claim that numbers rows per webhook
+		}
 		for rounds := 0; ; rounds++ {
 			if rounds > total {
 				return fmt.Errorf("%s: claims do not run dry", owner)
@@ -566,7 +605,7 @@ func testConcurrentClaims(t *testing.T, e *env) {
 			var got []*chat.Delivery
 			err := e.s.Update(e.ctx, func(tx chat.Tx) error {
 				var err error
-				got, err = tx.ClaimDeliveries(e.ctx, owner, at(1000).Time, time.Hour, batch, nil)
+				got, err = tx.ClaimDeliveries(e.ctx, owner, at(1000).Time, time.Hour, batch, quota)
 				return err
 			})
 			if err != nil {
