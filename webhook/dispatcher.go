@@ -471,18 +471,27 @@ func (d *Dispatcher) setBusy(id string, delta int) {
 }
 
 // dispatch runs one attempt in its own goroutine. The loop never claims
-// more than Workers deliveries, so the results channel never blocks.
+// more than Workers deliveries, so the results channel never blocks. The
+// webhook's slot (PerWebhook) is free once the attempt has ended, before
+// it is recorded: the delivery stays leased until then, and the next POST
+// to the webhook need not wait for the record's commit.
 func (d *Dispatcher) dispatch(ctx context.Context, it item) {
 	d.inflight.Add(1)
 	d.setBusy(it.d.WebhookID, 1)
 	d.wg.Add(1)
 	go func() {
-		d.results <- d.attempt(ctx, it)
+		r := d.attempt(ctx, it)
+		d.setBusy(it.d.WebhookID, -1)
+		d.results <- r
+		select {
+		case d.freed <- struct{}{}:
+		default:
+		}
 	}()
 }
 
 // finisher records finished attempts, as many as are ready in one
-// transaction, then frees their worker slots and tells the loop, which
+// transaction, then frees their worker slots (Workers) and tells the loop, which
 // claims again only if deliveries may be due.
 func (d *Dispatcher) finisher(ctx context.Context) {
 	batch := make([]*result, 0, maxFinishBatch)
@@ -501,9 +510,6 @@ func (d *Dispatcher) finisher(ctx context.Context) {
 			}
 		}
 		d.finish(ctx, batch)
-		for _, r := range batch {
-			d.setBusy(r.d.WebhookID, -1)
-		}
 		d.inflight.Add(-int64(len(batch)))
 		for range batch {
 			d.wg.Done()
