@@ -58,7 +58,8 @@ func (t *tx) NextSegment(_ context.Context, channelID string, now time.Time) (*c
 	}
 	// The hot path: undo three fields rather than a copy of the channel.
 	count, last, updated := p.MessageCount, p.LastActivity, p.UpdatedAt
-	p.MessageCount, p.LastActivity, p.UpdatedAt = p.MessageCount+1, chat.NewTime(now), chat.NewTime(now)
+	at := nt(chat.Time{Time: now})
+	p.MessageCount, p.LastActivity, p.UpdatedAt = p.MessageCount+1, at, at
 	t.undo = append(t.undo, func() { p.MessageCount, p.LastActivity, p.UpdatedAt = count, last, updated })
 	return cloneChannel(p), nil
 }

@@ -62,13 +62,19 @@ func normMap(m map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-func nt(t chat.Time) chat.Time { return chat.NewTime(t.Time) }
+// nt is chat.NewTime(t), without its costly Truncate when t is already whole milliseconds.
+func nt(t chat.Time) chat.Time {
+	if u := t.UTC(); u.Nanosecond()%1e6 == 0 {
+		return chat.Time{Time: u}
+	}
+	return chat.NewTime(t.Time)
+}
 
 func ntp(t *chat.Time) *chat.Time {
 	if t == nil {
 		return nil
 	}
-	return chat.TimePtr(t.Time)
+	return new(nt(*t))
 }
 
 // clone returns a copy of *p that fix completed (deep copies, times).

@@ -111,6 +111,7 @@ func (s *Store) run(ctx context.Context, fn func(tx chat.Tx) error, write bool) 
 		return 0, errClosed
 	}
 	t := &tx{d: s.d, write: write}
+	t.undo = t.buf[:0]
 	committed := false
 	defer func() {
 		t.done = true
@@ -162,8 +163,7 @@ func (s *Store) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
 	return s.watch(ctx, sigEvents)
 }
 
-// WatchDeliveries implements chat.DeliveryWatcher: as WatchOutbox, for
-// deliveries.
+// WatchDeliveries implements chat.DeliveryWatcher: as WatchOutbox, for deliveries.
 func (s *Store) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
 	return s.watch(ctx, sigDeliveries)
 }
@@ -209,14 +209,14 @@ type tx struct {
 	d      *data
 	write  bool
 	done   bool
-	signal int      // signal kinds to send after commit
-	undo   []func() // the inverse of every change made, in order
+	signal int       // signal kinds to send after commit
+	undo   []func()  // the inverse of every change made, in order
+	buf    [8]func() // undo's first array: most transactions make fewer changes
 }
 
-// r returns the data. Every read goes through r, every change through
-// put, del and set, which call w: they panic when t is used after its
-// transaction, or to write in a View (errors of the caller's code). Update
-// and View recover the panic, undo and return the error.
+// r returns the data. Every read goes through r, every change through put, del and
+// set, which call w: they panic when t is used after its transaction, or to write in
+// a View (errors of the caller's code). Update and View recover, undo and return the error.
 func (t *tx) r() *data {
 	if t.done {
 		panic(errTxDone)
@@ -231,8 +231,7 @@ func (t *tx) w() {
 	}
 }
 
-// put sets (*m)[k] = v, making the map when it is nil, and records the
-// inverse.
+// put sets (*m)[k] = v, making the map when it is nil, and records the inverse.
 func put[K comparable, V any](t *tx, mp *map[K]V, k K, v V) {
 	t.w()
 	if *mp == nil {
@@ -297,11 +296,10 @@ func cursor[C, T any](c *C, cmp func(x T, c *C) int) func(T) int {
 	return func(x T) int { return cmp(x, c) }
 }
 
-// window pages a list sorted in a query's order. after(x) > 0 when x
-// comes after the After cursor, before(x) < 0 when it comes before the
-// Before cursor (nil: no cursor). With a Before cursor the rows are
-// returned in reverse order, nearest the cursor first. Offset rows are
-// skipped, then limit > 0 bounds the count.
+// window pages a list sorted in a query's order. after(x) > 0 when x comes after the
+// After cursor, before(x) < 0 when it comes before the Before cursor (nil: no cursor).
+// With a Before cursor the rows are returned in reverse order, nearest the cursor
+// first. Offset rows are skipped, then limit > 0 bounds the count.
 func window[T any](l []T, after, before func(T) int, offset, limit int) []T {
 	var out []T
 	for _, x := range l {
@@ -348,8 +346,7 @@ func insert[K comparable, V any](t *tx, m *map[K]*V, k K, v *V, what string) err
 	return nil
 }
 
-// change stores, in place of m[k], a copy of it that fn changed, or
-// returns CodeNotFound when absent.
+// change stores, in place of m[k], a copy of it that fn changed, or CodeNotFound when absent.
 func change[K comparable, V any](t *tx, m map[K]*V, k K, what string, fn func(v *V)) error {
 	p, ok := m[k]
 	if !ok {
@@ -362,6 +359,9 @@ func change[K comparable, V any](t *tx, m map[K]*V, k K, what string, fn func(v 
 }
 
 func notFound(what string, id any) error {
+	if k, ok := id.(pair); ok { // as below, without fmt: a poster who is no member is common
+		return &chat.Error{Code: chat.CodeNotFound, Message: what + " [" + k[0] + " " + k[1] + "] not found"}
+	}
 	return chat.Errorf(chat.CodeNotFound, "%s %v not found", what, id)
 }
 
