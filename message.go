@@ -310,7 +310,9 @@ type newMessage struct {
 }
 
 // insertMessage allocates the channel segment and stores r's message with
-// its blobs and the message.didCreate event.
+// its blobs and the message.didCreate event. A comment raises its parent's
+// childrenNumber by one: the parent was read under its lock (checkPostBy),
+// so comments to one message count one at a time.
 func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *postContext, r *newMessage, blobs []*Blob) (*MessageList, error) {
 	now := s.Now()
 	m := &r.m[0]
@@ -321,6 +323,11 @@ func (s *Service) insertMessage(ctx context.Context, tx Tx, ev *events, pc *post
 	}
 	if c.IsClosed {
 		return nil, Errorf(CodeForbidden, "channel %s is closed", quote(m.ChannelID))
+	}
+	if p := pc.parent; p != nil {
+		if err := tx.SetChildrenNumber(ctx, p.MessageID, p.ChildrenNumber+1); err != nil {
+			return nil, err
+		}
 	}
 	for _, b := range blobs {
 		b.MessageID, b.ChannelID, b.CreatedAt = m.MessageID, m.ChannelID, now

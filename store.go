@@ -283,11 +283,14 @@ type MessageFilter struct {
 
 // MessageStore persists messages.
 type MessageStore interface {
-	// CreateMessage inserts m; CodeConflict when its id or its
-	// (channelId, channelSegment) exists. When m.ParentID is set the parent's
-	// childrenNumber is incremented. m.MentionedUserIDs are stored and
-	// indexed for MentionStore.
+	// CreateMessage inserts m as given; CodeConflict when its id or its
+	// (channelId, channelSegment) exists. m.MentionedUserIDs are stored and
+	// indexed for MentionStore. A comment's parent is not changed: the
+	// Service writes its childrenNumber with SetChildrenNumber.
 	CreateMessage(ctx context.Context, m *Message) error
+	// SetChildrenNumber writes the message's childrenNumber (no-op when the
+	// message does not exist).
+	SetChildrenNumber(ctx context.Context, messageID string, n int) error
 	// GetMessage returns the message (deleted ones too) or CodeNotFound.
 	GetMessage(ctx context.Context, messageID string) (*Message, error)
 	// GetMessages returns the messages that exist among ids, in no order.
@@ -315,8 +318,7 @@ type MessageAppender interface {
 	// lastActivity and updatedAt to now, exactly as NextSegment, and
 	// returns the updated channel. Unless that channel is closed, it then
 	// stores m with ChannelSegment set to the new messageCount, exactly as
-	// CreateMessage (CodeConflict when the id exists; the parent's
-	// childrenNumber is incremented). When the channel is closed m is not
+	// CreateMessage (CodeConflict when the id exists). When the channel is closed m is not
 	// stored and the caller must fail the transaction, which undoes the
 	// increment. CodeNotFound when the channel does not exist.
 	AppendMessage(ctx context.Context, m *Message, now time.Time) (*Channel, error)

@@ -111,9 +111,7 @@ func (t *tx) ListMemberships(_ context.Context, userID string, channelIDs []stri
 }
 
 func (t *tx) SetMemberCount(_ context.Context, channelID string, n int) error {
-	if _, ok := t.r().channels[channelID]; ok {
-		_ = change(t, t.r().channels, channelID, "channel", func(c *chat.Channel) { c.MemberCount = n })
-	}
+	_ = change(t, t.r().channels, channelID, "channel", func(c *chat.Channel) { c.MemberCount = n })
 	return nil
 }
 
@@ -246,9 +244,11 @@ func (t *tx) CreateMessage(_ context.Context, m *chat.Message) error {
 		l = slices.Clip(l) // insert into a new array: the undo keeps the old one
 	}
 	put(t, &d.chanMsgs, v.ChannelID, slices.Insert(l, i, v))
-	if v.ParentID != "" { // (a parent that does not exist is no error)
-		_ = change(t, d.messages, v.ParentID, "message", func(p *chat.Message) { p.ChildrenNumber++ })
-	}
+	return nil
+}
+
+func (t *tx) SetChildrenNumber(_ context.Context, messageID string, n int) error {
+	_ = change(t, t.r().messages, messageID, "message", func(m *chat.Message) { m.ChildrenNumber = n })
 	return nil
 }
 

@@ -561,3 +561,42 @@ func TestConcurrentReactionCounts(t *testing.T) {
 		return nil
 	})
 }
+
+// Concurrent comments on one message through two stores, each counted as
+// the Service counts it (the parent read by LockMessage, then
+// SetChildrenNumber with its count plus one, the comment's append held
+// back after PrefetchPost): the parent's childrenNumber is exact.
+func TestConcurrentChildrenNumber(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	stores := []*postgres.Store{openStore(t, schema), openStore(t, schema)}
+	lockFixture(t, stores[0])
+	ctx := ctxT(t)
+	const n = 16
+	require.NoError(t, runGroup(n, func(i int) error {
+		return stores[i%2].Update(ctx, func(tx chat.Tx) error {
+			if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, "c", "u"); err != nil {
+				return err
+			}
+			p, err := tx.LockMessage(ctx, "m")
+			if err != nil {
+				return err
+			}
+			m := message(fmt.Sprintf("r%d", i), "c", "u", 0)
+			m.ParentID = "m"
+			if _, err := chat.AppendMessage(ctx, tx, m, at(int64(i)).Time); err != nil {
+				return err
+			}
+			return tx.SetChildrenNumber(ctx, "m", p.ChildrenNumber+1)
+		})
+	}))
+	view(t, stores[1], func(tx chat.Tx) error {
+		m, err := tx.GetMessage(ctx, "m")
+		require.NoError(t, err)
+		require.Equal(t, n, m.ChildrenNumber)
+		c, err := tx.GetChannel(ctx, "c")
+		require.NoError(t, err)
+		require.EqualValues(t, n+1, c.MessageCount)
+		return nil
+	})
+}

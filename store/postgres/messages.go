@@ -67,29 +67,20 @@ func nullString(s string) any {
 	return s
 }
 
-// CreateMessage inserts the message and bumps its parent's childrenNumber in
-// one statement. ON CONFLICT DO NOTHING reports a duplicate id or segment
-// as CodeConflict without aborting the transaction.
+// CreateMessage inserts the message. ON CONFLICT DO NOTHING reports a
+// duplicate id or segment as CodeConflict without aborting the transaction.
 func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 	data, err := jsonArg(m.Data)
 	if err != nil {
 		return err
 	}
-	var n int64
-	err = t.queryRow(ctx, `WITH ins AS (
-			INSERT INTO {s}messages (`+messageCols+`, search)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $19, array_to_tsvector($18::text[]))
-			ON CONFLICT DO NOTHING RETURNING parent_id
-		), parent AS (
-			UPDATE {s}messages p SET children_number = p.children_number + 1
-			FROM ins WHERE ins.parent_id IS NOT NULL AND p.message_id = ins.parent_id
-		)
-		SELECT count(*) FROM ins`, []any{
+	n, err := t.exec(ctx, `INSERT INTO {s}messages (`+messageCols+`, search)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $19, array_to_tsvector($18::text[]))
+		ON CONFLICT DO NOTHING`,
 		m.MessageID, m.ChannelID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
 		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt), m.ChannelSegment,
 		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
-		searchArg(m), tagsArg(m.MentionedUserIDs),
-	}, &n)
+		searchArg(m), tagsArg(m.MentionedUserIDs))
 	if err != nil {
 		return err
 	}
@@ -100,13 +91,26 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 	return t.insertMentions(ctx, m)
 }
 
+// SetChildrenNumber implements chat.MessageStore. Written to the parent of
+// a deferred AppendMessage, it joins that statement (appendCTEs' parent,
+// $20), so a comment costs no round trip more.
+func (t *tx) SetChildrenNumber(ctx context.Context, messageID string, n int) error {
+	if p := t.pend; p != nil && p.parentID == messageID && messageID != "" {
+		p.args[19] = n
+		return nil
+	}
+	_, err := t.exec(ctx, `UPDATE {s}messages SET children_number = $2 WHERE message_id = $1`, messageID, n)
+	return err
+}
+
 // appendSQL is AppendMessage in one statement: the channel row's increment
 // (as NextSegment), the message row with the new segment unless the channel
-// is closed (as CreateMessage), and the parent's childrenNumber.
+// is closed (as CreateMessage), and, when $20 is not null, the parent's
+// childrenNumber given by SetChildrenNumber.
 const appendSQL = appendCTEs + `
 	SELECT ` + channelCols + `, (SELECT count(*) FROM ins) FROM c`
 
-// appendCTEs are the writes of appendSQL, parameters $1-$19.
+// appendCTEs are the writes of appendSQL, parameters $1-$20.
 const appendCTEs = `WITH c AS (
 		UPDATE {s}channels
 		SET message_count = message_count + 1, last_activity = $2, updated_at = $2
@@ -119,8 +123,8 @@ const appendCTEs = `WITH c AS (
 		FROM c WHERE NOT c.is_closed
 		ON CONFLICT DO NOTHING RETURNING parent_id
 	), parent AS (
-		UPDATE {s}messages p SET children_number = p.children_number + 1
-		FROM ins WHERE ins.parent_id IS NOT NULL AND p.message_id = ins.parent_id
+		UPDATE {s}messages p SET children_number = $20::integer
+		FROM ins WHERE $20::integer IS NOT NULL AND p.message_id = ins.parent_id
 	)`
 
 // appendDeferredCTEs are appendCTEs with a plain INSERT, for
@@ -151,7 +155,7 @@ func (t *tx) AppendMessage(ctx context.Context, m *chat.Message, now time.Time) 
 		m.MessageID, m.UserID, m.Type, data, tagsArg(m.Tags), nullString(m.ParentID),
 		m.IsDeleted, timeArg(m.CreatedAt), timePtrArg(m.EditedAt), timeArg(m.UpdatedAt),
 		m.ChildrenNumber, m.FlagCount, hashflagArg(m.Hashflag), countsArg(m.Reactions), m.ReactionsCount,
-		searchArg(m), tagsArg(m.MentionedUserIDs),
+		searchArg(m), tagsArg(m.MentionedUserIDs), nil,
 	}
 	// A message that mentions users runs now: its mention rows follow it
 	// (insertMentions reads the stored row).

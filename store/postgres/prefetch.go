@@ -281,9 +281,9 @@ func (t *tx) prefetchedUser(userID string) (u *chat.User, ok bool) {
 
 // pendingAppend is an AppendMessage whose statement has not run yet.
 type pendingAppend struct {
-	messageID, channelID string
-	segment              int64
-	args                 []any // appendSQL's
+	messageID, channelID, parentID string
+	segment                        int64
+	args                           []any // appendSQL's
 }
 
 // deferAppend answers AppendMessage without a statement when PrefetchPost
@@ -304,7 +304,7 @@ func (t *tx) deferAppend(m *chat.Message, now time.Time, args []any) *chat.Chann
 	c.MessageCount++
 	c.LastActivity = chat.NewTime(now)
 	c.UpdatedAt = c.LastActivity
-	t.pend = &pendingAppend{messageID: m.MessageID, channelID: m.ChannelID, segment: c.MessageCount, args: args}
+	t.pend = &pendingAppend{messageID: m.MessageID, channelID: m.ChannelID, parentID: m.ParentID, segment: c.MessageCount, args: args}
 	return c
 }
 
@@ -332,8 +332,8 @@ func (t *tx) flushAppend(ctx context.Context) error {
 	return err
 }
 
-// appendWithEventsSQL is a deferred AppendMessage ($1-$19, as appendSQL)
-// and AppendEvents ($20-$24, as appendEventsSQL) in one statement. It
+// appendWithEventsSQL is a deferred AppendMessage ($1-$20, as appendSQL)
+// and AppendEvents ($21-$25, as appendEventsSQL) in one statement. It
 // returns each event's key, the log's last id and the count of message
 // rows inserted.
 //
@@ -342,17 +342,17 @@ func (t *tx) flushAppend(ctx context.Context) error {
 // transaction, which a deferred AppendMessage's failure fails in any
 // case, and the insert is not speculative (no pre-check of the unique
 // indexes, no confirmation record).
-var appendWithEventsSQL = appendDeferredCTEs + eventsTailSQL("$20")
+var appendWithEventsSQL = appendDeferredCTEs + eventsTailSQL("$21")
 
 // appendWithDeliveriesSQL is appendWithEventsSQL with a held-back
-// EnqueueDeliveries ($20-$32, as enqueueSQL) between the message and the
-// events ($33-$37): a post of a deployment with webhooks is still BEGIN,
+// EnqueueDeliveries ($21-$33, as enqueueSQL) between the message and the
+// events ($34-$38): a post of a deployment with webhooks is still BEGIN,
 // the post's reads, this statement and COMMIT. It returns, after
 // appendWithEventsSQL's columns, the deliveries inserted and the pending
 // ones among them.
 var appendWithDeliveriesSQL = appendDeferredCTEs + `, dl AS (
-			` + shiftParams(enqueueDeliveriesCTE, 19) + `
-		)` + strings.Replace(eventsTailSQL("$33"), "(SELECT count(*) FROM ins) FROM ev",
+			` + shiftParams(enqueueDeliveriesCTE, 20) + `
+		)` + strings.Replace(eventsTailSQL("$34"), "(SELECT count(*) FROM ins) FROM ev",
 	"(SELECT count(*) FROM ins), (SELECT count(*) FROM dl), (SELECT count(*) FROM dl WHERE state = 'pending') FROM ev", 1)
 
 // shiftParams renumbers the parameters $1-$99 of a statement part by by.

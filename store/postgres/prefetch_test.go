@@ -187,6 +187,44 @@ func TestDeferredAppend(t *testing.T) {
 	require.Equal(t, 1, events, "only the first post's event")
 }
 
+// TestDeferredComment checks that SetChildrenNumber after a held-back
+// AppendMessage of a comment joins its statement: a comment with its event
+// is still the prefetch and one statement.
+func TestDeferredComment(t *testing.T) {
+	s := prefetchFixture(t)
+	ctx := context.Background()
+	now := t0.Add(time.Hour)
+	event := []*chat.Event{{Name: "message.didCreate", ChannelID: "c", UserIDs: []string{}, Data: []byte(`{}`), CreatedAt: chat.NewTime(now)}}
+	for i, id := range []string{"p", "r1", "r2"} {
+		n0 := s.StatementCount()
+		update(t, s, func(tx chat.Tx) error {
+			require.NoError(t, tx.(chat.PostPrefetcher).PrefetchPost(ctx, "c", "u"))
+			m := message(id, "c", "u", 0)
+			if i > 0 {
+				m.ParentID = "p"
+			}
+			if _, err := chat.AppendMessage(ctx, tx, m, now); err != nil {
+				return err
+			}
+			if i > 0 {
+				require.NoError(t, tx.SetChildrenNumber(ctx, "p", 10+i))
+			}
+			return tx.AppendEvents(ctx, event)
+		})
+		require.Equal(t, int64(2), s.StatementCount()-n0, "post %s", id)
+	}
+	view(t, s, func(tx chat.Tx) error {
+		p, err := tx.GetMessage(ctx, "p")
+		require.NoError(t, err)
+		require.Equal(t, 12, p.ChildrenNumber)
+		r, err := tx.GetMessage(ctx, "r2")
+		require.NoError(t, err)
+		require.Equal(t, "p", r.ParentID)
+		require.Zero(t, r.ChildrenNumber)
+		return nil
+	})
+}
+
 // TestPrefetchPostRoles checks that GetRoles of the author's roles, after
 // PrefetchPost, gives what the read itself gives without a statement, and
 // that a role written in the transaction is read again.

@@ -203,15 +203,13 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 	if err := t.insertMentions(ctx, m); err != nil {
 		return err
 	}
-	if err := t.insertMessageTags(ctx, m.MessageID, m.Tags); err != nil {
-		return err
-	}
-	if m.ParentID != "" {
-		if _, err := t.exec(ctx, "UPDATE messages SET children_number = children_number + 1 WHERE message_id = ?", m.ParentID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.insertMessageTags(ctx, m.MessageID, m.Tags)
+}
+
+// SetChildrenNumber implements chat.MessageStore.
+func (t *tx) SetChildrenNumber(ctx context.Context, messageID string, n int) error {
+	_, err := t.exec(ctx, "UPDATE messages SET children_number = ? WHERE message_id = ?", n, messageID)
+	return err
 }
 
 func (t *tx) insertMessageTags(ctx context.Context, id string, tags []string) error {

@@ -67,26 +67,41 @@ func testAppendComment(t *testing.T, e *env) {
 	e.createChannels(newChannel("c", at(0)))
 	_, err := appendMsg(e, newMessage("p", "c", "u", 0), base)
 	require.NoError(t, err)
-	for i := 0; i < 2; i++ {
-		m := newMessage(fmt.Sprintf("r%d", i), "c", "u", 0)
-		m.ParentID = "p"
-		_, err := appendMsg(e, m, base)
-		require.NoError(t, err)
-		require.Equal(t, i+1, e.message("p").ChildrenNumber)
-		require.Equal(t, "p", e.message(m.MessageID).ParentID)
-	}
-	// Two comments in one transaction.
-	e.update(func(tx chat.Tx) error {
-		for i := 2; i < 4; i++ {
+	// A comment leaves its parent as it is...
+	m := newMessage("r0", "c", "u", 0)
+	m.ParentID = "p"
+	_, err = appendMsg(e, m, base)
+	require.NoError(t, err)
+	require.Zero(t, e.message("p").ChildrenNumber)
+	require.Equal(t, "p", e.message("r0").ParentID)
+	// ...and SetChildrenNumber after it, in its transaction, writes the
+	// parent's count (Postgres: within the append's statement when it was
+	// held back), with or without a read after it.
+	for i := 1; i < 4; i++ {
+		e.update(func(tx chat.Tx) error {
+			if p, ok := tx.(chat.PostPrefetcher); ok && i < 3 {
+				if err := p.PrefetchPost(e.ctx, "c", "u"); err != nil {
+					return err
+				}
+			}
 			m := newMessage(fmt.Sprintf("r%d", i), "c", "u", 0)
 			m.ParentID = "p"
 			if _, err := chat.AppendMessage(e.ctx, tx, m, base); err != nil {
 				return err
 			}
-		}
-		return nil
-	})
-	require.Equal(t, 4, e.message("p").ChildrenNumber)
+			if err := tx.SetChildrenNumber(e.ctx, "p", 10*i); err != nil {
+				return err
+			}
+			if i == 2 {
+				p, err := tx.GetMessage(e.ctx, "p")
+				require.NoError(t, err)
+				require.Equal(t, 10*i, p.ChildrenNumber)
+			}
+			return nil
+		})
+		require.Equal(t, 10*i, e.message("p").ChildrenNumber)
+		require.Zero(t, e.message(fmt.Sprintf("r%d", i)).ChildrenNumber)
+	}
 	require.EqualValues(t, 5, e.channel("c").MessageCount)
 }
 

@@ -165,6 +165,7 @@ func testPersistence(t *testing.T, h Harness) {
 		require.NoError(t, tx.CreateUser(ctx, usr))
 		require.NoError(t, tx.CreateMessage(ctx, msg))
 		require.NoError(t, tx.CreateMessage(ctx, comment))
+		require.NoError(t, tx.SetChildrenNumber(ctx, msg.MessageID, 1))
 		_, _, err = react(ctx, tx, reaction("r", msg.MessageID, "like", usr.UserID, 9))
 		require.NoError(t, err)
 		_, err = tx.AddFlag(ctx, chat.FlagTargetMessage, msg.MessageID, usr.UserID, base)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -18,7 +19,7 @@ var messageCases = []tcase{
 	{"NotFound", testMessageNotFound},
 	{"GetMessages", testGetMessages},
 	{"Update", testMessageUpdate},
-	{"CommentIncrementsChildrenNumber", testChildrenNumber},
+	{"SetChildrenNumber", testChildrenNumber},
 	{"QueryOrderAndBounds", testMessageQueryOrder},
 	{"QueryFilters", testMessageQueryFilters},
 	{"QueryByAuthor", testMessageQueryByAuthor},
@@ -102,6 +103,7 @@ func testMessageUpdate(t *testing.T, e *env) {
 	comment := newMessage("comment", "c", "u", 8)
 	comment.ParentID = "msg-1"
 	e.createMessages(parent, comment)
+	e.update(func(tx chat.Tx) error { return tx.SetChildrenNumber(e.ctx, "msg-1", 1) })
 	write(e, func(tx chat.Tx) (bool, error) {
 		_, ok, err := react(e.ctx, tx, &chat.Reaction{ReactionID: "r1", ReferenceID: "msg-1", ReferenceType: chat.ReferenceTypeMessage, ReactionName: "like", UserID: "u", CreatedAt: at(3)})
 		return ok, err
@@ -157,28 +159,30 @@ func testMessageUpdate(t *testing.T, e *env) {
 func testChildrenNumber(t *testing.T, e *env) {
 	e.createChannels(newChannel("c", at(0)))
 	e.createMessages(newMessage("p", "c", "u", 1), newMessage("q", "c", "u", 2))
-	for i := int64(0); i < 3; i++ {
-		c := newMessage(fmt.Sprintf("c%d", i), "c", "u", 3+i)
-		c.ParentID = "p"
-		e.createMessages(c)
-		require.EqualValues(t, i+1, e.message("p").ChildrenNumber)
-	}
+	// CreateMessage stores a comment as given and leaves its parent alone.
+	c := newMessage("c0", "c", "u", 3)
+	c.ParentID, c.ChildrenNumber = "p", 7
+	e.createMessages(c)
+	require.Zero(t, e.message("p").ChildrenNumber)
+	require.Equal(t, "p", e.message("c0").ParentID)
+	require.Equal(t, 7, e.message("c0").ChildrenNumber)
+	// SetChildrenNumber writes the one message named.
+	e.update(func(tx chat.Tx) error { return tx.SetChildrenNumber(e.ctx, "p", 3) })
+	require.Equal(t, 3, e.message("p").ChildrenNumber)
 	require.Zero(t, e.message("q").ChildrenNumber)
-	c0 := e.message("c0")
-	require.Equal(t, "p", c0.ParentID)
-	require.Zero(t, c0.ChildrenNumber)
-	// Several comments in one transaction.
-	e.update(func(tx chat.Tx) error {
-		for i := int64(0); i < 2; i++ {
-			c := newMessage(fmt.Sprintf("d%d", i), "c", "u", 10+i)
-			c.ParentID = "q"
-			if err := tx.CreateMessage(e.ctx, c); err != nil {
-				return err
-			}
-		}
+	// A message that does not exist is no error, and nothing is created.
+	e.update(func(tx chat.Tx) error { return tx.SetChildrenNumber(e.ctx, "missing", 1) })
+	e.view(func(tx chat.Tx) error {
+		_, err := tx.GetMessage(e.ctx, "missing")
+		requireNotFound(t, err, "message")
 		return nil
 	})
-	require.Equal(t, 2, e.message("q").ChildrenNumber)
+	// A rolled-back write leaves the count as it was.
+	undone := errors.New("undone")
+	require.ErrorIs(t, e.s.Update(e.ctx, func(tx chat.Tx) error {
+		require.NoError(t, tx.SetChildrenNumber(e.ctx, "p", 9))
+		return undone
+	}), undone)
 	require.Equal(t, 3, e.message("p").ChildrenNumber)
 }
 

@@ -72,6 +72,9 @@ func testErrorRollsBack(t *testing.T, e *env) {
 		if err := tx.CreateMessage(ctx, comment); err != nil {
 			return err
 		}
+		if err := tx.SetChildrenNumber(ctx, "m1", 1); err != nil {
+			return err
+		}
 		if err := tx.PutChannelUser(ctx, member("c", "u", chat.MembershipMember)); err != nil {
 			return err
 		}
