@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -588,4 +589,26 @@ func TestMessageEmptyValuesRoundTrip(t *testing.T) {
 		require.EqualValues(t, 2, page[1].ChannelSegment)
 		return nil
 	}))
+}
+
+// TestRawListOnStoreConnections checks that rawList reads through the
+// driver connection in a View and in an Update (the store's connections,
+// whatever type wraps them), not through database/sql's rows: the
+// fallback scanner fails the test.
+func TestRawListOnStoreConnections(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	viaRows := func(scanner) (string, error) { return "", errors.New("read through database/sql") }
+	viaDriver := func(v []driver.Value) (string, error) { return fmt.Sprint(v[0]), nil }
+	check := func(stx chat.Tx) error {
+		got, err := rawList(stx.(*tx), ctx, viaDriver, viaRows, `SELECT ? UNION ALL SELECT ?`, "a", 7)
+		if err != nil {
+			return err
+		}
+		require.Equal(t, []string{"a", "7"}, got)
+		return nil
+	}
+	require.NoError(t, s.View(ctx, check))
+	require.NoError(t, s.Update(ctx, check))
 }
