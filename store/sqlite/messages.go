@@ -16,7 +16,7 @@ import (
 // value (tags, hashflag, reactions, mentions). A NULL costs the driver
 // nothing, a text value a copy of its bytes and an interface allocation,
 // an integer beyond 255 an allocation. The reactions stored as JSON null
-// (a message created without any) read as ''.
+// (a message created without any) read as the empty string.
 const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, NULLIF(m.type, 'text'), m.data,
 	NULLIF(m.tags, '[]'), m.parent_id, m.is_deleted, m.created_at, m.edited_at, NULLIF(m.updated_at, m.created_at),
 	m.children_number, m.flag_count, NULLIF(m.hashflag, '` + zeroHashflag + `'),
