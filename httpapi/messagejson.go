@@ -73,13 +73,17 @@ type messageListShape struct {
 func (s *messageListShape) shape(l *chat.MessageList) *messageListJSON {
 	n := len(l.Messages)
 	// Every timestamp of the page goes into one buffer, made into one
-	// string, which each field then slices.
+	// string, which each field then slices. An updatedAt equal to its
+	// createdAt (a message never changed) is not formatted again: its end
+	// is recorded twice, and next gives it the createdAt's text.
 	s.times, s.ends = s.times[:0], s.ends[:0]
 	for i := range l.Messages {
 		m := &l.Messages[i]
 		s.times = m.CreatedAt.AppendJSON(s.times)
 		s.ends = append(s.ends, len(s.times))
-		s.times = m.UpdatedAt.AppendJSON(s.times)
+		if !m.UpdatedAt.Equal(m.CreatedAt.Time) {
+			s.times = m.UpdatedAt.AppendJSON(s.times)
+		}
 		s.ends = append(s.ends, len(s.times))
 		if m.EditedAt != nil {
 			s.times = m.EditedAt.AppendJSON(s.times)
@@ -88,12 +92,16 @@ func (s *messageListShape) shape(l *chat.MessageList) *messageListJSON {
 	}
 	all := string(s.times)
 	start, k := 0, 0
+	var last string
 	next := func() string {
 		// AppendJSON wrote "...": the field takes what is inside the quotes.
-		end := s.ends[k]
-		v := all[start+1 : end-1]
-		start, k = end, k+1
-		return v
+		// An end equal to the previous one repeats the previous text.
+		if end := s.ends[k]; end != start {
+			last = all[start+1 : end-1]
+			start = end
+		}
+		k++
+		return last
 	}
 	s.msgs = slices0(s.msgs, n)
 	s.texts = slices0(s.texts, n)

@@ -39,6 +39,11 @@ func TestMessageListJSON(t *testing.T) {
 	}
 	odd := msg(map[string]any{"text": "year 10000"})
 	odd.CreatedAt, odd.UpdatedAt, odd.EditedAt = at(10000, 1), at(1, 2), &far
+	// Never changed (updatedAt is createdAt), then edited at that instant.
+	same := msg(map[string]any{"text": "same"})
+	same.UpdatedAt = same.CreatedAt
+	sameEdited := same
+	sameEdited.EditedAt = &same.CreatedAt
 	lists := []*chat.MessageList{
 		{Messages: []chat.Message{}, Users: []chat.User{}},
 		{},
@@ -53,7 +58,11 @@ func TestMessageListJSON(t *testing.T) {
 			msg(nil),
 			func() chat.Message { m := msg(nil); m.MentionedUserIDs = []string{}; return m }(),
 			odd,
+			same,
 			full,
+			same,
+			sameEdited,
+			same,
 			msg(map[string]any{"urls": map[string]any{"small": "/api/v2/messages/m/images?size=small&exp=1&sig=x"}, "text": "caption"}),
 		}, Users: []chat.User{}},
 	}

@@ -10,13 +10,17 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-// messageCols are the columns of a message row. The JSON columns that hold
-// their empty value in most rows (tags, hashflag, reactions, mentions) read as NULL
-// then: a NULL costs the driver nothing, a text value a copy of its bytes
-// and an interface allocation.
-const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, m.type, m.data,
-	NULLIF(m.tags, '[]'), m.parent_id, m.is_deleted, m.created_at, m.edited_at, m.updated_at, m.children_number,
-	m.flag_count, NULLIF(m.hashflag, '` + zeroHashflag + `'), NULLIF(m.reactions, '{}'), m.reactions_count,
+// messageCols are the columns of a message row. The columns that hold
+// their common value in most rows read as NULL then: the type text, an
+// updated_at equal to created_at, and the JSON columns holding their empty
+// value (tags, hashflag, reactions, mentions). A NULL costs the driver
+// nothing, a text value a copy of its bytes and an interface allocation,
+// an integer beyond 255 an allocation. The reactions stored as JSON null
+// (a message created without any) read as the empty string.
+const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, NULLIF(m.type, 'text'), m.data,
+	NULLIF(m.tags, '[]'), m.parent_id, m.is_deleted, m.created_at, m.edited_at, NULLIF(m.updated_at, m.created_at),
+	m.children_number, m.flag_count, NULLIF(m.hashflag, '` + zeroHashflag + `'),
+	CASE m.reactions WHEN '{}' THEN NULL WHEN 'null' THEN '' ELSE m.reactions END, m.reactions_count,
 	NULLIF(m.mentioned_user_ids, '[]')`
 
 // channelMessageCols are messageCols for a query of one channel's
@@ -32,11 +36,12 @@ type messageRow struct {
 	// Text columns scan into strings: the driver's value is assigned as is
 	// (a sql.RawBytes destination would copy it again).
 	data                      string
+	typ                       sql.NullString
 	tags, hashflag, reactions sql.NullString
 	mentions                  sql.NullString
 	parent                    sql.NullString
-	edited                    sql.NullInt64
-	created, updated          int64
+	edited, updated           sql.NullInt64
+	created                   int64
 	dest                      []any
 	// channelID, when set, is the channel of every row (read as '').
 	channelID string
@@ -50,7 +55,7 @@ type messageRow struct {
 // newMessageRow returns the scan target for a query of about n rows.
 func newMessageRow(n int) *messageRow {
 	r := &messageRow{size: min(max(n, 1), 64)}
-	r.dest = []any{&r.m.MessageID, &r.m.ChannelID, &r.m.ChannelSegment, &r.m.UserID, &r.m.Type, &r.data, &r.tags,
+	r.dest = []any{&r.m.MessageID, &r.m.ChannelID, &r.m.ChannelSegment, &r.m.UserID, &r.typ, &r.data, &r.tags,
 		&r.parent, &r.m.IsDeleted, &r.created, &r.edited, &r.updated, &r.m.ChildrenNumber, &r.m.FlagCount,
 		&r.hashflag, &r.reactions, &r.m.ReactionsCount, &r.mentions}
 	return r
@@ -105,13 +110,16 @@ func (r *messageRow) scanValues(v []driver.Value) (*chat.Message, error) {
 	}
 	m := &r.m
 	m.MessageID, m.ChannelID, m.ChannelSegment = text(v[0]), text(v[1]), integer(v[2])
-	m.UserID, m.Type, r.data, r.tags = text(v[3]), chat.MessageType(text(v[4])), text(v[5]), nullText(v[6])
+	m.UserID, r.typ, r.data, r.tags = text(v[3]), nullText(v[4]), text(v[5]), nullText(v[6])
 	r.parent, m.IsDeleted, r.created = nullText(v[7]), integer(v[8]) != 0, integer(v[9])
-	r.edited = sql.NullInt64{}
-	if v[10] != nil {
-		r.edited = sql.NullInt64{Int64: integer(v[10]), Valid: true}
+	nullInteger := func(x driver.Value) sql.NullInt64 {
+		if x == nil {
+			return sql.NullInt64{}
+		}
+		return sql.NullInt64{Int64: integer(x), Valid: true}
 	}
-	r.updated, m.ChildrenNumber, m.FlagCount = integer(v[11]), int(integer(v[12])), int(integer(v[13]))
+	r.edited, r.updated = nullInteger(v[10]), nullInteger(v[11])
+	m.ChildrenNumber, m.FlagCount = int(integer(v[12])), int(integer(v[13]))
 	r.hashflag, r.reactions, m.ReactionsCount = nullText(v[14]), nullText(v[15]), int(integer(v[16]))
 	r.mentions = nullText(v[17])
 	if err != nil {
@@ -147,18 +155,31 @@ func (r *messageRow) build() (*chat.Message, error) {
 			return nil, err
 		}
 	}
-	if !r.reactions.Valid {
+	switch {
+	case !r.reactions.Valid:
 		m.Reactions = map[string]int{}
-	} else if err := fromJSON(r.reactions.String, &m.Reactions); err != nil {
-		return nil, err
+	case r.reactions.String == "":
+		m.Reactions = nil // stored as JSON null
+	default:
+		if err := fromJSON(r.reactions.String, &m.Reactions); err != nil {
+			return nil, err
+		}
 	}
 	if r.mentions.Valid {
 		if err := fromJSON(r.mentions.String, &m.MentionedUserIDs); err != nil {
 			return nil, err
 		}
 	}
+	m.Type = chat.MessageTypeText
+	if r.typ.Valid {
+		m.Type = chat.MessageType(r.typ.String)
+	}
 	m.ParentID = r.parent.String
-	m.CreatedAt, m.UpdatedAt = fromMs(r.created), fromMs(r.updated)
+	m.CreatedAt = fromMs(r.created)
+	m.UpdatedAt = m.CreatedAt
+	if r.updated.Valid {
+		m.UpdatedAt = fromMs(r.updated.Int64)
+	}
 	m.EditedAt = fromMsp(r.edited)
 	return m, nil
 }

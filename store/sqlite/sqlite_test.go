@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -548,15 +549,24 @@ func TestMessageEmptyValuesRoundTrip(t *testing.T) {
 		{MessageID: "nil"},
 		{MessageID: "set", Tags: []string{"a", "b"}, Reactions: map[string]int{"like": 2},
 			Hashflag: chat.Hashflag{Bits: 64, Hashes: 3, Hash: []uint32{1, 2}}},
+		// Not the common values that read as NULL: another type, an
+		// updatedAt after the createdAt.
+		{MessageID: "custom", Type: chat.MessageTypeCustom, UpdatedAt: chat.NewTime(t0.Add(time.Hour))},
 	}
 	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error {
 		if err := tx.CreateChannel(ctx, testChannel("c")); err != nil {
 			return err
 		}
 		for i, m := range in {
-			m.ChannelID, m.UserID, m.Type, m.ChannelSegment = "c", "u1", chat.MessageTypeText, int64(i+1)
+			m.ChannelID, m.UserID, m.ChannelSegment = "c", "u1", int64(i+1)
+			if m.Type == "" {
+				m.Type = chat.MessageTypeText
+			}
 			m.Data = map[string]any{"text": m.MessageID}
-			m.CreatedAt, m.UpdatedAt = now, now
+			m.CreatedAt = now
+			if m.UpdatedAt.IsZero() {
+				m.UpdatedAt = now
+			}
 			if err := tx.CreateMessage(ctx, m); err != nil {
 				return err
 			}
@@ -566,10 +576,10 @@ func TestMessageEmptyValuesRoundTrip(t *testing.T) {
 	require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
 		page, err := tx.QueryMessages(ctx, chat.MessageFilter{ChannelID: "c", Limit: 10})
 		require.NoError(t, err)
-		byID, err := tx.GetMessages(ctx, []string{"empty", "nil", "set"})
+		byID, err := tx.GetMessages(ctx, []string{"empty", "nil", "set", "custom"})
 		require.NoError(t, err)
-		require.Len(t, page, 3)
-		require.Len(t, byID, 3)
+		require.Len(t, page, len(in))
+		require.Len(t, byID, len(in))
 		got := map[string]*chat.Message{}
 		for _, m := range byID {
 			got[m.MessageID] = m
@@ -588,4 +598,26 @@ func TestMessageEmptyValuesRoundTrip(t *testing.T) {
 		require.EqualValues(t, 2, page[1].ChannelSegment)
 		return nil
 	}))
+}
+
+// TestRawListOnStoreConnections checks that rawList reads through the
+// driver connection in a View and in an Update (the store's connections,
+// whatever type wraps them), not through database/sql's rows: the
+// fallback scanner fails the test.
+func TestRawListOnStoreConnections(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	viaRows := func(scanner) (string, error) { return "", errors.New("read through database/sql") }
+	viaDriver := func(v []driver.Value) (string, error) { return fmt.Sprint(v[0]), nil }
+	check := func(stx chat.Tx) error {
+		got, err := rawList(stx.(*tx), ctx, viaDriver, viaRows, `SELECT ? UNION ALL SELECT ?`, "a", 7)
+		if err != nil {
+			return err
+		}
+		require.Equal(t, []string{"a", "7"}, got)
+		return nil
+	}
+	require.NoError(t, s.View(ctx, check))
+	require.NoError(t, s.Update(ctx, check))
 }

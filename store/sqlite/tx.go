@@ -145,11 +145,11 @@ func keyed[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q s
 // each row's values go to scan as the driver returns them, without
 // database/sql's Rows and its conversion of every column into a
 // destination (about a tenth of a page read's CPU). Arguments must be
-// strings or integers. A transaction on anything but a connection (the
-// statement recorder of the query plan test) goes through keyed with
+// strings or integers. A transaction on anything but a store connection
+// (the statement recorder of the query plan test) goes through keyed with
 // rowScan.
 func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, error), rowScan func(scanner) (T, error), q string, args ...any) ([]T, error) {
-	conn, ok := t.db.(*sql.Conn)
+	dbc, ok := t.db.(*conn)
 	if !ok {
 		return keyed(t, ctx, rowScan, q, args...)
 	}
@@ -165,7 +165,7 @@ func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, er
 		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
 	var out []T
-	err = conn.Raw(func(dc any) error {
+	err = dbc.Raw(func(dc any) error {
 		qc, ok := dc.(driver.QueryerContext)
 		if !ok {
 			return &chat.Error{Code: chat.CodeInternal, Message: "sqlite: driver connection cannot query"}
