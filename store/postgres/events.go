@@ -50,10 +50,16 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 		t.pend, t.pendDel = nil, nil
 		args = append(append(slices.Clip(pend.args), pendDel.args...), args...)
 		tmpl, dest = appendWithDeliveriesSQL, append(dest, &inserted, &dlInserted, &dlPending)
+		if topLevel(pend.args) {
+			tmpl = appendTopWithDeliveriesSQL
+		}
 	case pend != nil:
 		// The deferred AppendMessage runs in the same statement.
 		t.pend = nil
 		tmpl, args, dest = appendWithEventsSQL, append(slices.Clip(pend.args), args...), append(dest, &inserted)
+		if topLevel(pend.args) {
+			tmpl = appendTopWithEventsSQL
+		}
 	}
 	err := t.query(ctx, tmpl, args, func(r *sql.Rows) error {
 		var seq int64

@@ -118,10 +118,32 @@ const appendCTEs = `WITH c AS (
 			$13::integer, $14::integer, $15::json, $16::jsonb, $17::integer, $19::text[], array_to_tsvector($18::text[])
 		FROM c WHERE NOT c.is_closed
 		ON CONFLICT DO NOTHING RETURNING parent_id
-	), parent AS (
+	)` + appendParentCTE
+
+// appendParentCTE is the part of appendCTEs that bumps the parent's
+// childrenNumber.
+const appendParentCTE = `, parent AS (
 		UPDATE {s}messages p SET children_number = p.children_number + 1
 		FROM ins WHERE ins.parent_id IS NOT NULL AND p.message_id = ins.parent_id
 	)`
+
+// withoutParent returns an append statement without appendParentCTE, for
+// a message without a parent: a statement that names an UPDATE of
+// messages sets it up (the table's indexes, its triggers) on every run,
+// even when it changes no row.
+func withoutParent(q string) string {
+	if !strings.Contains(q, appendParentCTE) {
+		panic("postgres: append statement without its parent part")
+	}
+	return strings.Replace(q, appendParentCTE, "", 1)
+}
+
+// appendTopSQL is appendSQL for a message without a parent.
+var appendTopSQL = withoutParent(appendSQL)
+
+// topLevel reports whether the arguments of an append statement are
+// those of a message without a parent ($8).
+func topLevel(args []any) bool { return args[7] == nil }
 
 // appendDeferredCTEs are appendCTEs with a plain INSERT, for
 // appendWithEventsSQL.
@@ -173,7 +195,11 @@ func (t *tx) appendNow(ctx context.Context, messageID, channelID string, args []
 		c *chat.Channel
 		n int64
 	)
-	err := t.query(ctx, appendSQL, args, func(r *sql.Rows) error {
+	q := appendSQL
+	if topLevel(args) {
+		q = appendTopSQL
+	}
+	err := t.query(ctx, q, args, func(r *sql.Rows) error {
 		var err error
 		c, err = scanChannel(extraScan{r, []any{&n}})
 		return err
