@@ -106,11 +106,16 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 		// One buffer of destinations for every scan of the row: the
 		// columns a scan does not ask for are skipped (skipColumn).
 		w := window{r: r, all: make([]any, n)}
-		var hasChan, hasCU, hasUser notNull // NULL: no such row
+		// The first pass reads which blocks are there (a missing row
+		// leaves its block NULL) and the last four columns.
+		var hasChan, hasCU, hasUser notNull
+		var rv, wv sql.NullInt64
+		var tj, rj []byte
 		for i := range w.all {
 			w.all[i] = skipColumn{}
 		}
 		w.all[0], w.all[nChannelCols], w.all[nChannelCols+nCUCols] = &hasChan, &hasCU, &hasUser
+		w.all[n-4], w.all[n-3], w.all[n-2], w.all[n-1] = &rv, &wv, &tj, &rj
 		if err := r.Scan(w.all...); err != nil {
 			return err
 		}
@@ -134,11 +139,6 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 			if p.user, err = scanUser(w.at(nChannelCols + nCUCols)); err != nil {
 				return err
 			}
-		}
-		var rv, wv sql.NullInt64
-		var tj, rj []byte
-		if err := w.scan(n-4, &rv, &wv, &tj, &rj); err != nil {
-			return err
 		}
 		if p.user != nil {
 			if roles, err = decodeRoles(rj); err != nil {
@@ -241,13 +241,11 @@ func (w window) at(from int) window {
 	return w
 }
 
-func (w window) Scan(dest ...any) error { return w.scan(w.from, dest...) }
-
-// scan scans the columns [from, from+len(dest)) of the row into dest.
-func (w window) scan(from int, dest ...any) error {
+// Scan scans the columns [from, from+len(dest)) of the row into dest.
+func (w window) Scan(dest ...any) error {
 	for i := range w.all {
-		if i >= from && i < from+len(dest) {
-			w.all[i] = dest[i-from]
+		if i >= w.from && i < w.from+len(dest) {
+			w.all[i] = dest[i-w.from]
 		} else {
 			w.all[i] = skipColumn{}
 		}
