@@ -128,9 +128,8 @@ const appendParentCTE = `, parent AS (
 	)`
 
 // withoutParent returns an append statement without appendParentCTE, for
-// a message without a parent: a statement that names an UPDATE of
-// messages sets it up (the table's indexes, its triggers) on every run,
-// even when it changes no row.
+// a message without a parent: a statement that holds an UPDATE of
+// messages sets that UPDATE up on every run, even when it changes no row.
 func withoutParent(q string) string {
 	if !strings.Contains(q, appendParentCTE) {
 		panic("postgres: append statement without its parent part")

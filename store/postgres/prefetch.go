@@ -81,7 +81,7 @@ const prefetchSQL = `WITH c AS MATERIALIZED (
 // prefetchUpdateSQL and prefetchViewSQL are prefetchSQL in an Update and
 // in a View.
 var (
-	prefetchUpdateSQL = strings.NewReplacer("{lock}", " FOR NO KEY UPDATE", "{targets}", pushTargetsJSON).Replace(prefetchSQL)
+	prefetchUpdateSQL = strings.NewReplacer("{lock}", lockClause, "{targets}", pushTargetsJSON).Replace(prefetchSQL)
 	prefetchViewSQL   = strings.NewReplacer("{lock}", "", "{targets}", "NULL::json").Replace(prefetchSQL)
 )
 
