@@ -1,10 +1,14 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -344,7 +348,8 @@ func BenchmarkVsRaw(b *testing.B) {
 // against the raw ceiling at the same concurrency, a one-row INSERT per
 // transaction into a table with the messages table's indexes, in
 // alternating rounds so that both see the same machine load. It reports
-// both rates and their ratio.
+// both rates and their ratio, and the CPU time per message of each, in
+// this process and in the server's backends, when /proc shows them.
 //
 //	go test -run '^$' -bench VsRaw32 -benchtime 5x ./store/postgres/
 func BenchmarkVsRaw32(b *testing.B) {
@@ -397,23 +402,81 @@ func BenchmarkVsRaw32(b *testing.B) {
 		return time.Since(start)
 	}
 	var dRaw, dSvc time.Duration
+	var cpuRaw, cpuSvc [2]float64 // this process, the server's backends
+	measured := func(d *time.Duration, cpu *[2]float64, op func(w int) error) {
+		g0, p0 := cpuSeconds(b, s.DB())
+		*d += run(op)
+		g1, p1 := cpuSeconds(b, s.DB())
+		cpu[0] += g1 - g0
+		cpu[1] += p1 - p0
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		dRaw += run(func(w int) error {
+		measured(&dRaw, &cpuRaw, func(w int) error {
 			k := seq.Add(1)
 			_, err := raw.ExecContext(ctx, "r"+strconv.FormatInt(k, 10), "raw"+strconv.Itoa(w), dataJSON, time.Now(), k)
 			return err
 		})
-		dSvc += run(func(w int) error {
+		measured(&dSvc, &cpuSvc, func(w int) error {
 			_, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(w), chat.CreateMessageInput{ChannelID: "c" + strconv.Itoa(w),
 				Type: chat.MessageTypeText, Data: chat.TextData("hello, this is a benchmark message of a typical length")})
 			return err
 		})
 	}
 	b.StopTimer()
-	rawRate := float64(b.N*perRound) / dRaw.Seconds()
-	svcRate := float64(b.N*perRound) / dSvc.Seconds()
+	n := float64(b.N * perRound)
+	rawRate := n / dRaw.Seconds()
+	svcRate := n / dSvc.Seconds()
 	b.ReportMetric(rawRate, "raw-msgs/s")
 	b.ReportMetric(svcRate, "create-msgs/s")
 	b.ReportMetric(svcRate/rawRate, "create/raw")
+	// CPU per message, where /proc shows it (Linux, the server on this
+	// machine): the benchmark process and the server's backends.
+	if cpuSvc[0] > 0 {
+		b.ReportMetric(cpuRaw[0]/n*1e6, "raw-go-µs/op")
+		b.ReportMetric(cpuSvc[0]/n*1e6, "create-go-µs/op")
+	}
+	if cpuSvc[1] > 0 {
+		b.ReportMetric(cpuRaw[1]/n*1e6, "raw-pg-µs/op")
+		b.ReportMetric(cpuSvc[1]/n*1e6, "create-pg-µs/op")
+	}
+}
+
+// cpuSeconds returns the CPU time (user and system) used so far by this
+// process and by the server processes of the connections to the current
+// database, read from /proc; 0 for what /proc does not show. Processes
+// that ended between two calls are not counted.
+func cpuSeconds(b *testing.B, db *sql.DB) (self, server float64) {
+	b.Helper()
+	self = procCPU("self")
+	rows, err := db.Query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	require.NoError(b, err)
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		require.NoError(b, rows.Scan(&pid))
+		server += procCPU(strconv.Itoa(pid))
+	}
+	require.NoError(b, rows.Err())
+	return self, server
+}
+
+// procCPU reads the user and system time of a process from
+// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s).
+func procCPU(pid string) float64 {
+	st, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseFloat(f[11], 64)
+	s, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return (u + s) / 100
 }

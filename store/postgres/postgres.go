@@ -610,10 +610,13 @@ func (t *tx) fail(err error) error {
 // key-share locks that inserts referencing the row take.
 func (t *tx) lockRows() string {
 	if t.write {
-		return " FOR NO KEY UPDATE"
+		return lockClause
 	}
 	return ""
 }
+
+// lockClause is what lockRows appends in an Update.
+const lockClause = " FOR NO KEY UPDATE"
 
 // txStmt returns the statement of a template bound to the transaction, or
 // nil and the SQL text when it is to run unprepared.

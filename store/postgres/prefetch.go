@@ -78,55 +78,67 @@ const prefetchSQL = `WITH c AS MATERIALIZED (
 		LEFT JOIN m ON true
 		LEFT JOIN (SELECT ` + userReadCols + ` FROM {s}users WHERE user_id = $2) u ON true`
 
+// prefetchUpdateSQL and prefetchViewSQL are prefetchSQL in an Update and
+// in a View.
+var (
+	prefetchUpdateSQL = strings.NewReplacer("{lock}", lockClause, "{targets}", pushTargetsJSON).Replace(prefetchSQL)
+	prefetchViewSQL   = strings.NewReplacer("{lock}", "", "{targets}", "NULL::json").Replace(prefetchSQL)
+)
+
+// nPrefetchCols is the number of columns of prefetchSQL's row.
+var nPrefetchCols = nChannelCols + nCUCols + nUserCols + 4
+
 // PrefetchPost implements chat.PostPrefetcher: one statement reads the
 // channel, the author's relation to it, the author and the versions, and
 // the GetChannel, GetChannelUser, GetUser, RulesVersion and
 // WebhooksVersion calls that follow are answered from it.
 func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
-	targets := "NULL::json"
+	tmpl := prefetchViewSQL
 	if t.write {
-		targets = pushTargetsJSON
+		tmpl = prefetchUpdateSQL
 	}
-	tmpl := strings.NewReplacer("{lock}", t.lockRows(), "{targets}", targets).Replace(prefetchSQL)
 	var p prefetched
 	var v *versions
 	var pt []*chat.PushTarget
 	var roles []*chat.Role
 	err := t.query(ctx, tmpl, []any{channelID, userID}, func(r *sql.Rows) error {
-		n := nChannelCols + nCUCols + nUserCols + 4
-		raw := make([]any, n)
-		ptrs := make([]any, n)
-		for i := range raw {
-			ptrs[i] = &raw[i]
+		n := nPrefetchCols
+		// One buffer of destinations for every scan of the row: the
+		// columns a scan does not ask for are skipped (skipColumn).
+		w := window{r: r, all: make([]any, n)}
+		// The first pass reads which blocks are there (a missing row
+		// leaves its block NULL) and the last four columns.
+		var hasChan, hasCU, hasUser notNull
+		var rv, wv sql.NullInt64
+		var tj, rj []byte
+		for i := range w.all {
+			w.all[i] = skipColumn{}
 		}
-		if err := r.Scan(ptrs...); err != nil {
+		w.all[0], w.all[nChannelCols], w.all[nChannelCols+nCUCols] = &hasChan, &hasCU, &hasUser
+		w.all[n-4], w.all[n-3], w.all[n-2], w.all[n-1] = &rv, &wv, &tj, &rj
+		if err := r.Scan(w.all...); err != nil {
 			return err
 		}
 		var err error
-		if raw[0] != nil {
-			if p.channel, err = scanChannel(window{r, n, 0}); err != nil {
+		if hasChan {
+			if p.channel, err = scanChannel(w.at(0)); err != nil {
 				return err
 			}
 			if t.write {
-				if p.locked, err = scanChannel(window{r, n, 0}); err != nil {
+				if p.locked, err = scanChannel(w.at(0)); err != nil {
 					return err
 				}
 			}
 		}
-		if raw[nChannelCols] != nil {
-			if p.cu, err = scanChannelUser(window{r, n, nChannelCols}); err != nil {
+		if hasCU {
+			if p.cu, err = scanChannelUser(w.at(nChannelCols)); err != nil {
 				return err
 			}
 		}
-		if raw[nChannelCols+nCUCols] != nil {
-			if p.user, err = scanUser(window{r, n, nChannelCols + nCUCols}); err != nil {
+		if hasUser {
+			if p.user, err = scanUser(w.at(nChannelCols + nCUCols)); err != nil {
 				return err
 			}
-		}
-		var rv, wv sql.NullInt64
-		var tj, rj []byte
-		if err := (window{r, n, n - 4}).Scan(&rv, &wv, &tj, &rj); err != nil {
-			return err
 		}
 		if p.user != nil {
 			if roles, err = decodeRoles(rj); err != nil {
@@ -214,23 +226,45 @@ func (t *tx) prefetchedRolesFor(ids []string) ([]*chat.Role, bool) {
 	return p.list, true
 }
 
-// window scans the columns [from, from+len(dest)) of a row of n columns
-// into dest and discards the others.
+// window scans some of the columns of a row: all holds a destination for
+// every column, and a scan fills the ones it asks for and skips the
+// others.
 type window struct {
-	r       *sql.Rows
-	n, from int
+	r    *sql.Rows
+	all  []any
+	from int // for Scan
 }
 
+// at returns the window whose Scan fills the columns from from on.
+func (w window) at(from int) window {
+	w.from = from
+	return w
+}
+
+// Scan scans the columns [from, from+len(dest)) of the row into dest.
 func (w window) Scan(dest ...any) error {
-	all := make([]any, w.n)
-	for i := range all {
+	for i := range w.all {
 		if i >= w.from && i < w.from+len(dest) {
-			all[i] = dest[i-w.from]
+			w.all[i] = dest[i-w.from]
 		} else {
-			all[i] = new(any)
+			w.all[i] = skipColumn{}
 		}
 	}
-	return w.r.Scan(all...)
+	return w.r.Scan(w.all...)
+}
+
+// skipColumn is the destination of a column that a scan does not ask
+// for: it keeps nothing, so the column costs no copy.
+type skipColumn struct{}
+
+func (skipColumn) Scan(any) error { return nil }
+
+// notNull scans whether a column is not NULL.
+type notNull bool
+
+func (n *notNull) Scan(v any) error {
+	*n = v != nil
+	return nil
 }
 
 // prefetch returns the prefetched rows while they are valid, or nil.
