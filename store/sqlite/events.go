@@ -45,9 +45,15 @@ func scanEvent(sc scanner) (*chat.Event, error) {
 	return &e, nil
 }
 
-// ReadEvents implements chat.EventStore.
+// ReadEvents implements chat.EventStore. With a limit the rows are a
+// primary key range under it, read with keyed (every hub reads the log
+// after each commit that wrote events).
 func (t *tx) ReadEvents(ctx context.Context, after int64, limit int) ([]*chat.Event, error) {
-	return list(t, ctx, scanEvent, `SELECT id, name, channel_id, user_ids, data, created_at
+	read := list[*chat.Event]
+	if limit > 0 {
+		read = keyed[*chat.Event]
+	}
+	return read(t, ctx, scanEvent, `SELECT id, name, channel_id, user_ids, data, created_at
 		FROM events WHERE id > ? ORDER BY id LIMIT `+limitParam, after, limitArg(limit))
 }
 

@@ -61,19 +61,43 @@ func (r *wordsRow) words() ([]string, error) {
 	return chat.MessageWords(&m), nil
 }
 
-// addPostings numbers the new words among ws and stores a row of
-// search_postings for each word of the message (rowid, created).
-func (t *tx) addPostings(ctx context.Context, rowid, created int64, ws []string) error {
-	if len(ws) == 0 {
+// posting is a message's words to add to the index: its rowid and
+// createdAt (milliseconds).
+type posting struct {
+	rowid, created int64
+	words          []string
+}
+
+// addPostings numbers the new words of ps (one statement for all) and
+// stores a row of search_postings for each word of each message (one
+// statement per message).
+func (t *tx) addPostings(ctx context.Context, ps []posting) error {
+	var words []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		for _, w := range p.words {
+			if !seen[w] {
+				seen[w] = true
+				words = append(words, w)
+			}
+		}
+	}
+	if len(words) == 0 {
 		return nil
 	}
-	j := jsonIDs(ws)
-	if _, err := t.exec(ctx, "INSERT OR IGNORE INTO search_vocab (word) SELECT value FROM json_each(?)", j); err != nil {
+	if _, err := t.exec(ctx, "INSERT OR IGNORE INTO search_vocab (word) SELECT value FROM json_each(?)", jsonIDs(words)); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT OR IGNORE INTO search_postings (word_id, created_at, msg)
-		SELECT v.id, ?, ? FROM json_each(?) j CROSS JOIN search_vocab v ON v.word = j.value`, created, rowid, j)
-	return err
+	for _, p := range ps {
+		if len(p.words) == 0 {
+			continue
+		}
+		if _, err := t.exec(ctx, `INSERT OR IGNORE INTO search_postings (word_id, created_at, msg)
+		SELECT v.id, ?, ? FROM json_each(?) j CROSS JOIN search_vocab v ON v.word = j.value`, p.created, p.rowid, jsonIDs(p.words)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removePostings deletes the rows of search_postings of the message
@@ -118,7 +142,7 @@ func (t *tx) reindexMessage(ctx context.Context, old *wordsRow, m *chat.Message)
 	if err := t.removePostings(ctx, old.rowid, old.created, minus(was, now)); err != nil {
 		return err
 	}
-	return t.addPostings(ctx, old.rowid, old.created, minus(now, was))
+	return t.addPostings(ctx, []posting{{old.rowid, old.created, minus(now, was)}})
 }
 
 // minus returns the words of a that are not in b.
@@ -179,14 +203,18 @@ func (s *Store) IndexSearch(ctx context.Context, max int) (int, error) {
 		if n == 0 {
 			return nil
 		}
+		ps := make([]posting, 0, n)
 		for i := range rows {
 			ws, err := rows[i].words()
 			if err != nil {
 				return err
 			}
-			if err := t.addPostings(ctx, rows[i].rowid, rows[i].created, ws); err != nil {
-				return err
+			if len(ws) > 0 {
+				ps = append(ps, posting{rows[i].rowid, rows[i].created, ws})
 			}
+		}
+		if err := t.addPostings(ctx, ps); err != nil {
+			return err
 		}
 		_, err = t.exec(ctx, "UPDATE meta SET value = ? WHERE key = ?", strconv.FormatInt(rows[n-1].rowid, 10), searchCursor)
 		return err
