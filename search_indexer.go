@@ -27,10 +27,10 @@ type IndexerConfig struct {
 	// the time of one batch) after its commit. A longer wait makes larger
 	// batches, which write fewer pages per message. Default 500 ms.
 	Interval time.Duration
-	// Batch is the most messages indexed per transaction. Default 250:
+	// Batch is the most messages indexed per transaction. Default 100:
 	// a batch holds the store's single writer (on SQLite about 20 µs of
 	// CPU per message), so posts arriving meanwhile wait for it; 2,000
-	// made them wait up to tens of milliseconds.
+	// made them wait up to tens of milliseconds, 250 several.
 	Batch int
 	// Logger receives errors of the store. Default: slog.Default().
 	Logger *slog.Logger
@@ -56,7 +56,7 @@ func NewIndexer(s Store, cfg IndexerConfig) *Indexer {
 		cfg.Interval = 500 * time.Millisecond
 	}
 	if cfg.Batch <= 0 {
-		cfg.Batch = 250
+		cfg.Batch = 100
 	}
 	log := cfg.Logger
 	if log == nil {

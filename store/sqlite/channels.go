@@ -15,9 +15,6 @@ const channelCols = `c.channel_id, c.type, c.display_name, c.is_distinct, c.meta
 	c.mute_timeout, c.last_activity, c.created_at, c.updated_at, c.is_rate_limited, c.rate_limit_window,
 	c.member_count, c.message_count, c.is_closed`
 
-// channelReturning is channelCols for RETURNING, which takes no table alias.
-var channelReturning = strings.ReplaceAll(channelCols, "c.", "")
-
 func scanChannel(sc scanner) (*chat.Channel, error) {
 	var c chat.Channel
 	var md, tags string
@@ -138,8 +135,17 @@ func (t *tx) UpdateChannel(ctx context.Context, c *chat.Channel) error {
 // NextSegment implements chat.ChannelStore.
 func (t *tx) NextSegment(ctx context.Context, channelID string, now time.Time) (*chat.Channel, error) {
 	n := ms(chat.NewTime(now))
-	rows, err := list(t, ctx, scanChannel, `UPDATE channels SET message_count = message_count + 1,
-	last_activity = ?, updated_at = ? WHERE channel_id = ? RETURNING `+channelReturning, n, n, channelID)
+	// An UPDATE and a read by key: RETURNING would cost SQLite a
+	// temporary table on every post, more than the read.
+	k, err := t.execN(ctx, `UPDATE channels SET message_count = message_count + 1,
+	last_activity = ?, updated_at = ? WHERE channel_id = ?`, n, n, channelID)
+	if err != nil {
+		return nil, err
+	}
+	if k == 0 {
+		return nil, notFound("channel", channelID)
+	}
+	rows, err := keyed(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
 	if err != nil {
 		return nil, err
 	}

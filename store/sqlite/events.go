@@ -13,13 +13,16 @@ import (
 // follow commit order.
 func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 	for _, e := range es {
-		var id int64
-		if err := t.row(ctx, `INSERT INTO events (name, channel_id, user_ids, data, created_at)
-			VALUES (?,?,?,?,?) RETURNING id`,
-			[]any{e.Name, e.ChannelID, jsonIDs(e.UserIDs), []byte(e.Data), ms(e.CreatedAt)}, &id); err != nil {
+		// The id is the row's rowid (INTEGER PRIMARY KEY): the insert's
+		// last insert rowid, without RETURNING (a temporary table per run).
+		r, err := t.exec(ctx, `INSERT INTO events (name, channel_id, user_ids, data, created_at) VALUES (?,?,?,?,?)`,
+			e.Name, e.ChannelID, jsonIDs(e.UserIDs), []byte(e.Data), ms(e.CreatedAt))
+		if err != nil {
 			return err
 		}
-		e.ID = id
+		if e.ID, err = r.LastInsertId(); err != nil {
+			return translate(err)
+		}
 	}
 	if len(es) > 0 {
 		t.signal |= sigEvents
@@ -45,9 +48,15 @@ func scanEvent(sc scanner) (*chat.Event, error) {
 	return &e, nil
 }
 
-// ReadEvents implements chat.EventStore.
+// ReadEvents implements chat.EventStore. With a limit the rows are a
+// primary key range under it, read with keyed (every hub reads the log
+// after each commit that wrote events).
 func (t *tx) ReadEvents(ctx context.Context, after int64, limit int) ([]*chat.Event, error) {
-	return list(t, ctx, scanEvent, `SELECT id, name, channel_id, user_ids, data, created_at
+	read := list[*chat.Event]
+	if limit > 0 {
+		read = keyed[*chat.Event]
+	}
+	return read(t, ctx, scanEvent, `SELECT id, name, channel_id, user_ids, data, created_at
 		FROM events WHERE id > ? ORDER BY id LIMIT `+limitParam, after, limitArg(limit))
 }
 

@@ -39,10 +39,15 @@ func (t *tx) PutRole(ctx context.Context, r *chat.Role) error {
 
 // GetRoles implements chat.RoleStore.
 func (t *tx) GetRoles(ctx context.Context, ids []string) ([]*chat.Role, error) {
-	if len(ids) == 0 {
+	switch len(ids) {
+	case 0:
 		return nil, nil
+	case 1:
+		// The common case (a post by an admin, whose one role is the
+		// built-in one): a primary key lookup without a JSON argument.
+		return keyed(t, ctx, scanRole, "SELECT role_id, permissions, created_at, updated_at FROM roles WHERE role_id = ?", ids[0])
 	}
-	return list(t, ctx, scanRole, "SELECT role_id, permissions, created_at, updated_at FROM roles WHERE role_id IN "+inIDs+
+	return keyed(t, ctx, scanRole, "SELECT role_id, permissions, created_at, updated_at FROM roles WHERE role_id IN "+inIDs+
 		" ORDER BY role_id", jsonIDs(ids))
 }
 

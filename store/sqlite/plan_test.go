@@ -331,7 +331,7 @@ func searchPlan(ctx context.Context, ctx2 chat.Tx, f chat.MessageSearch) error {
 		if err := t.row(ctx, "SELECT rowid FROM messages WHERE message_id = ?", []any{m.MessageID}, &rowid); err != nil {
 			return err
 		}
-		if err := t.addPostings(ctx, rowid, ms(now), chat.MessageWords(m)); err != nil {
+		if err := t.addPostings(ctx, []posting{{rowid, ms(now), chat.MessageWords(m)}}); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,12 +31,14 @@ func scanPush(sc scanner) (*chat.PushDelivery, error) {
 
 // ListPushTargets implements chat.PushStore: the channel's members
 // (primary key range) joined with their devices (devices_user_idx) and
-// levels (primary key). It runs on every post. The channel is bound as
+// levels (primary key). It runs on every post. The rows come in the order of
+// the members' key; a user's devices are put in order here, which spares
+// SQLite a sorter per run. The channel is bound as
 // textParam: with a plain "cu.channel_id = ?" in this join SQLite compiled
 // the statement again on every execution, about an eighth of the
 // instructions of a whole post through the server.
 func (t *tx) ListPushTargets(ctx context.Context, channelID, excludeUserID string) ([]*chat.PushTarget, error) {
-	return list(t, ctx, func(sc scanner) (*chat.PushTarget, error) {
+	ts, err := list(t, ctx, func(sc scanner) (*chat.PushTarget, error) {
 		var p chat.PushTarget
 		var own, ch string
 		err := sc.Scan(&p.UserID, &p.DeviceID, &own, &ch)
@@ -46,7 +50,11 @@ func (t *tx) ListPushTargets(ctx context.Context, channelID, excludeUserID strin
 	LEFT JOIN notification_levels nu ON nu.user_id = cu.user_id AND nu.channel_id = ''
 	LEFT JOIN notification_levels nc ON nc.user_id = cu.user_id AND nc.channel_id = cu.channel_id
 	WHERE cu.channel_id = `+textParam+` AND cu.membership = 'member' AND cu.user_id != ?
-	ORDER BY cu.user_id, d.device_id`, channelID, excludeUserID)
+	ORDER BY cu.user_id`, channelID, excludeUserID)
+	slices.SortStableFunc(ts, func(a, b *chat.PushTarget) int {
+		return cmp.Or(strings.Compare(a.UserID, b.UserID), strings.Compare(a.DeviceID, b.DeviceID))
+	})
+	return ts, err
 }
 
 // pushInsertRows is how many pushes one INSERT statement writes.

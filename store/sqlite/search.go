@@ -1,8 +1,8 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
-	"database/sql"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,19 +61,43 @@ func (r *wordsRow) words() ([]string, error) {
 	return chat.MessageWords(&m), nil
 }
 
-// addPostings numbers the new words among ws and stores a row of
-// search_postings for each word of the message (rowid, created).
-func (t *tx) addPostings(ctx context.Context, rowid, created int64, ws []string) error {
-	if len(ws) == 0 {
+// posting is a message's words to add to the index: its rowid and
+// createdAt (milliseconds).
+type posting struct {
+	rowid, created int64
+	words          []string
+}
+
+// addPostings numbers the new words of ps (one statement for all) and
+// stores a row of search_postings for each word of each message (one
+// statement per message).
+func (t *tx) addPostings(ctx context.Context, ps []posting) error {
+	var words []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		for _, w := range p.words {
+			if !seen[w] {
+				seen[w] = true
+				words = append(words, w)
+			}
+		}
+	}
+	if len(words) == 0 {
 		return nil
 	}
-	j := jsonIDs(ws)
-	if _, err := t.exec(ctx, "INSERT OR IGNORE INTO search_vocab (word) SELECT value FROM json_each(?)", j); err != nil {
+	if _, err := t.exec(ctx, "INSERT OR IGNORE INTO search_vocab (word) SELECT value FROM json_each(?)", jsonIDs(words)); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT OR IGNORE INTO search_postings (word_id, created_at, msg)
-		SELECT v.id, ?, ? FROM json_each(?) j CROSS JOIN search_vocab v ON v.word = j.value`, created, rowid, j)
-	return err
+	for _, p := range ps {
+		if len(p.words) == 0 {
+			continue
+		}
+		if _, err := t.exec(ctx, `INSERT OR IGNORE INTO search_postings (word_id, created_at, msg)
+		SELECT v.id, ?, ? FROM json_each(?) j CROSS JOIN search_vocab v ON v.word = j.value`, p.created, p.rowid, jsonIDs(p.words)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removePostings deletes the rows of search_postings of the message
@@ -118,7 +142,7 @@ func (t *tx) reindexMessage(ctx context.Context, old *wordsRow, m *chat.Message)
 	if err := t.removePostings(ctx, old.rowid, old.created, minus(was, now)); err != nil {
 		return err
 	}
-	return t.addPostings(ctx, old.rowid, old.created, minus(now, was))
+	return t.addPostings(ctx, []posting{{old.rowid, old.created, minus(now, was)}})
 }
 
 // minus returns the words of a that are not in b.
@@ -140,38 +164,44 @@ func minus(a, b []string) []string {
 // 'search.indexed', written in the same transaction, so a store that was
 // closed, or ran without an indexer, catches up from where it stopped.
 // It implements chat.SearchIndexer; chat.SearchIndexerRunner calls it.
+//
+// The words are found before the write transaction, from a read of the
+// same rows (about a third of the work, which posts would otherwise wait
+// for); the transaction reads the rows again and finds anew the words of
+// any row that differs from that read (edited or deleted meanwhile, or
+// new).
 func (s *Store) IndexSearch(ctx context.Context, max int) (int, error) {
 	if max <= 0 {
 		max = DefaultSearchBatch
 	}
-	pending := false
+	var read []wordsRow
+	var words [][]string
 	if err := s.View(ctx, func(ctx2 chat.Tx) error {
 		t := ctx2.(*tx)
-		done, err := t.searchIndexed(ctx)
-		if err != nil {
+		var err error
+		if read, err = t.unindexed(ctx, max); err != nil {
 			return err
 		}
-		var last sql.NullInt64
-		if err := t.row(ctx, "SELECT max(rowid) FROM messages", nil, &last); err != nil {
-			return err
+		words = make([][]string, len(read))
+		for i := range read {
+			if words[i], err = read[i].words(); err != nil {
+				return err
+			}
 		}
-		pending = last.Int64 > done
 		return nil
-	}); err != nil || !pending {
+	}); err != nil || len(read) == 0 {
 		return 0, err
 	}
+	return s.indexRead(ctx, max, read, words)
+}
+
+// indexRead is the write transaction of IndexSearch: words[i] are the
+// words of read[i], a read of the rows to index made before it.
+func (s *Store) indexRead(ctx context.Context, max int, read []wordsRow, words [][]string) (int, error) {
 	n := 0
 	err := s.Update(ctx, func(ctx2 chat.Tx) error {
 		t := ctx2.(*tx)
-		done, err := t.searchIndexed(ctx)
-		if err != nil {
-			return err
-		}
-		rows, err := list(t, ctx, func(sc scanner) (wordsRow, error) {
-			var r wordsRow
-			err := sc.Scan(&r.rowid, &r.created, &r.typ, &r.data, &r.deleted)
-			return r, err
-		}, "SELECT rowid, created_at, type, data, is_deleted FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?", done, max)
+		rows, err := t.unindexed(ctx, max)
 		if err != nil {
 			return err
 		}
@@ -179,14 +209,20 @@ func (s *Store) IndexSearch(ctx context.Context, max int) (int, error) {
 		if n == 0 {
 			return nil
 		}
+		ps := make([]posting, 0, n)
 		for i := range rows {
-			ws, err := rows[i].words()
-			if err != nil {
+			var ws []string
+			if j, ok := slices.BinarySearchFunc(read, rows[i].rowid, func(r wordsRow, id int64) int { return cmp.Compare(r.rowid, id) }); ok && read[j] == rows[i] {
+				ws = words[j]
+			} else if ws, err = rows[i].words(); err != nil {
 				return err
 			}
-			if err := t.addPostings(ctx, rows[i].rowid, rows[i].created, ws); err != nil {
-				return err
+			if len(ws) > 0 {
+				ps = append(ps, posting{rows[i].rowid, rows[i].created, ws})
 			}
+		}
+		if err := t.addPostings(ctx, ps); err != nil {
+			return err
 		}
 		_, err = t.exec(ctx, "UPDATE meta SET value = ? WHERE key = ?", strconv.FormatInt(rows[n-1].rowid, 10), searchCursor)
 		return err
@@ -195,6 +231,20 @@ func (s *Store) IndexSearch(ctx context.Context, max int) (int, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// unindexed reads the messages after the position of the index, at most
+// max of them, in rowid order.
+func (t *tx) unindexed(ctx context.Context, max int) ([]wordsRow, error) {
+	done, err := t.searchIndexed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return list(t, ctx, func(sc scanner) (wordsRow, error) {
+		var r wordsRow
+		err := sc.Scan(&r.rowid, &r.created, &r.typ, &r.data, &r.deleted)
+		return r, err
+	}, "SELECT rowid, created_at, type, data, is_deleted FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?", done, max)
 }
 
 // memberChannels selects the channels where the user (the argument) is a

@@ -84,3 +84,73 @@ func TestSearchBackfill(t *testing.T) {
 	require.Len(t, search("zebra"), n)
 	require.Len(t, search("number1000"), 1)
 }
+
+// TestIndexSearchRereadsChangedRows: the words IndexSearch found before
+// its write transaction are used only for rows unchanged since; a message
+// edited or deleted in between (before it was indexed, so its edit left
+// the index alone) is indexed as it is at the write, and one stored in
+// between is indexed too.
+func TestIndexSearchRereadsChangedRows(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	now := chat.NewTime(t0)
+	msg := func(id, text string, seg int64) *chat.Message {
+		return &chat.Message{MessageID: id, ChannelID: "c", UserID: "u", Type: chat.MessageTypeText,
+			Data: map[string]any{"text": text}, ChannelSegment: seg, CreatedAt: now, UpdatedAt: now}
+	}
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error {
+		if err := tx.CreateChannel(ctx, testChannel("c")); err != nil {
+			return err
+		}
+		for i, m := range []*chat.Message{msg("m1", "alpha kept", 1), msg("m2", "gamma edited", 2), msg("m3", "delta deleted", 3)} {
+			if err := tx.CreateMessage(ctx, m); err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
+			}
+		}
+		return nil
+	}))
+	var read []wordsRow
+	var words [][]string
+	require.NoError(t, s.View(ctx, func(ctx2 chat.Tx) (err error) {
+		read, err = ctx2.(*tx).unindexed(ctx, 10)
+		for i := range read {
+			ws, err := read[i].words()
+			require.NoError(t, err)
+			words = append(words, ws)
+		}
+		return err
+	}))
+	require.Len(t, read, 3)
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error {
+		m2 := msg("m2", "omega edited", 2)
+		if err := tx.UpdateMessage(ctx, m2); err != nil {
+			return err
+		}
+		m3 := msg("m3", "delta deleted", 3)
+		m3.IsDeleted = true
+		if err := tx.UpdateMessage(ctx, m3); err != nil {
+			return err
+		}
+		return tx.CreateMessage(ctx, msg("m4", "sigma new", 4))
+	}))
+	n, err := s.indexRead(ctx, 10, read, words)
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	search := func(w string) []string {
+		var ids []string
+		require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
+			found, err := tx.SearchMessages(ctx, chat.MessageSearch{Words: []string{w}})
+			for _, m := range found {
+				ids = append(ids, m.MessageID)
+			}
+			return err
+		}))
+		return ids
+	}
+	require.Equal(t, []string{"m1"}, search("alpha"), "unchanged: the words found before")
+	require.Equal(t, []string{"m2"}, search("omega"), "edited in between: its words at the write")
+	require.Empty(t, search("gamma"), "the words it lost")
+	require.Empty(t, search("delta"), "deleted in between")
+	require.Equal(t, []string{"m4"}, search("sigma"), "stored in between")
+}
