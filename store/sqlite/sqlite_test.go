@@ -179,37 +179,46 @@ func TestGroupCommitIsolation(t *testing.T) {
 	var wg sync.WaitGroup
 	var okCount atomic.Int64
 	errs := make([]error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					errs[i] = fmt.Errorf("panic: %v", p)
-				}
-			}()
-			errs[i] = s.Update(ctx, func(tx chat.Tx) error {
-				if _, err := postMessage(ctx, tx, "c", fmt.Sprintf("m%03d", i), "x"); err != nil {
-					return err
-				}
-				switch i % 3 {
-				case 1:
-					return fmt.Errorf("boom %d", i)
-				case 2:
-					if i%2 == 0 {
-						panic(fmt.Sprintf("panic %d", i))
+	// The updates start while another holds the write connection, and it
+	// lets go only once at least two of them wait in the queue: those are
+	// then committed together, however the goroutines were scheduled.
+	require.NoError(t, s.Update(ctx, func(chat.Tx) error {
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					if p := recover(); p != nil {
+						errs[i] = fmt.Errorf("panic: %v", p)
 					}
-					// A duplicate insert: a constraint error inside the savepoint.
-					return tx.CreateChannel(ctx, testChannel("c"))
-				}
-				okCount.Add(1)
-				return nil
-			})
-		}()
-	}
+				}()
+				errs[i] = s.Update(ctx, func(tx chat.Tx) error {
+					if _, err := postMessage(ctx, tx, "c", fmt.Sprintf("m%03d", i), "x"); err != nil {
+						return err
+					}
+					switch i % 3 {
+					case 1:
+						return fmt.Errorf("boom %d", i)
+					case 2:
+						if i%2 == 0 {
+							panic(fmt.Sprintf("panic %d", i))
+						}
+						// A duplicate insert: a constraint error inside the savepoint.
+						return tx.CreateChannel(ctx, testChannel("c"))
+					}
+					okCount.Add(1)
+					return nil
+				})
+			}()
+		}
+		for len(s.reqs) < 2 {
+			runtime.Gosched()
+		}
+		return nil
+	}))
 	wg.Wait()
 	st := s.Stats()
-	require.Equal(t, okCount.Load()+1, st.Updates)
+	require.Equal(t, okCount.Load()+2, st.Updates)
 	require.Less(t, st.Commits, st.Updates, "concurrent updates share commits")
 	t.Logf("%d updates in %d commits", st.Updates, st.Commits)
 	for i, err := range errs {
