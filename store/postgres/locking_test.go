@@ -528,11 +528,7 @@ func runGroup(n int, fn func(i int) error) error {
 // the Service counts it (AddMessageReaction on the message held by
 // LockMessage), and then half of them removed: the counters stay exact.
 func TestConcurrentReactionCounts(t *testing.T) {
-	t.Parallel()
-	schema := newSchema(t)
-	stores := []*postgres.Store{openStore(t, schema), openStore(t, schema)}
-	lockFixture(t, stores[0])
-	ctx := ctxT(t)
+	stores, ctx := twoLockStores(t)
 	const n = 16
 	require.NoError(t, runGroup(n, func(i int) error {
 		return stores[i%2].Update(ctx, func(tx chat.Tx) error {
@@ -567,11 +563,7 @@ func TestConcurrentReactionCounts(t *testing.T) {
 // SetChildrenNumber with its count plus one, the comment's append held
 // back after PrefetchPost): the parent's childrenNumber is exact.
 func TestConcurrentChildrenNumber(t *testing.T) {
-	t.Parallel()
-	schema := newSchema(t)
-	stores := []*postgres.Store{openStore(t, schema), openStore(t, schema)}
-	lockFixture(t, stores[0])
-	ctx := ctxT(t)
+	stores, ctx := twoLockStores(t)
 	const n = 16
 	require.NoError(t, runGroup(n, func(i int) error {
 		return stores[i%2].Update(ctx, func(tx chat.Tx) error {
@@ -599,4 +591,13 @@ func TestConcurrentChildrenNumber(t *testing.T) {
 		require.EqualValues(t, n+1, c.MessageCount)
 		return nil
 	})
+}
+
+// twoLockStores opens two stores on a new schema holding lockFixture.
+func twoLockStores(t *testing.T) ([]*postgres.Store, context.Context) {
+	t.Parallel()
+	schema := newSchema(t)
+	stores := []*postgres.Store{openStore(t, schema), openStore(t, schema)}
+	lockFixture(t, stores[0])
+	return stores, ctxT(t)
 }
