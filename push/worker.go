@@ -320,7 +320,7 @@ const expandBatches = 16
 func (w *Worker) runOnce(ctx context.Context) (n int, more bool, err error) {
 	var ps []*chat.PushDelivery
 	now := w.cfg.Now()
-	err = w.store.Update(chat.WithOperation(ctx, OpClaim), func(tx chat.Tx) error {
+	err = w.store.Update(chat.WithLazyCommit(chat.WithOperation(ctx, OpClaim)), func(tx chat.Tx) error {
 		// The messages' decisions first: their pushes are due now.
 		x, err := tx.ExpandPushBatches(ctx, expandBatches)
 		if err != nil {
@@ -399,7 +399,7 @@ func (w *Worker) record(ctx context.Context, rs []result) error {
 		outs[i] = w.judge(r, now)
 	}
 	recorded := make([]bool, len(rs))
-	err := w.store.Update(chat.WithOperation(ctx, OpFinish), func(tx chat.Tx) error {
+	err := w.store.Update(chat.WithLazyCommit(chat.WithOperation(ctx, OpFinish)), func(tx chat.Tx) error {
 		clear(recorded)
 		for i, r := range rs {
 			o := outs[i]

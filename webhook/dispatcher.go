@@ -396,7 +396,7 @@ func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.Bat
 // nextAttemptAt (zero when none). limited reports that a webhook is at its
 // limit, so that due deliveries of it may have been passed over.
 func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []item, full, limited bool, next time.Time, err error) {
-	err = d.store.Update(chat.WithOperation(ctx, OpClaim), func(tx chat.Tx) error {
+	err = d.store.Update(chat.WithLazyCommit(chat.WithOperation(ctx, OpClaim)), func(tx chat.Tx) error {
 		items, full, limited, next = items[:0], false, false, time.Time{}
 		taken := d.inFlight()
 		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n, chat.DeliveryQuota{PerWebhook: d.cfg.PerWebhook, Busy: taken})
@@ -541,7 +541,7 @@ func (d *Dispatcher) finish(ctx context.Context, batch []*result) {
 	for i, r := range live {
 		fs[i] = chat.DeliveryFinish{Attempt: &r.attempt, State: r.state, NextAttemptAt: r.next}
 	}
-	err := d.store.Update(chat.WithOperation(ctx, OpFinish), func(tx chat.Tx) error {
+	err := d.store.Update(chat.WithLazyCommit(chat.WithOperation(ctx, OpFinish)), func(tx chat.Tx) error {
 		// One statement for the whole batch where the store can.
 		var err error
 		lost, err = chat.FinishDeliveries(ctx, tx, d.cfg.Owner, fs)
@@ -558,7 +558,7 @@ func (d *Dispatcher) finish(ctx context.Context, batch []*result) {
 	}
 	for _, r := range live {
 		for try := 0; ; try++ {
-			err = d.store.Update(chat.WithOperation(ctx, OpFinish), func(tx chat.Tx) error { return d.finishOne(ctx, tx, r) })
+			err = d.store.Update(chat.WithLazyCommit(chat.WithOperation(ctx, OpFinish)), func(tx chat.Tx) error { return d.finishOne(ctx, tx, r) })
 			if err == nil || leaseLost(err) || try == 2 || ctx.Err() != nil {
 				break
 			}

@@ -325,6 +325,13 @@ func (s *Store) run(ctx context.Context, write bool, lockUsers map[string]bool, 
 	// Ends the transaction unless it committed (after Commit, Rollback
 	// does nothing).
 	defer func() { _ = stx.Rollback() }()
+	if write && chat.LazyCommit(ctx) {
+		// Work that is done again when lost (chat.WithLazyCommit):
+		// its commit waits for no WAL flush.
+		if _, err := stx.ExecContext(ctx, "SET LOCAL synchronous_commit TO OFF"); err != nil {
+			return nil, dbErr(err)
+		}
+	}
 	t := &tx{s: s, tx: stx, write: write, lockUsers: lockUsers}
 	err = fn(t)
 	if err == nil {
