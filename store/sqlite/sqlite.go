@@ -90,6 +90,9 @@ func (o *Options) withDefaults() (Options, error) {
 type Store struct {
 	path string
 	opt  Options
+	// normal: the write connection runs with synchronous=NORMAL, set for
+	// lazy transactions (see syncFor). Guarded by wlock.
+	normal bool
 
 	wdb   *sql.DB // the single write connection's pool (MaxOpenConns 1)
 	wconn *conn   // the write connection, used only by the holder of wlock
@@ -532,6 +535,9 @@ func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err e
 		return errClosed
 	default:
 	}
+	if err := s.syncFor(chat.LazyCommit(ctx)); err != nil {
+		return translate(err)
+	}
 	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
 		return translate(err)
 	}
@@ -609,6 +615,34 @@ func (s *Store) runFn(w *writerState, r *request, t *tx) (err error) {
 	return err
 }
 
+// syncFor sets the write connection's synchronous setting for the next
+// transaction: NORMAL when it is lazy (each of its Update calls carries
+// chat.WithLazyCommit), the configured one otherwise. In WAL mode a
+// NORMAL commit is not fsynced: it survives a crash of the process, not
+// one of the machine, until the next fsync of the log, which every
+// configured commit makes, covers it. The setting stays until a
+// transaction wants the other; one that cannot be set back makes the next
+// transaction fail rather than commit without its fsync. Caller holds
+// wlock.
+func (s *Store) syncFor(lazy bool) error {
+	lazy = lazy && s.opt.Synchronous != "NORMAL"
+	if lazy == s.normal {
+		return nil
+	}
+	q := "PRAGMA synchronous=" + s.opt.Synchronous // FULL or EXTRA (see Options)
+	if lazy {
+		q = "PRAGMA synchronous=NORMAL"
+	}
+	if err := s.wexec(q); err != nil {
+		if lazy {
+			return nil // committed as configured
+		}
+		return err
+	}
+	s.normal = lazy
+	return nil
+}
+
 // runBatch runs the (taken) requests of one batch. See writer.
 func (s *Store) runBatch(w *writerState, live []*request) {
 	for len(live) > 0 {
@@ -623,6 +657,10 @@ func (s *Store) runBatch(w *writerState, live []*request) {
 // runOne runs a lone request in its own transaction, without savepoints.
 func (s *Store) runOne(w *writerState, r *request) {
 	w.running, w.next, w.ok = []*request{r}, 1, nil
+	if err := s.syncFor(chat.LazyCommit(r.ctx)); err != nil {
+		r.finish(translate(err))
+		return
+	}
 	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
 		r.finish(translate(err))
 		return
@@ -661,7 +699,15 @@ var errBatchAborted = &chat.Error{Code: chat.CodeUnavailable, Message: "the tran
 // because the transaction was lost (they go into a new transaction).
 func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 	w.running, w.next, w.ok = rs, 0, nil
-	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
+	lazy := true
+	for _, r := range rs {
+		lazy = lazy && chat.LazyCommit(r.ctx)
+	}
+	err := s.syncFor(lazy)
+	if err == nil {
+		err = s.wexec("BEGIN IMMEDIATE")
+	}
+	if err != nil {
 		err = translate(err)
 		for _, r := range rs {
 			r.finish(err)
