@@ -68,7 +68,7 @@ func TestPrefetchBounded(t *testing.T) {
 			}
 			// It claims no more while the webhook is at its limit: wait
 			// for two more claims (polls), then count again.
-			claims := func() int { return cs.snapshot()["update "+OpClaim] }
+			claims := func() int { return cs.snapshot()["lazy update "+OpClaim] }
 			polls := claims()
 			for claims() < polls+2 {
 				require.True(t, time.Now().Before(deadline), "no claim after %d", polls)
