@@ -76,6 +76,18 @@ type Config struct {
 	// limit is per dispatcher: N processes sharing a store send at most
 	// N*PerWebhook of one webhook at once. Default Workers/2, at least 1.
 	PerWebhook int
+	// Prefetch is how many more deliveries of one webhook a claim may
+	// lease than its PerWebhook free slots: they wait in this process, in
+	// claim order, and each is sent as soon as one of the webhook's
+	// requests ends, so that a fast receiver gets its next delivery
+	// without waiting for a claim transaction, and claims take many
+	// deliveries at a time. A delivery that would start too late to end
+	// within its lease (Lease less Timeout after its claim) is not sent:
+	// its lease runs out and it is claimed again. The dispatcher holds at
+	// most Workers+Prefetch claimed deliveries whose attempts have not
+	// ended, and sends at most Workers at once. Default 2*PerWebhook;
+	// negative means none.
+	Prefetch int
 	// PollInterval is how often the outbox is polled when the store cannot
 	// signal commits (chat.OutboxWatcher) and nothing woke the dispatcher;
 	// with a watcher it is the fallback for missed signals and for leases
@@ -157,6 +169,12 @@ func (c Config) withDefaults() Config {
 	if c.PerWebhook <= 0 {
 		c.PerWebhook = max(1, c.Workers/2)
 	}
+	switch {
+	case c.Prefetch == 0:
+		c.Prefetch = 2 * c.PerWebhook
+	case c.Prefetch < 0:
+		c.Prefetch = 0
+	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
 	}
@@ -184,7 +202,7 @@ func (c *Config) newClient() *http.Client {
 		DialContext:           g.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          2 * c.Workers,
-		MaxIdleConnsPerHost:   c.Workers,
+		MaxIdleConnsPerHost:   c.Workers, // a connection kept for each request to one host at once
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   c.Timeout,
 		ExpectContinueTimeout: time.Second,

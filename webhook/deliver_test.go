@@ -22,6 +22,8 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, time.Minute, c.Lease)
 	require.Equal(t, 32, c.Workers)
 	require.Equal(t, 16, c.PerWebhook)
+	require.Equal(t, 32, c.Prefetch)
+	require.Zero(t, Config{Prefetch: -1}.withDefaults().Prefetch, "negative: none")
 	require.Equal(t, 100, c.BatchSize)
 	require.Equal(t, time.Second, c.PollInterval)
 	require.False(t, c.AllowPrivate)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"maps"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -39,10 +38,14 @@ type Dispatcher struct {
 	cancelWork context.CancelFunc
 
 	inflight atomic.Int64   // claimed and not yet finished
+	open     atomic.Int64   // claimed, attempt not ended (capacity at most)
 	wg       sync.WaitGroup // one per claimed delivery until finished
 
+	sem chan struct{} // one per attempt under way (Workers)
+
 	busyMu sync.Mutex
-	busy   map[string]int // deliveries in flight per webhook id
+	queues map[string]*hookQueue // claimed deliveries not yet ended, per webhook id
+	gone   map[string]*goneHook  // webhooks whose receiver answered 410 Gone, until a claim reads them disabled
 
 	nextMu sync.Mutex
 	next   timeHeap // retry times this dispatcher scheduled, not yet claimed
@@ -70,8 +73,35 @@ const maxFinishBatch = 256
 
 // item is a claimed delivery with its webhook (nil when deleted).
 type item struct {
-	d    *chat.Delivery
-	hook *chat.Webhook
+	d      *chat.Delivery
+	hook   *chat.Webhook
+	sendBy time.Time // too late to start an attempt that must end within the lease
+}
+
+// hookQueue holds the claimed deliveries of one webhook whose attempts
+// have not ended.
+type hookQueue struct {
+	sending int    // attempts started (PerWebhook at most)
+	waiting []item // claimed, waiting for one of those to end, in claim order
+}
+
+// goneHook is a webhook whose receiver answered 410 Gone.
+type goneHook struct {
+	reason   string
+	disabled bool // the Service has disabled it (or failed to)
+}
+
+// take returns it as it must be attempted, with busyMu held: with its
+// webhook disabled when an attempt answered 410 Gone and the claim that
+// took it may have read the webhook before it was disabled in the store,
+// so that no more is sent to it.
+func (d *Dispatcher) take(it item) item {
+	if g := d.gone[it.d.WebhookID]; g != nil && it.hook != nil && !it.hook.IsDisabled {
+		h := *it.hook
+		h.IsDisabled, h.DisabledReason = true, g.reason
+		it.hook = &h
+	}
+	return it
 }
 
 // result is the outcome of one attempt, waiting to be recorded.
@@ -99,10 +129,12 @@ func New(svc *chat.Service, store chat.Store, cfg Config) *Dispatcher {
 		log:     cfg.Logger.With("component", "webhook", "owner", cfg.Owner),
 		wake:    make(chan struct{}, 1),
 		freed:   make(chan struct{}, 1),
-		results: make(chan *result, cfg.Workers),
+		results: make(chan *result, cfg.Workers+cfg.Prefetch),
 		done:    make(chan struct{}),
 		hooks:   map[string]*chat.Webhook{},
-		busy:    map[string]int{},
+		sem:     make(chan struct{}, cfg.Workers),
+		queues:  map[string]*hookQueue{},
+		gone:    map[string]*goneHook{},
 	}
 	if d.client == nil {
 		d.client = cfg.newClient()
@@ -254,8 +286,8 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 			// A retry recorded since the last claim.
 			wait = min(wait, max(t.Sub(d.cfg.Now()), 0))
 		}
-		free := d.cfg.Workers - int(d.inflight.Load())
-		if due && free > 0 && free < d.minClaim() && free < d.cfg.Workers {
+		free := d.capacity() - int(d.open.Load())
+		if due && free > 0 && free < d.minClaim() && free < d.capacity() {
 			// Under load, slots free up a few at a time: wait briefly
 			// (claimHold at most) for more, so that one claim
 			// transaction takes several deliveries instead of one each.
@@ -268,11 +300,12 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 			}
 		}
 		if due && free > 0 && !parkedUntil.IsZero() {
-			// The last claim found due only deliveries of webhooks at
-			// their limit. While those webhooks stay there, claim
-			// again no sooner than parkedUntil: each such claim reads
-			// past all their due deliveries, and under load the
-			// signals of new ones come faster than slots free.
+			// The last claim found no more due deliveries than it took,
+			// apart from those of webhooks it left at their limit.
+			// While those webhooks stay near it, claim again no sooner
+			// than parkedUntil: each such claim reads past all their
+			// due deliveries, and under load the signals of new ones
+			// come faster than slots free, one at a time.
 			now := time.Now()
 			if now.Before(parkedUntil) && d.stillAtLimit(parked) {
 				wait, free = parkedUntil.Sub(now), 0
@@ -286,8 +319,8 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 			claimedAt := d.cfg.Now()
 			start := time.Now()
 			items, full, limited, storeNext, err := d.claim(ctx, claimedAt, n)
-			if err == nil && len(items) == 0 && limited {
-				parked = d.atLimit()
+			if err == nil && len(limited) > 0 && !full {
+				parked = limited
 				parkedUntil = time.Now()
 				parkedUntil = parkedUntil.Add(parkFactor * parkedUntil.Sub(start))
 			}
@@ -307,7 +340,7 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 				}
 				// Deliveries passed over for a webhook at its PerWebhook
 				// limit stay due: claim again when a slot frees.
-				due = limited
+				due = len(limited) > 0
 				now := d.cfg.Now()
 				wait = d.cfg.PollInterval
 				if storeNext.After(now) {
@@ -350,33 +383,32 @@ const (
 // claims for only a few (see minClaim).
 const claimHold = 2 * time.Millisecond
 
-// parkFactor: after a claim that took nothing because every due delivery
-// belongs to a webhook at its PerWebhook limit, the next claim waits (while
-// those webhooks stay at their limit) for parkFactor times as long as that
-// claim took. Such a claim reads past every due delivery of those
-// webhooks, so this keeps its cost to about a tenth of the store's time
-// however long their backlog, and delays the deliveries of other webhooks
-// that become due meanwhile by as little (a fraction of a millisecond when
-// the backlog is short).
+// parkFactor: after a claim that left webhooks at their limit
+// (PerWebhook+Prefetch) and found nothing else due, the next claim waits
+// (while those webhooks stay near their limit, see stillAtLimit) for
+// parkFactor times as long as that claim took. Such a claim reads past
+// every due delivery of those webhooks, so this keeps its cost to about a
+// tenth of the store's time however long their backlog, makes a fast
+// webhook's claims take half its Prefetch or more instead of one delivery
+// per request ended, and delays the deliveries of other webhooks that
+// become due meanwhile by as little (a fraction of a millisecond when the
+// backlog is short).
 const parkFactor = 10
 
-// atLimit returns the webhooks with PerWebhook deliveries in flight.
-func (d *Dispatcher) atLimit() []string {
-	var out []string
-	for id, c := range d.inFlight() {
-		if c >= d.cfg.PerWebhook {
-			out = append(out, id)
-		}
-	}
-	return out
-}
+// capacity is the most deliveries claimed whose attempts have not ended.
+func (d *Dispatcher) capacity() int { return d.cfg.Workers + d.cfg.Prefetch }
 
-// stillAtLimit reports whether every webhook of ids still has PerWebhook
-// deliveries in flight.
+// perWebhook is the most deliveries of one webhook claimed and not yet
+// ended: PerWebhook being sent and Prefetch waiting.
+func (d *Dispatcher) perWebhook() int { return d.cfg.PerWebhook + d.cfg.Prefetch }
+
+// stillAtLimit reports whether every webhook of ids is still near its
+// limit: fewer free slots than half its Prefetch (than one without).
 func (d *Dispatcher) stillAtLimit(ids []string) bool {
 	taken := d.inFlight()
+	refill := max(1, d.cfg.Prefetch/2)
 	for _, id := range ids {
-		if taken[id] < d.cfg.PerWebhook {
+		if d.perWebhook()-taken[id] >= refill {
 			return false
 		}
 	}
@@ -384,7 +416,7 @@ func (d *Dispatcher) stillAtLimit(ids []string) bool {
 }
 
 // minClaim is the number of free slots worth a claim without waiting.
-func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.BatchSize)/8) }
+func (d *Dispatcher) minClaim() int { return max(1, min(d.capacity(), d.cfg.BatchSize)/8) }
 
 // claim leases up to n due deliveries and resolves their webhooks in one
 // transaction. The store takes at most the free slots of each webhook
@@ -393,13 +425,21 @@ func (d *Dispatcher) minClaim() int { return max(1, min(d.cfg.Workers, d.cfg.Bat
 // (or for another process), and never hold up the deliveries of other
 // webhooks. full reports that the store had n due deliveries (more may be
 // due). When it had fewer, claim also returns the store's earliest
-// nextAttemptAt (zero when none). limited reports that a webhook is at its
-// limit, so that due deliveries of it may have been passed over.
-func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []item, full, limited bool, next time.Time, err error) {
+// nextAttemptAt (zero when none). limited lists the webhooks at their
+// limit, whose due deliveries may have been passed over.
+func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []item, full bool, limited []string, next time.Time, err error) {
+	var seen []string // webhooks disabled after a 410 before this claim began
+	d.busyMu.Lock()
+	for id, g := range d.gone {
+		if g.disabled {
+			seen = append(seen, id)
+		}
+	}
+	d.busyMu.Unlock()
 	err = d.store.Update(chat.WithLazyCommit(chat.WithOperation(ctx, OpClaim)), func(tx chat.Tx) error {
-		items, full, limited, next = items[:0], false, false, time.Time{}
+		items, full, limited, next = items[:0], false, nil, time.Time{}
 		taken := d.inFlight()
-		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n, chat.DeliveryQuota{PerWebhook: d.cfg.PerWebhook, Busy: taken})
+		ds, err := tx.ClaimDeliveries(ctx, d.cfg.Owner, now, d.cfg.Lease, n, chat.DeliveryQuota{PerWebhook: d.perWebhook(), Busy: taken})
 		if err != nil {
 			return err
 		}
@@ -426,10 +466,12 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 				}
 				d.hooks[dl.WebhookID] = h
 			}
-			items = append(items, item{d: dl, hook: h})
+			items = append(items, item{d: dl, hook: h, sendBy: now.Add(d.cfg.Lease - d.cfg.Timeout)})
 		}
-		for _, c := range taken {
-			limited = limited || c >= d.cfg.PerWebhook
+		for id, c := range taken {
+			if c >= d.perWebhook() {
+				limited = append(limited, id)
+			}
 		}
 		if !full {
 			t, ok, err := tx.NextDeliveryAt(ctx)
@@ -445,49 +487,108 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 	if err != nil {
 		// Nothing was leased; drop a cache that may hold a rolled-back view.
 		d.hookVersion, d.hooks = 0, map[string]*chat.Webhook{}
-		return nil, false, false, time.Time{}, err
+		return nil, false, nil, time.Time{}, err
 	}
+	d.busyMu.Lock()
+	for _, id := range seen {
+		delete(d.gone, id)
+	}
+	d.busyMu.Unlock()
 	return items, full, limited, next, nil
 }
 
-// inFlight returns a copy of the number of deliveries in flight per
-// webhook. Only the loop adds to the counts, so they can only fall while a
-// claim works from the copy.
+// inFlight returns the number of deliveries claimed and not yet ended
+// per webhook. Only the loop adds to the counts, so they can only fall
+// while a claim works from the copy.
 func (d *Dispatcher) inFlight() map[string]int {
 	d.busyMu.Lock()
 	defer d.busyMu.Unlock()
-	return maps.Clone(d.busy)
-}
-
-// setBusy adds delta to the in-flight count of webhook id.
-func (d *Dispatcher) setBusy(id string, delta int) {
-	d.busyMu.Lock()
-	defer d.busyMu.Unlock()
-	if n := d.busy[id] + delta; n > 0 {
-		d.busy[id] = n
-	} else {
-		delete(d.busy, id)
+	out := make(map[string]int, len(d.queues))
+	for id, q := range d.queues {
+		out[id] = q.sending + len(q.waiting)
 	}
+	return out
 }
 
-// dispatch runs one attempt in its own goroutine. The loop never claims
-// more than Workers deliveries, so the results channel never blocks. The
-// webhook's slot (PerWebhook) is free once the attempt has ended, before
-// it is recorded: the delivery stays leased until then, and the next POST
-// to the webhook need not wait for the record's commit.
+// dispatch starts an attempt of a claimed delivery in its own goroutine,
+// or queues it behind the PerWebhook attempts of its webhook already
+// under way. The loop never holds more than capacity deliveries whose
+// attempts have not ended. The webhook's slot is free once an attempt has
+// ended, before it is recorded: the delivery stays leased until then, and
+// the next POST to the webhook need not wait for the record's commit.
+// Attempts ended wait in the results channel for the finishers; when it
+// is full (records lag behind), the webhook's next attempt waits.
 func (d *Dispatcher) dispatch(ctx context.Context, it item) {
 	d.inflight.Add(1)
-	d.setBusy(it.d.WebhookID, 1)
+	d.open.Add(1)
 	d.wg.Add(1)
-	go func() {
-		r := d.attempt(ctx, it)
-		d.setBusy(it.d.WebhookID, -1)
+	id := it.d.WebhookID
+	d.busyMu.Lock()
+	q := d.queues[id]
+	if q == nil {
+		q = &hookQueue{}
+		d.queues[id] = q
+	}
+	if q.sending >= d.cfg.PerWebhook {
+		q.waiting = append(q.waiting, it)
+		d.busyMu.Unlock()
+		return
+	}
+	q.sending++
+	it = d.take(it)
+	d.busyMu.Unlock()
+	go d.send(ctx, it)
+}
+
+// send runs the attempt of it, then those of the deliveries waiting for
+// its webhook, one after another, until none is left.
+func (d *Dispatcher) send(ctx context.Context, it item) {
+	id := it.d.WebhookID
+	for {
+		r := d.run(ctx, it)
+		d.open.Add(-1)
+		d.busyMu.Lock()
+		q := d.queues[id]
+		if r.disable != "" {
+			d.gone[id] = &goneHook{reason: r.disable}
+		}
+		next := len(q.waiting) > 0
+		if next {
+			it = d.take(q.waiting[0])
+			q.waiting[0] = item{}
+			q.waiting = q.waiting[1:]
+		} else if q.sending--; q.sending == 0 {
+			delete(d.queues, id)
+		}
+		d.busyMu.Unlock()
 		d.results <- r
 		select {
 		case d.freed <- struct{}{}:
 		default:
 		}
-	}()
+		if !next {
+			return
+		}
+	}
+}
+
+// run makes one attempt within one of the Workers slots. A delivery whose
+// attempt could no longer end within its lease (it waited for its
+// webhook's or a worker's slot) is abandoned: the lease runs out and a
+// claim takes it again.
+func (d *Dispatcher) run(ctx context.Context, it item) *result {
+	select {
+	case d.sem <- struct{}{}:
+	case <-ctx.Done():
+		return &result{d: it.d, abandon: true}
+	}
+	defer func() { <-d.sem }()
+	if d.cfg.Now().After(it.sendBy) {
+		d.log.Warn("webhook: delivery waited past its lease; it will be claimed again",
+			"requestId", it.d.RequestID, "webhookId", it.d.WebhookID)
+		return &result{d: it.d, abandon: true}
+	}
+	return d.attempt(ctx, it)
 }
 
 // finisher records finished attempts, as many as are ready in one
@@ -595,6 +696,13 @@ func (d *Dispatcher) disableHook(ctx context.Context, r *result) {
 		return
 	}
 	err := d.svc.DisableWebhook(ctx, "", r.d.WebhookID, r.disable)
+	// Claims that start from now on read the webhook disabled (or
+	// deleted), or enabled when disabling failed.
+	d.busyMu.Lock()
+	if g := d.gone[r.d.WebhookID]; g != nil {
+		g.disabled = true
+	}
+	d.busyMu.Unlock()
 	if err != nil && chat.ErrorCode(err) != chat.CodeNotFound {
 		d.log.Warn("webhook: cannot disable the webhook", "webhookId", r.d.WebhookID, "reason", r.disable, "err", err)
 		r.disable = ""

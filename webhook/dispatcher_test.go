@@ -641,7 +641,9 @@ func TestConcurrentDispatchersLeaseExcludes(t *testing.T) {
 			hook := createHook(t, s1, rc.URL, "k")
 			ids := enqueue(t, s1, newDeliveries(t, hook.WebhookID, 40))
 			// The held requests must not time out, nor their leases expire.
-			start(t, s1, ownerConfig("d1", workers, func(c *Config) { c.Timeout, c.Lease = patience, 2*patience }))
+			// d1 leases no more than it sends (no Prefetch), so that
+			// every delivery it does not hold is left to d2.
+			start(t, s1, ownerConfig("d1", workers, func(c *Config) { c.Timeout, c.Lease, c.Prefetch = patience, 2*patience, -1 }))
 			heldIDs := map[string]bool{}
 			for range workers {
 				heldIDs[<-held] = true

@@ -96,7 +96,8 @@ func TestHangingReceiverDelaysNoOther(t *testing.T) {
 // they keep their nextAttemptAt and stay unleased, and the healthy
 // webhook's deliveries behind them are sent. A claim may take four
 // deliveries (BatchSize 4), twice the limit: the claim itself takes no more
-// of a webhook than its free slots.
+// of a webhook than its free slots. Without Prefetch, so that those are
+// PerWebhook (TestPrefetchBounded covers it).
 func TestAtLimitPassedOver(t *testing.T) {
 	for _, be := range backends() {
 		t.Run(be.name, func(t *testing.T) {
@@ -123,7 +124,7 @@ func TestAtLimitPassedOver(t *testing.T) {
 			okIDs := enqueue(t, s, newDeliveries(t, okHook.WebhookID, 4))
 
 			start(t, s, testConfig(func(c *Config) {
-				c.Workers, c.PerWebhook, c.BatchSize = 4, 2, 4
+				c.Workers, c.PerWebhook, c.BatchSize, c.Prefetch = 4, 2, 4, -1
 				c.Timeout, c.Lease = 10*time.Minute, 20*time.Minute
 			}))
 			t.Cleanup(func() { close(release) }) // before Stop, which runs later
