@@ -1,10 +1,11 @@
 package chat
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // UserReactionCursor is a keyset position in the (ReferenceID,
@@ -101,15 +102,15 @@ func (s *Service) ExportUser(ctx context.Context, actorID, userID string, w io.W
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(w, 32<<10)
-	x := &exporter{s: s, w: bw, enc: json.NewEncoder(bw), page: s.exportPage()}
+	// jsontext's encoder writes the document's structure (and a newline
+	// after it) and flushes to w as its buffer fills; each value is
+	// encoding/json's.
+	x := &exporter{s: s, enc: jsontext.NewEncoder(w), page: s.exportPage()}
 	presentUser(user)
-	x.raw(`{"userId":`)
-	x.value(userID)
-	x.raw(`,"exportedAt":`)
-	x.value(s.Now())
-	x.raw(`,"user":`)
-	x.value(user)
+	x.token(jsontext.BeginObject)
+	x.member("userId", userID)
+	x.member("exportedAt", s.Now())
+	x.member("user", user)
 	steps := []struct {
 		key string
 		fn  func(ctx context.Context, userID string) error
@@ -123,49 +124,47 @@ func (s *Service) ExportUser(ctx context.Context, actorID, userID string, w io.W
 		{"notificationSettings", x.notificationSettings},
 	}
 	for _, st := range steps {
-		x.raw(`,"` + st.key + `":[`)
-		x.n = 0
+		x.token(jsontext.String(st.key))
+		x.token(jsontext.BeginArray)
 		if err := st.fn(ctx, userID); err != nil {
 			return err
 		}
-		x.raw("]")
+		x.token(jsontext.EndArray)
 	}
-	x.raw("}\n")
-	if x.err != nil {
-		return x.err
-	}
-	return bw.Flush()
+	x.token(jsontext.EndObject)
+	return x.err
 }
 
-// exporter writes an export document; the first write error sticks.
+// exporter writes an export document; the first error sticks.
 type exporter struct {
 	s    *Service
-	w    *bufio.Writer
-	enc  *json.Encoder
+	enc  *jsontext.Encoder
 	page int
-	n    int // items written in the current array
 	err  error
 }
 
-func (x *exporter) raw(s string) {
+func (x *exporter) token(t jsontext.Token) {
 	if x.err == nil {
-		_, x.err = x.w.WriteString(s)
+		x.err = x.enc.WriteToken(t)
 	}
 }
 
-func (x *exporter) value(v any) {
-	if x.err == nil {
-		x.err = x.enc.Encode(v)
-	}
-}
-
-// item writes one array element.
+// item writes v, an object member's value or an array element.
 func (x *exporter) item(v any) {
-	if x.n > 0 {
-		x.raw(",")
+	if x.err != nil {
+		return
 	}
-	x.n++
-	x.value(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		x.err = err
+		return
+	}
+	x.err = x.enc.WriteValue(b)
+}
+
+func (x *exporter) member(key string, v any) {
+	x.token(jsontext.String(key))
+	x.item(v)
 }
 
 // pages reads a page with read in a read-only transaction, then writes it

@@ -272,7 +272,10 @@ func (c *ceiling) broadcast(w http.ResponseWriter, r *http.Request) {
 	}
 	c.mu.Unlock()
 	for i := 0; i < n; i++ {
-		b := []byte(`{"event":"message.didCreate","data":"` + strings.Repeat("x", max(size-40, 1)) + `"}`)
+		b, _ := json.Marshal(struct {
+			Event string `json:"event"`
+			Data  string `json:"data"`
+		}{"message.didCreate", strings.Repeat("x", max(size-40, 1))})
 		for q, gone := range qs {
 			select {
 			case q <- b:
@@ -294,7 +297,18 @@ func (c *ceiling) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := r.URL.Query().Get("text")
-	b := []byte(`{"event":"message.didCreate","data":{"text":"` + text + `","pad":"` + strings.Repeat("x", max(size-60-len(text), 1)) + `"}}`)
+	type data struct {
+		Text string `json:"text"`
+		Pad  string `json:"pad"`
+	}
+	b, err := json.Marshal(struct {
+		Event string `json:"event"`
+		Data  data   `json:"data"`
+	}{"message.didCreate", data{text, strings.Repeat("x", max(size-60-len(text), 1))}})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	c.mu.Lock()
 	qs := c.groups[r.URL.Query().Get("group")]
 	for _, q := range qs {

@@ -61,6 +61,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -642,8 +643,11 @@ func (b *bench) startServer(side, bin, store string) (*server, error) {
 		channels = append(channels, b.o.streamChannel)
 	}
 	for _, ch := range channels {
-		body := fmt.Sprintf(`{"channelId":%q,"type":"standard","userIds":["bench"]}`, ch)
-		if _, err := b.post(s, "/channel", body); err != nil {
+		body, err := json.Marshal(map[string]any{"channelId": ch, "type": "standard", "userIds": []string{"bench"}})
+		if err != nil {
+			return fail(err)
+		}
+		if _, err := b.post(s, "/channel", string(body)); err != nil {
 			return fail(fmt.Errorf("creating channel %s: %w", ch, err))
 		}
 	}
@@ -867,8 +871,12 @@ func serveCeiling(addr, sizes string) error {
 		return fmt.Errorf("-ceiling-sizes: %w", err)
 	}
 	body := func(n int) []byte {
-		const head, end = `{"success":true,"padding":"`, "\"}\n"
-		return []byte(head + strings.Repeat("x", max(n-len(head)-len(end), 0)) + end)
+		const empty = len(`{"success":true,"padding":""}` + "\n")
+		b, _ := json.Marshal(struct {
+			Success bool   `json:"success"`
+			Padding string `json:"padding"`
+		}{true, strings.Repeat("x", max(n-empty, 0))})
+		return append(b, '\n')
 	}
 	create, query := body(cs), body(qs)
 	reply := func(b []byte) http.HandlerFunc {
