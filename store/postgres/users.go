@@ -187,23 +187,19 @@ func (t *tx) GetUser(ctx context.Context, userID string) (*chat.User, error) {
 		}
 		return u, nil
 	}
-	lock := t.lockUsersOf(userID)
-	us, err := t.users(ctx, `SELECT `+userReadCols+` FROM {s}users WHERE user_id = $1`+lock, userID)
-	if err != nil {
-		return nil, err
-	}
-	if len(us) == 0 {
-		return nil, chat.Errorf(chat.CodeNotFound, "user %q not found", userID)
-	}
-	t.readUsers(us, lock != "")
-	return us[0], nil
+	return t.userByID(ctx, userID, t.lockUsersOf(userID))
 }
 
 // LockUser implements chat.LockStore: in an Update the row is held (FOR
 // NO KEY UPDATE) until the transaction ends, so UpdateUser of it writes
 // without running the transaction again.
 func (t *tx) LockUser(ctx context.Context, userID string) (*chat.User, error) {
-	lock := t.lockRows()
+	return t.userByID(ctx, userID, t.lockRows())
+}
+
+// userByID reads one user by id with lock ("" or the lock clause) and
+// notes the read (see readUsers).
+func (t *tx) userByID(ctx context.Context, userID, lock string) (*chat.User, error) {
 	us, err := t.users(ctx, `SELECT `+userReadCols+` FROM {s}users WHERE user_id = $1`+lock, userID)
 	if err != nil {
 		return nil, err
