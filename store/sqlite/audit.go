@@ -120,7 +120,7 @@ func (t *tx) SoftDeleteBatch(ctx context.Context, f chat.PurgeFilter, now time.T
 		afterAt, afterID = ms(chat.NewTime(f.After.CreatedAt)), f.After.MessageID
 	}
 	row := newMessageRow(f.Limit)
-	out, err := list(t, ctx, row.scan, `UPDATE messages SET is_deleted = 1, data = '{}', updated_at = ?
+	out, err := list(t, ctx, row.scan, `UPDATE messages SET is_deleted = 1, data = '{}', text = NULL, updated_at = ?
 		WHERE rowid IN (SELECT rowid FROM messages INDEXED BY messages_user_created_idx
 			WHERE user_id = ? AND (created_at, message_id) > (?, ?) AND created_at >= ? AND created_at <= ?
 				AND (? = '' OR channel_id = ?) AND is_deleted = 0

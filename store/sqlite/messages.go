@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	chat "github.com/chatengine/chat"
 )
@@ -16,8 +17,11 @@ import (
 // value (tags, hashflag, reactions, mentions). A NULL costs the driver
 // nothing, a text value a copy of its bytes and an interface allocation,
 // an integer beyond 255 an allocation. The reactions stored as JSON null
-// (a message created without any) read as the empty string.
-const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, NULLIF(m.type, 'text'), m.data,
+// (a message created without any) read as the empty string. The data of a
+// row with a text column (see messageText) reads as the empty string and
+// is made from the text, which needs no JSON decoding.
+const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, NULLIF(m.type, 'text'),
+	CASE WHEN m.text IS NULL THEN m.data ELSE '' END, m.text,
 	NULLIF(m.tags, '[]'), m.parent_id, m.is_deleted, m.created_at, m.edited_at, NULLIF(m.updated_at, m.created_at),
 	m.children_number, m.flag_count, NULLIF(m.hashflag, '` + zeroHashflag + `'),
 	CASE m.reactions WHEN '{}' THEN NULL WHEN 'null' THEN '' ELSE m.reactions END, m.reactions_count,
@@ -36,6 +40,7 @@ type messageRow struct {
 	// Text columns scan into strings: the driver's value is assigned as is
 	// (a sql.RawBytes destination would copy it again).
 	data                      string
+	text                      sql.NullString
 	typ                       sql.NullString
 	tags, hashflag, reactions sql.NullString
 	mentions                  sql.NullString
@@ -55,7 +60,7 @@ type messageRow struct {
 // newMessageRow returns the scan target for a query of about n rows.
 func newMessageRow(n int) *messageRow {
 	r := &messageRow{size: min(max(n, 1), 64)}
-	r.dest = []any{&r.m.MessageID, &r.m.ChannelID, &r.m.ChannelSegment, &r.m.UserID, &r.typ, &r.data, &r.tags,
+	r.dest = []any{&r.m.MessageID, &r.m.ChannelID, &r.m.ChannelSegment, &r.m.UserID, &r.typ, &r.data, &r.text, &r.tags,
 		&r.parent, &r.m.IsDeleted, &r.created, &r.edited, &r.updated, &r.m.ChildrenNumber, &r.m.FlagCount,
 		&r.hashflag, &r.reactions, &r.m.ReactionsCount, &r.mentions}
 	return r
@@ -110,18 +115,18 @@ func (r *messageRow) scanValues(v []driver.Value) (*chat.Message, error) {
 	}
 	m := &r.m
 	m.MessageID, m.ChannelID, m.ChannelSegment = text(v[0]), text(v[1]), integer(v[2])
-	m.UserID, r.typ, r.data, r.tags = text(v[3]), nullText(v[4]), text(v[5]), nullText(v[6])
-	r.parent, m.IsDeleted, r.created = nullText(v[7]), integer(v[8]) != 0, integer(v[9])
+	m.UserID, r.typ, r.data, r.text, r.tags = text(v[3]), nullText(v[4]), text(v[5]), nullText(v[6]), nullText(v[7])
+	r.parent, m.IsDeleted, r.created = nullText(v[8]), integer(v[9]) != 0, integer(v[10])
 	nullInteger := func(x driver.Value) sql.NullInt64 {
 		if x == nil {
 			return sql.NullInt64{}
 		}
 		return sql.NullInt64{Int64: integer(x), Valid: true}
 	}
-	r.edited, r.updated = nullInteger(v[10]), nullInteger(v[11])
-	m.ChildrenNumber, m.FlagCount = int(integer(v[12])), int(integer(v[13]))
-	r.hashflag, r.reactions, m.ReactionsCount = nullText(v[14]), nullText(v[15]), int(integer(v[16]))
-	r.mentions = nullText(v[17])
+	r.edited, r.updated = nullInteger(v[11]), nullInteger(v[12])
+	m.ChildrenNumber, m.FlagCount = int(integer(v[13])), int(integer(v[14]))
+	r.hashflag, r.reactions, m.ReactionsCount = nullText(v[15]), nullText(v[16]), int(integer(v[17]))
+	r.mentions = nullText(v[18])
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +146,9 @@ func (r *messageRow) build() (*chat.Message, error) {
 	if r.channelID != "" {
 		m.ChannelID = r.channelID
 	}
-	if err := fromJSON(r.data, &m.Data); err != nil {
+	if r.text.Valid {
+		m.Data = map[string]any{"text": r.text.String}
+	} else if err := fromJSON(r.data, &m.Data); err != nil {
 		return nil, err
 	}
 	// NULL is the stored empty value ('[]', '{}', the zero hashflag).
@@ -184,6 +191,23 @@ func (r *messageRow) build() (*chat.Message, error) {
 	return m, nil
 }
 
+// messageText returns the value of the text column of a message with this
+// data: the text when the data is exactly {"text": <string>} (the data of
+// a text message), nil (NULL) otherwise. Reading such a row makes its Data
+// from the text, as decoding the data column would (a string that would
+// not come back unchanged from the JSON, with invalid UTF-8 or a NUL, is
+// left to the data column).
+func messageText(data map[string]any) any {
+	if len(data) != 1 {
+		return nil
+	}
+	s, ok := data["text"].(string)
+	if !ok || !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+		return nil
+	}
+	return s
+}
+
 func nullString(s string) any {
 	if s == "" {
 		return nil
@@ -214,9 +238,9 @@ func (t *tx) CreateMessage(ctx context.Context, m *chat.Message) error {
 		return err
 	}
 	if _, err := t.exec(ctx, `INSERT INTO messages (message_id, channel_id, channel_segment, user_id, type,
-	data, tags, parent_id, is_deleted, created_at, edited_at, updated_at, children_number, flag_count,
-	hashflag, reactions, reactions_count, mentioned_user_ids) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		m.MessageID, m.ChannelID, m.ChannelSegment, m.UserID, m.Type, data, tags, nullString(m.ParentID),
+	data, text, tags, parent_id, is_deleted, created_at, edited_at, updated_at, children_number, flag_count,
+	hashflag, reactions, reactions_count, mentioned_user_ids) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		m.MessageID, m.ChannelID, m.ChannelSegment, m.UserID, m.Type, data, messageText(m.Data), tags, nullString(m.ParentID),
 		m.IsDeleted, ms(m.CreatedAt), msp(m.EditedAt), ms(m.UpdatedAt), m.ChildrenNumber, m.FlagCount,
 		hf, reactions, m.ReactionsCount, mentions); err != nil {
 		return asConflict(err, "message", m.MessageID)
@@ -283,13 +307,13 @@ func (t *tx) UpdateMessage(ctx context.Context, m *chat.Message) error {
 	var old []byte
 	var oldMentions string
 	var was wordsRow
-	if err := t.row(ctx, "SELECT tags, rowid, created_at, type, data, is_deleted, mentioned_user_ids FROM messages WHERE message_id = ?", []any{m.MessageID},
-		&old, &was.rowid, &was.created, &was.typ, &was.data, &was.deleted, &oldMentions); err != nil {
+	if err := t.row(ctx, "SELECT tags, rowid, created_at, type, "+wordsDataCols+", is_deleted, mentioned_user_ids FROM messages WHERE message_id = ?", []any{m.MessageID},
+		&old, &was.rowid, &was.created, &was.typ, &was.data, &was.text, &was.deleted, &oldMentions); err != nil {
 		return asNotFound(err, "message", m.MessageID)
 	}
-	if _, err := t.exec(ctx, `UPDATE messages SET data = ?, tags = ?, is_deleted = ?, edited_at = ?,
+	if _, err := t.exec(ctx, `UPDATE messages SET data = ?, text = ?, tags = ?, is_deleted = ?, edited_at = ?,
 	updated_at = ?, flag_count = ?, hashflag = ?, mentioned_user_ids = ? WHERE message_id = ?`,
-		data, tags, m.IsDeleted, msp(m.EditedAt), ms(m.UpdatedAt), m.FlagCount, hf, mentions, m.MessageID); err != nil {
+		data, messageText(m.Data), tags, m.IsDeleted, msp(m.EditedAt), ms(m.UpdatedAt), m.FlagCount, hf, mentions, m.MessageID); err != nil {
 		return err
 	}
 	if oldMentions != mentions {
@@ -399,15 +423,15 @@ func (t *tx) softDelete(ctx context.Context, q string, args ...any) ([]string, e
 func (t *tx) SoftDeleteMessages(ctx context.Context, channelID, userID string, now time.Time) ([]string, error) {
 	n := ms(chat.NewTime(now))
 	if userID == "" {
-		return t.softDelete(ctx, `UPDATE messages SET is_deleted = 1, data = '{}', updated_at = ?
+		return t.softDelete(ctx, `UPDATE messages SET is_deleted = 1, data = '{}', text = NULL, updated_at = ?
 	WHERE channel_id = ? AND is_deleted = 0 RETURNING message_id`, n, channelID)
 	}
-	return t.softDelete(ctx, `UPDATE messages SET is_deleted = 1, data = '{}', updated_at = ?
+	return t.softDelete(ctx, `UPDATE messages SET is_deleted = 1, data = '{}', text = NULL, updated_at = ?
 	WHERE user_id = ? AND channel_id = ? AND is_deleted = 0 RETURNING message_id`, n, userID, channelID)
 }
 
 // SoftDeleteUserMessages implements chat.MessageStore.
 func (t *tx) SoftDeleteUserMessages(ctx context.Context, userID string, now time.Time) ([]string, error) {
-	return t.softDelete(ctx, `UPDATE messages SET is_deleted = 1, data = '{}', updated_at = ?
+	return t.softDelete(ctx, `UPDATE messages SET is_deleted = 1, data = '{}', text = NULL, updated_at = ?
 	WHERE user_id = ? AND is_deleted = 0 RETURNING message_id`, ms(chat.NewTime(now)), userID)
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,8 +47,12 @@ type wordsRow struct {
 	created int64
 	typ     chat.MessageType
 	data    string
+	text    sql.NullString // the text column: when set, data is '' (see messageCols)
 	deleted bool
 }
+
+// wordsDataCols are the data and text columns of a wordsRow.
+const wordsDataCols = "CASE WHEN text IS NULL THEN data ELSE '' END, text"
 
 // words returns the search words of the row (chat.MessageWords).
 func (r *wordsRow) words() ([]string, error) {
@@ -55,7 +60,9 @@ func (r *wordsRow) words() ([]string, error) {
 	if r.deleted || (r.typ != chat.MessageTypeText && r.typ != chat.MessageTypeImage && r.typ != chat.MessageTypeFile) {
 		return nil, nil
 	}
-	if err := fromJSON(r.data, &m.Data); err != nil {
+	if r.text.Valid {
+		m.Data = map[string]any{"text": r.text.String}
+	} else if err := fromJSON(r.data, &m.Data); err != nil {
 		return nil, err
 	}
 	return chat.MessageWords(&m), nil
@@ -242,9 +249,9 @@ func (t *tx) unindexed(ctx context.Context, max int) ([]wordsRow, error) {
 	}
 	return list(t, ctx, func(sc scanner) (wordsRow, error) {
 		var r wordsRow
-		err := sc.Scan(&r.rowid, &r.created, &r.typ, &r.data, &r.deleted)
+		err := sc.Scan(&r.rowid, &r.created, &r.typ, &r.data, &r.text, &r.deleted)
 		return r, err
-	}, "SELECT rowid, created_at, type, data, is_deleted FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?", done, max)
+	}, "SELECT rowid, created_at, type, "+wordsDataCols+", is_deleted FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?", done, max)
 }
 
 // memberChannels selects the channels where the user (the argument) is a

@@ -1,0 +1,4 @@
+-- 0024_message_text: nothing to do on Postgres.
+--
+-- On SQLite this adds the text of a text message beside its data, so that
+-- reading it needs no JSON decoding.
