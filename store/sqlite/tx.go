@@ -345,8 +345,9 @@ type stringObject struct {
 }
 
 // flatStrings decodes, as json.Unmarshal into a map[string]any would, a
-// JSON object whose values are all strings ({"text":"..."}, the data of
-// most text messages), reading it token by token with the decoder of
+// JSON object whose values are all strings (the data of a text message
+// written before migration 0024, which has no text column, or data with
+// more strings than the text), reading it token by token with the decoder of
 // package jsontext: about half the instructions of decoding it into a map
 // (BenchmarkDecodeData). It reports false for anything else (other values,
 // invalid JSON), which is left to json.Unmarshal.
