@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
 	chat "github.com/chatengine/chat"
+	"github.com/lib/pq"
 )
 
 // Commit groups. Posts to one channel take the channel's row lock (its
@@ -247,8 +249,9 @@ func (s *Store) lead(key string, q *group, self *member) outcome {
 		switch {
 		case err == nil:
 			s.commits.Add(1)
-		case sqlState(err) != "":
-			// The server refused the COMMIT: nothing is committed.
+		case sqlState(err) != "", errors.Is(err, pq.ErrInFailedTransaction):
+			// The server refused the COMMIT, or the transaction had
+			// failed: nothing is committed.
 			fallback = true
 		default:
 			// The outcome is unknown: answered as a transaction of

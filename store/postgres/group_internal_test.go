@@ -302,3 +302,62 @@ func TestWrites(t *testing.T) {
 		require.True(t, writes(q), q)
 	}
 }
+
+// TestCommitGroupPanic: a member whose function panics panics in its own
+// goroutine; the group is rolled back and the others commit alone.
+func TestCommitGroupPanic(t *testing.T) {
+	const n = 4
+	h, svc, _ := groupFixture(t, n)
+	lead := postHeld(t, h, svc)
+	errs := make(chan error, n-1)
+	for i := 1; i < n; i++ {
+		go func() { errs <- post(svc, fmt.Sprintf("u%d", i)) }()
+	}
+	waitQueued(t, h.Store, "c", n-1)
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_ = h.Update(chat.WithCommitGroup(context.Background(), "c"), func(chat.Tx) error { panic("member panic") })
+	}()
+	waitQueued(t, h.Store, "c", n)
+	close(h.release)
+	require.Equal(t, "member panic", <-panicked)
+	require.NoError(t, <-lead)
+	for range n - 1 {
+		require.NoError(t, <-errs)
+	}
+	msgs, segs, txs, counter := channelCounts(t, h.Store)
+	require.Equal(t, []int{n, n, n, n}, []int{msgs, segs, txs, counter})
+}
+
+// TestCommitGroupConcurrentPosts: many posters to one channel, some of
+// them muted, without a held leader: every post that succeeded is stored
+// once, with its own segment, and the channel's counter matches.
+func TestCommitGroupConcurrentPosts(t *testing.T) {
+	const posters, each = 12, 10
+	h, svc, admin := groupFixture(t, posters)
+	require.NoError(t, svc.MuteUsers(context.Background(), admin, "c", []string{"u5", "u7"}, time.Hour))
+	var ok, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range posters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				switch err := post(svc, fmt.Sprintf("u%d", i)); {
+				case err == nil:
+					ok.Add(1)
+				case chat.ErrorCode(err) == chat.CodeUserMuted:
+					refused.Add(1)
+				default:
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, int64(2*each), refused.Load())
+	msgs, segs, _, counter := channelCounts(t, h.Store)
+	require.Equal(t, []int{int(ok.Load()), int(ok.Load()), int(ok.Load())}, []int{msgs, segs, counter})
+	require.Zero(t, h.waiting("c"))
+}
