@@ -386,8 +386,10 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 	}
 	var out *MessageList
 	// Posting is the hot path: the store need not wait for the event's id
-	// (on Postgres the event reaches the log a moment after the commit).
-	err = s.update(WithoutEventIDs(ctx), func(tx Tx, ev *events) error {
+	// (on Postgres the event reaches the log a moment after the commit),
+	// and posts to one channel, which take its row lock one after the
+	// other, may share a transaction and its commit (WithCommitGroup).
+	err = s.update(WithCommitGroup(WithoutEventIDs(ctx), in.ChannelID), func(tx Tx, ev *events) error {
 		pc, err := s.runPost(ctx, tx, p, true)
 		if err != nil {
 			return err

@@ -100,3 +100,24 @@ func LazyCommit(ctx context.Context) bool {
 	v, _ := ctx.Value(lazyCommitKey{}).(bool)
 	return v
 }
+
+type commitGroupKey struct{}
+
+// WithCommitGroup returns a copy of ctx under which an Update may share
+// its transaction, and so its commit, with other Updates of the same key
+// that arrive while one of them is running (Postgres; SQLite commits its
+// writes in groups already and the memory store has no commit to share,
+// so both ignore it). Each Update is still answered only after the commit
+// that holds its writes is durable. The key names what the transactions
+// would otherwise wait for one another on: the Service's CreateMessage
+// uses the channel's id, whose row every post to the channel locks.
+func WithCommitGroup(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, commitGroupKey{}, key)
+}
+
+// CommitGroup returns the key that ctx carries (see WithCommitGroup), or
+// "" when none.
+func CommitGroup(ctx context.Context) string {
+	k, _ := ctx.Value(commitGroupKey{}).(string)
+	return k
+}

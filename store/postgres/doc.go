@@ -69,7 +69,10 @@
 // insert of the message. The row lock queues posters to one channel in
 // every process until the holder ends, so segments are unique and gapless;
 // posts to different channels run in parallel, and Postgres commits
-// concurrent transactions with shared WAL flushes.
+// concurrent transactions with shared WAL flushes. Posts to one channel
+// (Updates under chat.WithCommitGroup with the channel's id) that arrive
+// while one runs share the next transaction and its commit, within a
+// process (group.go); each is answered after that commit.
 //
 // Update runs its function again, up to Options.Retries times, only when
 // Postgres aborted the transaction with a serialization failure (40001) or

@@ -96,12 +96,16 @@ type Store struct {
 	closed atomic.Bool
 
 	statements atomic.Int64 // statements run in transactions, for tests that count round trips
+	commits    atomic.Int64 // Update transactions committed, for tests of commit groups
+
+	groups groups // commit groups with a transaction running (group.go)
 }
 
 // statement is one SQL template expanded for this store's schema, with its
 // pool-level prepared form once a background prepare produced it.
 type statement struct {
 	sql       string
+	writes    bool // may write rows (see writes)
 	mu        sync.Mutex
 	stmt      *sql.Stmt
 	preparing bool
@@ -273,11 +277,32 @@ const maxReruns = 4
 // a deadlock (40P01). fn must therefore not leak state from a failed run.
 // Any other failure, including a connection lost during the transaction,
 // is returned without running fn again.
+//
+// Under chat.WithCommitGroup (and not chat.WithLazyCommit), fn may run in
+// a transaction shared with other Updates of the same key, committed once
+// for all of them (see runGroup); when the group cannot commit, fn runs
+// again in a transaction of its own.
 func (s *Store) Update(ctx context.Context, fn func(chat.Tx) error) error {
 	var lockUsers map[string]bool
 	retries, reruns := 0, 0
+	key := ""
+	if !chat.LazyCommit(ctx) {
+		key = chat.CommitGroup(ctx)
+	}
 	for {
-		t, err := s.run(ctx, true, lockUsers, fn)
+		var (
+			t   *tx
+			err error
+			ran bool
+		)
+		if key != "" {
+			// The first run only: runs again go alone.
+			t, ran, err = s.runGroup(ctx, key, fn)
+			key = ""
+		}
+		if !ran {
+			t, err = s.run(ctx, true, lockUsers, fn)
+		}
 		switch {
 		case t != nil && t.rerun && reruns < maxReruns:
 			reruns++
@@ -333,26 +358,44 @@ func (s *Store) run(ctx context.Context, write bool, lockUsers map[string]bool, 
 		}
 	}
 	t := &tx{s: s, tx: stx, write: write, lockUsers: lockUsers}
-	err = fn(t)
-	if err == nil {
-		err = t.flushAppend(ctx) // a deferred AppendMessage
-	}
-	switch {
-	case t.rerun || t.retry:
-		return t, t.again
-	case err != nil:
+	if err := t.verdict(ctx, fn(t)); err != nil || !write {
 		return t, err
-	case !write:
-		return t, nil
-	case t.failed != nil:
-		// fn went on after a statement failed: the transaction cannot
-		// commit, and the failure is the outcome.
-		return t, dbErr(t.failed)
 	}
 	if err := stx.Commit(); err != nil {
 		t.retry = retryable(err)
 		return t, dbErr(err)
 	}
+	s.commits.Add(1)
+	s.committed(ctx, t)
+	return t, nil
+}
+
+// verdict runs the deferred AppendMessage of fn's run, if fn returned
+// nil, and returns the run's outcome before the commit: nil when the
+// transaction may commit.
+func (t *tx) verdict(ctx context.Context, err error) error {
+	if err == nil {
+		err = t.flushAppend(ctx) // a deferred AppendMessage
+	}
+	switch {
+	case t.rerun || t.retry:
+		return t.again
+	case err != nil:
+		return err
+	case !t.write:
+		return nil
+	case t.failed != nil:
+		// fn went on after a statement failed: the transaction cannot
+		// commit, and the failure is the outcome.
+		return dbErr(t.failed)
+	}
+	return nil
+}
+
+// committed does what follows the commit of t's writes: it wakes the
+// local dispatchers, notifies the other processes' ones, and has the
+// events appended moved to the log.
+func (s *Store) committed(ctx context.Context, t *tx) {
 	if t.queued {
 		s.w.signal(sigDeliveries)
 	}
@@ -369,7 +412,6 @@ func (s *Store) run(ctx context.Context, write bool, lockUsers map[string]bool, 
 			s.kickRelay()
 		}
 	}
-	return t, nil
 }
 
 // begin starts a pool transaction. BEGIN on a pooled session that the
@@ -509,7 +551,7 @@ func (s *Store) stmt(tmpl string) *statement {
 	s.sqlMu.Lock()
 	defer s.sqlMu.Unlock()
 	if st = s.sqls[tmpl]; st == nil {
-		st = &statement{sql: strings.ReplaceAll(tmpl, "{s}", s.prefix)}
+		st = &statement{sql: strings.ReplaceAll(tmpl, "{s}", s.prefix), writes: writes(tmpl)}
 		s.sqls[tmpl] = st
 	}
 	return st
@@ -581,8 +623,10 @@ type tx struct {
 	rerun    bool       // wrote a user it read without a lock
 	again    error      // why retry or rerun, translated
 
-	n    int64          // statements run so far
-	pend *pendingAppend // a deferred AppendMessage
+	n     int64          // statements run so far
+	wrote bool           // ran a statement that may write (statement.writes)
+	broke bool           // a statement failed (fail)
+	pend  *pendingAppend // a deferred AppendMessage
 	// preRoles are the author's roles read by PrefetchPost.
 	preRoles *prefetchedRoles
 	// pendDel is an EnqueueDeliveries held back with pend, to run in
@@ -601,6 +645,7 @@ func (t *tx) fail(err error) error {
 	if err == nil {
 		return nil
 	}
+	t.broke = true
 	if sqlState(err) != "" && t.failed == nil {
 		t.failed = err
 	}
@@ -643,6 +688,7 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 		t.targets = nil
 	}
 	st := t.s.stmt(tmpl)
+	t.wrote = t.wrote || st.writes
 	if t.s.opt.NoPrepare {
 		return nil, st.sql
 	}

@@ -1,0 +1,363 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	chat "github.com/chatengine/chat"
+)
+
+// heldStore holds the function of the first grouped Update after arm
+// until release is closed, so that the Updates that follow certainly
+// queue behind its transaction.
+type heldStore struct {
+	*Store
+	armed            atomic.Bool
+	started, release chan struct{}
+}
+
+func (h *heldStore) arm() {
+	h.started, h.release = make(chan struct{}), make(chan struct{})
+	h.armed.Store(true)
+}
+
+func (h *heldStore) Update(ctx context.Context, fn func(chat.Tx) error) error {
+	if chat.CommitGroup(ctx) != "" && h.armed.CompareAndSwap(true, false) {
+		inner, started, release := fn, h.started, h.release
+		var once sync.Once
+		fn = func(tx chat.Tx) error {
+			once.Do(func() { close(started); <-release })
+			return inner(tx)
+		}
+	}
+	return h.Store.Update(ctx, fn)
+}
+
+// waiting returns how many Updates wait in key's group.
+func (s *Store) waiting(key string) int {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	if q := s.groups.m[key]; q != nil {
+		return len(q.waiting)
+	}
+	return 0
+}
+
+// waitQueued waits until n Updates wait in key's group.
+func waitQueued(t *testing.T, s *Store, key string, n int) {
+	t.Helper()
+	for i := 0; s.waiting(key) != n; i++ {
+		if i == 60000 {
+			t.Fatalf("%d Updates wait in group %q, not %d", s.waiting(key), key, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// groupFixture is a Service over a heldStore with channel c and members
+// u0..u(n-1).
+func groupFixture(t *testing.T, n int) (*heldStore, *chat.Service, string) {
+	t.Helper()
+	ctx := context.Background()
+	h := &heldStore{Store: relayStores(t, 1)[0]}
+	svc, err := chat.New(ctx, h, chat.Config{})
+	require.NoError(t, err)
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
+	require.NoError(t, err)
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("u%d", i))
+	}
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: ids})
+	require.NoError(t, err)
+	return h, svc, admin.UserID
+}
+
+// channelCounts returns the messages of channel c, their distinct
+// segments, the distinct transactions that inserted them (xmin) and the
+// channel's message counter.
+func channelCounts(t *testing.T, s *Store) (msgs, segments, txs, counter int) {
+	t.Helper()
+	require.NoError(t, s.db.QueryRow(`SELECT count(*), count(DISTINCT channel_segment), count(DISTINCT xmin::text)
+		FROM `+s.prefix+`messages WHERE channel_id = 'c'`).Scan(&msgs, &segments, &txs))
+	require.NoError(t, s.db.QueryRow(`SELECT message_count FROM `+s.prefix+`channels WHERE channel_id = 'c'`).Scan(&counter))
+	return
+}
+
+// postHeld posts as u0 with the store's hold armed and returns once that
+// post's transaction is running (holding the group of channel c); the
+// post's result arrives on the returned channel.
+func postHeld(t *testing.T, h *heldStore, svc *chat.Service) chan error {
+	t.Helper()
+	h.arm()
+	done := make(chan error, 1)
+	go func() { done <- post(svc, "u0") }()
+	<-h.started
+	return done
+}
+
+func post(svc *chat.Service, user string) error {
+	_, err := svc.CreateMessage(context.Background(), user, chat.CreateMessageInput{ChannelID: "c",
+		Type: chat.MessageTypeText, Data: chat.TextData("hi from " + user)})
+	return err
+}
+
+// TestCommitGroupPosts: posts to one channel that arrive while a post to
+// it is running share its transaction: one COMMIT for all of them, every
+// message inserted by that one transaction with its own segment, and two
+// statements per post between the group's BEGIN and COMMIT.
+func TestCommitGroupPosts(t *testing.T) {
+	const n = 8
+	h, svc, _ := groupFixture(t, n)
+	lead := postHeld(t, h, svc)
+	errs := make(chan error, n-1)
+	for i := 1; i < n; i++ {
+		go func() { errs <- post(svc, fmt.Sprintf("u%d", i)) }()
+	}
+	waitQueued(t, h.Store, "c", n-1)
+	commits, stmts := h.commits.Load(), h.StatementCount()
+	close(h.release)
+	require.NoError(t, <-lead)
+	for range n - 1 {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, int64(1), h.commits.Load()-commits, "one COMMIT for the group")
+	require.Equal(t, int64(2*n), h.StatementCount()-stmts, "the post's reads and its message with its event, per post")
+	msgs, segs, txs, counter := channelCounts(t, h.Store)
+	require.Equal(t, []int{n, n, 1, n}, []int{msgs, segs, txs, counter})
+	require.Zero(t, h.waiting("c"))
+}
+
+// TestCommitGroupRefusedMember: a member refused by the rules (a muted
+// author) is answered with its error, and the others commit together.
+func TestCommitGroupRefusedMember(t *testing.T) {
+	const n = 6
+	h, svc, admin := groupFixture(t, n)
+	require.NoError(t, svc.MuteUsers(context.Background(), admin, "c", []string{"u3"}, time.Hour))
+	lead := postHeld(t, h, svc)
+	errs := make([]chan error, n)
+	for i := 1; i < n; i++ {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- post(svc, fmt.Sprintf("u%d", i)) }()
+		waitQueued(t, h.Store, "c", i) // in this order
+	}
+	commits := h.commits.Load()
+	close(h.release)
+	require.NoError(t, <-lead)
+	for i := 1; i < n; i++ {
+		err := <-errs[i]
+		if i == 3 {
+			require.Equal(t, chat.CodeUserMuted, chat.ErrorCode(err), "%v", err)
+		} else {
+			require.NoError(t, err)
+		}
+	}
+	require.Equal(t, int64(1), h.commits.Load()-commits)
+	msgs, segs, txs, counter := channelCounts(t, h.Store)
+	require.Equal(t, []int{n - 1, n - 1, 1, n - 1}, []int{msgs, segs, txs, counter})
+}
+
+// TestCommitGroupFallback: a member whose statement fails, or whose
+// function fails after a write, rolls the group back; every member then
+// runs alone: each post commits exactly once, in a transaction of its
+// own, and the failed members' writes are gone.
+func TestCommitGroupFallback(t *testing.T) {
+	for _, name := range []string{"statement", "after write"} {
+		t.Run(name, func(t *testing.T) {
+			const n = 6
+			h, svc, _ := groupFixture(t, n)
+			lead := postHeld(t, h, svc)
+			errs := make(chan error, n-1)
+			for i := 1; i < n; i++ {
+				go func() { errs <- post(svc, fmt.Sprintf("u%d", i)) }()
+				if i == 2 {
+					waitQueued(t, h.Store, "c", i)
+					ctx := chat.WithCommitGroup(context.Background(), "c")
+					go func() {
+						errs <- h.Update(ctx, func(ct chat.Tx) error {
+							if name == "statement" {
+								_, err := ct.(*tx).exec(ctx, `SELECT 1/0`)
+								return err
+							}
+							now := chat.NewTime(time.Now())
+							if err := ct.CreateChannel(ctx, &chat.Channel{ChannelID: "ghost", DisplayName: "ghost",
+								CreatedAt: now, UpdatedAt: now}); err != nil {
+								return err
+							}
+							return errors.New("refused after a write")
+						})
+					}()
+					waitQueued(t, h.Store, "c", i+1)
+				}
+			}
+			waitQueued(t, h.Store, "c", n)
+			commits := h.commits.Load()
+			close(h.release)
+			require.NoError(t, <-lead)
+			failed := 0
+			for range n {
+				if err := <-errs; err != nil {
+					failed++
+					if name == "statement" {
+						require.Equal(t, chat.CodeBadRequest, chat.ErrorCode(err), "%v", err)
+					} else {
+						require.EqualError(t, err, "refused after a write")
+					}
+				}
+			}
+			require.Equal(t, 1, failed)
+			require.Equal(t, int64(n), h.commits.Load()-commits, "every post alone")
+			msgs, segs, txs, counter := channelCounts(t, h.Store)
+			require.Equal(t, []int{n, n, n, n}, []int{msgs, segs, txs, counter})
+			var ghosts int
+			require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`channels WHERE channel_id = 'ghost'`).Scan(&ghosts))
+			require.Zero(t, ghosts)
+		})
+	}
+}
+
+// TestCommitGroupCancelled: a member whose context ends while it waits
+// in the queue leaves it at once, and one whose context ends after the
+// leader took it but before its turn, is answered with the cancellation;
+// neither runs, and the others commit together.
+func TestCommitGroupCancelled(t *testing.T) {
+	s := relayStores(t, 1)[0]
+	bg := chat.WithCommitGroup(context.Background(), "k")
+	write := func(ctx context.Context, ct chat.Tx, id string) error {
+		now := chat.NewTime(time.Now())
+		return ct.CreateChannel(ctx, &chat.Channel{ChannelID: id, DisplayName: id, CreatedAt: now, UpdatedAt: now})
+	}
+	var ranA, ranC atomic.Bool
+	started, release := make(chan struct{}), make(chan struct{})
+	leader := make(chan error, 1)
+	go func() {
+		leader <- s.Update(bg, func(ct chat.Tx) error {
+			close(started)
+			<-release
+			return write(bg, ct, "L")
+		})
+	}()
+	<-started
+
+	// A waits in the queue and is cancelled there.
+	ctxA, cancelA := context.WithCancel(bg)
+	errA := make(chan error, 1)
+	go func() { errA <- s.Update(ctxA, func(chat.Tx) error { ranA.Store(true); return nil }) }()
+	waitQueued(t, s, "k", 1)
+	cancelA()
+	err := <-errA
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, chat.CodeUnavailable, chat.ErrorCode(err))
+	require.Zero(t, s.waiting("k"))
+
+	// B and C are taken together; C is cancelled while B runs.
+	bStarted, bRelease := make(chan struct{}), make(chan struct{})
+	errB := make(chan error, 1)
+	go func() {
+		errB <- s.Update(bg, func(ct chat.Tx) error {
+			close(bStarted)
+			<-bRelease
+			return write(bg, ct, "B")
+		})
+	}()
+	waitQueued(t, s, "k", 1)
+	ctxC, cancelC := context.WithCancel(bg)
+	errC := make(chan error, 1)
+	go func() { errC <- s.Update(ctxC, func(chat.Tx) error { ranC.Store(true); return nil }) }()
+	waitQueued(t, s, "k", 2)
+	commits := s.commits.Load()
+	close(release)
+	<-bStarted
+	require.Zero(t, s.waiting("k"), "B and C taken")
+	cancelC()
+	close(bRelease)
+	require.NoError(t, <-leader)
+	require.NoError(t, <-errB)
+	require.ErrorIs(t, <-errC, context.Canceled)
+	require.False(t, ranA.Load())
+	require.False(t, ranC.Load())
+	require.Equal(t, int64(1), s.commits.Load()-commits)
+	var n int
+	require.NoError(t, s.db.QueryRow(`SELECT count(DISTINCT xmin::text) FROM `+s.prefix+`channels WHERE channel_id IN ('L', 'B')`).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+// TestWrites: the statements of a post's reads may not write; its
+// writes and every statement not a SELECT may.
+func TestWrites(t *testing.T) {
+	for _, q := range []string{prefetchUpdateSQL, prefetchViewSQL, `SELECT 1 FROM {s}channels WHERE channel_id = $1 FOR NO KEY UPDATE`,
+		`SELECT updated_at, is_deleted FROM {s}messages`} {
+		require.False(t, writes(q), q)
+	}
+	for _, q := range []string{appendSQL, appendWithEventsSQL, appendWithDeliveriesSQL, appendEventsSQL, enqueueSQL,
+		`UPDATE {s}users SET x = 1`, `DELETE FROM {s}events`, `SELECT pg_notify($1, '')`, `SELECT nextval('s')`,
+		`WITH d AS (DELETE FROM {s}x RETURNING 1) SELECT * FROM d`} {
+		require.True(t, writes(q), q)
+	}
+}
+
+// TestCommitGroupPanic: a member whose function panics panics in its own
+// goroutine; the group is rolled back and the others commit alone.
+func TestCommitGroupPanic(t *testing.T) {
+	const n = 4
+	h, svc, _ := groupFixture(t, n)
+	lead := postHeld(t, h, svc)
+	errs := make(chan error, n-1)
+	for i := 1; i < n; i++ {
+		go func() { errs <- post(svc, fmt.Sprintf("u%d", i)) }()
+	}
+	waitQueued(t, h.Store, "c", n-1)
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_ = h.Update(chat.WithCommitGroup(context.Background(), "c"), func(chat.Tx) error { panic("member panic") })
+	}()
+	waitQueued(t, h.Store, "c", n)
+	close(h.release)
+	require.Equal(t, "member panic", <-panicked)
+	require.NoError(t, <-lead)
+	for range n - 1 {
+		require.NoError(t, <-errs)
+	}
+	msgs, segs, txs, counter := channelCounts(t, h.Store)
+	require.Equal(t, []int{n, n, n, n}, []int{msgs, segs, txs, counter})
+}
+
+// TestCommitGroupConcurrentPosts: many posters to one channel, some of
+// them muted, without a held leader: every post that succeeded is stored
+// once, with its own segment, and the channel's counter matches.
+func TestCommitGroupConcurrentPosts(t *testing.T) {
+	const posters, each = 12, 10
+	h, svc, admin := groupFixture(t, posters)
+	require.NoError(t, svc.MuteUsers(context.Background(), admin, "c", []string{"u5", "u7"}, time.Hour))
+	var ok, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range posters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				switch err := post(svc, fmt.Sprintf("u%d", i)); {
+				case err == nil:
+					ok.Add(1)
+				case chat.ErrorCode(err) == chat.CodeUserMuted:
+					refused.Add(1)
+				default:
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, int64(2*each), refused.Load())
+	msgs, segs, _, counter := channelCounts(t, h.Store)
+	require.Equal(t, []int{int(ok.Load()), int(ok.Load()), int(ok.Load())}, []int{msgs, segs, counter})
+	require.Zero(t, h.waiting("c"))
+}
