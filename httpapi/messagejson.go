@@ -66,6 +66,36 @@ type messageListShape struct {
 	edits []string
 	times []byte
 	ends  []int
+	sec   secText
+}
+
+// secText remembers the text of the last whole second formatted: the
+// timestamps of a page are in order and often share their second (a burst
+// of messages), and the time package's formatting of the date and clock is
+// most of a timestamp's cost.
+type secText struct {
+	unix int64
+	ok   bool
+	text [len(`"2006-01-02T15:04:05`)]byte
+}
+
+// appendTime appends t as chat.Time.AppendJSON does.
+func (c *secText) appendTime(b []byte, t chat.Time) []byte {
+	sec, ms := t.Unix(), t.Nanosecond()/1e6
+	if !c.ok || sec != c.unix {
+		start := len(b)
+		b = t.AppendJSON(b)
+		// "2006-01-02T15:04:05.000Z": a year beyond 0-9999 is longer.
+		if len(b)-start == len(c.text)+6 {
+			c.ok, c.unix = true, sec
+			copy(c.text[:], b[start:])
+		} else {
+			c.ok = false
+		}
+		return b
+	}
+	b = append(b, c.text[:]...)
+	return append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
 }
 
 // shape fills s with l's wire shape. The result refers to l's maps and
@@ -77,16 +107,17 @@ func (s *messageListShape) shape(l *chat.MessageList) *messageListJSON {
 	// createdAt (a message never changed) is not formatted again: its end
 	// is recorded twice, and next gives it the createdAt's text.
 	s.times, s.ends = s.times[:0], s.ends[:0]
+	s.sec = secText{}
 	for i := range l.Messages {
 		m := &l.Messages[i]
-		s.times = m.CreatedAt.AppendJSON(s.times)
+		s.times = s.sec.appendTime(s.times, m.CreatedAt)
 		s.ends = append(s.ends, len(s.times))
 		if !m.UpdatedAt.Equal(m.CreatedAt.Time) {
-			s.times = m.UpdatedAt.AppendJSON(s.times)
+			s.times = s.sec.appendTime(s.times, m.UpdatedAt)
 		}
 		s.ends = append(s.ends, len(s.times))
 		if m.EditedAt != nil {
-			s.times = m.EditedAt.AppendJSON(s.times)
+			s.times = s.sec.appendTime(s.times, *m.EditedAt)
 			s.ends = append(s.ends, len(s.times))
 		}
 	}
