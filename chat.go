@@ -158,6 +158,7 @@ type Service struct {
 	newID     func() string
 	log       *slog.Logger
 	pkey      []byte
+	pmacs     sync.Pool // of hash.Hash: HMACs keyed with pkey (tokenMAC)
 	rules     atomic.Pointer[ruleSet]
 	rulesM    sync.Mutex
 	hooks     atomic.Pointer[hookCache]

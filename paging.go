@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"hash"
 	"strings"
 	"time"
 )
@@ -44,10 +45,23 @@ func joinList(v []string) string { return strings.Join(v, "\x1f") }
 
 func (s *Service) encodeToken(t pageToken) string {
 	body, _ := json.Marshal(t)
-	mac := hmac.New(sha256.New, s.pkey)
+	var sum [sha256.Size]byte
+	s.tokenMAC(body, &sum)
+	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+// tokenMAC writes the HMAC-SHA256 of a token's body under the paging key to
+// sum. The HMACs are pooled: a reset HMAC restores its keyed state instead
+// of hashing the key again.
+func (s *Service) tokenMAC(body []byte, sum *[sha256.Size]byte) {
+	mac, _ := s.pmacs.Get().(hash.Hash)
+	if mac == nil {
+		mac = hmac.New(sha256.New, s.pkey)
+	}
+	mac.Reset()
 	mac.Write(body)
-	sum := mac.Sum(nil)[:16]
-	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(sum)
+	mac.Sum(sum[:0])
+	s.pmacs.Put(mac)
 }
 
 // decodeToken verifies and decodes a token made for the same kind and
@@ -68,9 +82,9 @@ func (s *Service) decodeToken(field, tok, kind, q string) (*pageToken, error) {
 	if err1 != nil || err2 != nil {
 		return nil, bad
 	}
-	mac := hmac.New(sha256.New, s.pkey)
-	mac.Write(body)
-	if !hmac.Equal(mac.Sum(nil)[:16], sum) {
+	var want [sha256.Size]byte
+	s.tokenMAC(body, &want)
+	if !hmac.Equal(want[:16], sum) {
 		return nil, bad
 	}
 	var t pageToken

@@ -44,6 +44,11 @@ func TestMessageListJSON(t *testing.T) {
 	same.UpdatedAt = same.CreatedAt
 	sameEdited := same
 	sameEdited.EditedAt = &same.CreatedAt
+	// The next second, at the same millisecond as the messages before it
+	// (the shape reuses the text of a second already formatted).
+	nextSecond := msg(map[string]any{"text": "next second"})
+	nextSecond.CreatedAt = chat.NewTime(time.Date(2026, 3, 4, 5, 6, 8, 0, time.UTC))
+	nextSecond.UpdatedAt = at(2026, 0)
 	lists := []*chat.MessageList{
 		{Messages: []chat.Message{}, Users: []chat.User{}},
 		{},
@@ -62,6 +67,8 @@ func TestMessageListJSON(t *testing.T) {
 			full,
 			same,
 			sameEdited,
+			same,
+			nextSecond,
 			same,
 			msg(map[string]any{"urls": map[string]any{"small": "/api/v2/messages/m/images?size=small&exp=1&sig=x"}, "text": "caption"}),
 		}, Users: []chat.User{}},

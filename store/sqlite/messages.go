@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,20 +17,22 @@ import (
 // updated_at equal to created_at, and the JSON columns holding their empty
 // value (tags, hashflag, reactions, mentions). A NULL costs the driver
 // nothing, a text value a copy of its bytes and an interface allocation,
-// an integer beyond 255 an allocation. The reactions stored as JSON null
-// (a message created without any) read as the empty string. The data of a
-// row with a text column (see messageText) reads as the empty string and
-// is made from the text, which needs no JSON decoding.
+// an integer beyond 255 an allocation. The reactions read as NULL when
+// stored as JSON null (a message created without any) and as the empty
+// string when stored as {}. The data of a row with a text column (see
+// messageText) reads as NULL and is made from the text, which needs no
+// JSON decoding.
 const messageCols = `m.message_id, m.channel_id, m.channel_segment, m.user_id, NULLIF(m.type, 'text'),
-	CASE WHEN m.text IS NULL THEN m.data ELSE '' END, m.text,
+	CASE WHEN m.text IS NULL THEN m.data END, m.text,
 	NULLIF(m.tags, '[]'), m.parent_id, m.is_deleted, m.created_at, m.edited_at, NULLIF(m.updated_at, m.created_at),
 	m.children_number, m.flag_count, NULLIF(m.hashflag, '` + zeroHashflag + `'),
-	CASE m.reactions WHEN '{}' THEN NULL WHEN 'null' THEN '' ELSE m.reactions END, m.reactions_count,
+	CASE m.reactions WHEN 'null' THEN NULL WHEN '{}' THEN '' ELSE m.reactions END, m.reactions_count,
 	NULLIF(m.mentioned_user_ids, '[]')`
 
 // channelMessageCols are messageCols for a query of one channel's
-// messages: the channel id is known, and reads as ”.
-var channelMessageCols = strings.Replace(messageCols, "m.channel_id,", "'',", 1)
+// messages: the channel id is known and not read (a column costs the
+// driver and SQLite about as much as its value when it is constant).
+var channelMessageCols = strings.Replace(messageCols, "m.channel_id, ", "", 1)
 
 // messageRow is the scan target of message rows, reused for every row of
 // one query: the destinations (and the slice of pointers to them) are
@@ -39,7 +42,7 @@ type messageRow struct {
 	m chat.Message // the scanned scalar fields
 	// Text columns scan into strings: the driver's value is assigned as is
 	// (a sql.RawBytes destination would copy it again).
-	data                      string
+	data                      sql.NullString
 	text                      sql.NullString
 	typ                       sql.NullString
 	tags, hashflag, reactions sql.NullString
@@ -48,7 +51,8 @@ type messageRow struct {
 	edited, updated           sql.NullInt64
 	created                   int64
 	dest                      []any
-	// channelID, when set, is the channel of every row (read as '').
+	// channelID, when set, is the channel of every row, which the rows
+	// leave out (channelMessageCols, see ofChannel).
 	channelID string
 	// chunk holds the messages returned so far and room for more; each
 	// returned *Message points into a chunk, which saves an allocation per
@@ -64,6 +68,13 @@ func newMessageRow(n int) *messageRow {
 		&r.parent, &r.m.IsDeleted, &r.created, &r.edited, &r.updated, &r.m.ChildrenNumber, &r.m.FlagCount,
 		&r.hashflag, &r.reactions, &r.m.ReactionsCount, &r.mentions}
 	return r
+}
+
+// ofChannel makes r the scan target of channelMessageCols for the rows of
+// channel id.
+func (r *messageRow) ofChannel(id string) {
+	r.channelID = id
+	r.dest = slices.Delete(r.dest, 1, 2) // &r.m.ChannelID
 }
 
 // scan reads one row of messageCols into a new message.
@@ -114,19 +125,29 @@ func (r *messageRow) scanValues(v []driver.Value) (*chat.Message, error) {
 		return 0
 	}
 	m := &r.m
-	m.MessageID, m.ChannelID, m.ChannelSegment = text(v[0]), text(v[1]), integer(v[2])
-	m.UserID, r.typ, r.data, r.text, r.tags = text(v[3]), nullText(v[4]), text(v[5]), nullText(v[6]), nullText(v[7])
-	r.parent, m.IsDeleted, r.created = nullText(v[8]), integer(v[9]) != 0, integer(v[10])
+	m.MessageID = text(v[0])
+	// c: the columns after channel_id, which the rows of one channel leave
+	// out (channelMessageCols).
+	c := v[1:]
+	if r.channelID == "" {
+		m.ChannelID, c = text(v[1]), v[2:]
+	}
+	if len(c) != 17 {
+		return nil, errColumns
+	}
+	m.ChannelSegment = integer(c[0])
+	m.UserID, r.typ, r.data, r.text, r.tags = text(c[1]), nullText(c[2]), nullText(c[3]), nullText(c[4]), nullText(c[5])
+	r.parent, m.IsDeleted, r.created = nullText(c[6]), integer(c[7]) != 0, integer(c[8])
 	nullInteger := func(x driver.Value) sql.NullInt64 {
 		if x == nil {
 			return sql.NullInt64{}
 		}
 		return sql.NullInt64{Int64: integer(x), Valid: true}
 	}
-	r.edited, r.updated = nullInteger(v[11]), nullInteger(v[12])
-	m.ChildrenNumber, m.FlagCount = int(integer(v[13])), int(integer(v[14]))
-	r.hashflag, r.reactions, m.ReactionsCount = nullText(v[15]), nullText(v[16]), int(integer(v[17]))
-	r.mentions = nullText(v[18])
+	r.edited, r.updated = nullInteger(c[9]), nullInteger(c[10])
+	m.ChildrenNumber, m.FlagCount = int(integer(c[11])), int(integer(c[12]))
+	r.hashflag, r.reactions, m.ReactionsCount = nullText(c[13]), nullText(c[14]), int(integer(c[15]))
+	r.mentions = nullText(c[16])
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +169,7 @@ func (r *messageRow) build() (*chat.Message, error) {
 	}
 	if r.text.Valid {
 		m.Data = map[string]any{"text": r.text.String}
-	} else if err := fromJSON(r.data, &m.Data); err != nil {
+	} else if err := fromJSON(r.data.String, &m.Data); err != nil {
 		return nil, err
 	}
 	// NULL is the stored empty value ('[]', '{}', the zero hashflag).
@@ -164,9 +185,9 @@ func (r *messageRow) build() (*chat.Message, error) {
 	}
 	switch {
 	case !r.reactions.Valid:
-		m.Reactions = map[string]int{}
-	case r.reactions.String == "":
 		m.Reactions = nil // stored as JSON null
+	case r.reactions.String == "":
+		m.Reactions = map[string]int{}
 	default:
 		if err := fromJSON(r.reactions.String, &m.Reactions); err != nil {
 			return nil, err
@@ -347,7 +368,7 @@ func (t *tx) QueryMessages(ctx context.Context, f chat.MessageFilter) ([]*chat.M
 	row := newMessageRow(f.Limit)
 	if f.ChannelID != "" {
 		q.WriteString("SELECT " + channelMessageCols + " FROM messages m WHERE ")
-		row.channelID = f.ChannelID
+		row.ofChannel(f.ChannelID)
 	} else {
 		q.WriteString("SELECT " + messageCols + " FROM messages m WHERE ")
 	}
