@@ -103,6 +103,20 @@ func postHeld(t *testing.T, h *heldStore, svc *chat.Service) chan error {
 	return done
 }
 
+// postQueued starts a held post by u0 and n-1 more posts by u1..u(n-1),
+// and returns once those wait in the channel's commit group, with the
+// held post's outcome and the others' outcomes (in any order).
+func postQueued(t *testing.T, h *heldStore, svc *chat.Service, n int) (lead, errs chan error) {
+	t.Helper()
+	lead = postHeld(t, h, svc)
+	errs = make(chan error, n-1)
+	for i := 1; i < n; i++ {
+		go func() { errs <- post(svc, fmt.Sprintf("u%d", i)) }()
+	}
+	waitQueued(t, h.Store, "c", n-1)
+	return lead, errs
+}
+
 func post(svc *chat.Service, user string) error {
 	_, err := svc.CreateMessage(context.Background(), user, chat.CreateMessageInput{ChannelID: "c",
 		Type: chat.MessageTypeText, Data: chat.TextData("hi from " + user)})
@@ -116,12 +130,7 @@ func post(svc *chat.Service, user string) error {
 func TestCommitGroupPosts(t *testing.T) {
 	const n = 8
 	h, svc, _ := groupFixture(t, n)
-	lead := postHeld(t, h, svc)
-	errs := make(chan error, n-1)
-	for i := 1; i < n; i++ {
-		go func() { errs <- post(svc, fmt.Sprintf("u%d", i)) }()
-	}
-	waitQueued(t, h.Store, "c", n-1)
+	lead, errs := postQueued(t, h, svc, n)
 	commits, stmts := h.commits.Load(), h.StatementCount()
 	close(h.release)
 	require.NoError(t, <-lead)
@@ -308,12 +317,7 @@ func TestWrites(t *testing.T) {
 func TestCommitGroupPanic(t *testing.T) {
 	const n = 4
 	h, svc, _ := groupFixture(t, n)
-	lead := postHeld(t, h, svc)
-	errs := make(chan error, n-1)
-	for i := 1; i < n; i++ {
-		go func() { errs <- post(svc, fmt.Sprintf("u%d", i)) }()
-	}
-	waitQueued(t, h.Store, "c", n-1)
+	lead, errs := postQueued(t, h, svc, n)
 	panicked := make(chan any, 1)
 	go func() {
 		defer func() { panicked <- recover() }()
