@@ -285,3 +285,35 @@ func waitStates(t testing.TB, s chat.Store, ids []string) map[string]*chat.Deliv
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// gate holds the requests a receiver passes to it until release is
+// closed (or the request ends) and counts how many it holds at once.
+type gate struct {
+	release    chan struct{}
+	mu         sync.Mutex
+	held, most int
+}
+
+func newGate() *gate { return &gate{release: make(chan struct{})} }
+
+// hold holds r until the gate is released or r ends.
+func (g *gate) hold(r *http.Request) {
+	g.mu.Lock()
+	g.held++
+	g.most = max(g.most, g.held)
+	g.mu.Unlock()
+	select {
+	case <-g.release:
+	case <-r.Context().Done():
+	}
+	g.mu.Lock()
+	g.held--
+	g.mu.Unlock()
+}
+
+// counts returns the requests held now and the most held at once.
+func (g *gate) counts() (held, most int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held, g.most
+}

@@ -24,21 +24,9 @@ func TestHangingReceiverDelaysNoOther(t *testing.T) {
 	for _, be := range backends() {
 		t.Run(be.name, func(t *testing.T) {
 			s := be.open(t)
-			release := make(chan struct{})
-			var mu sync.Mutex
-			hanging, maxHanging := 0, 0
+			g := newGate()
 			stuck := newReceiver(t, "s1", func(w http.ResponseWriter, r *http.Request, id string, attempt int) bool {
-				mu.Lock()
-				hanging++
-				maxHanging = max(maxHanging, hanging)
-				mu.Unlock()
-				select {
-				case <-release:
-				case <-r.Context().Done():
-				}
-				mu.Lock()
-				hanging--
-				mu.Unlock()
+				g.hold(r)
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return true
 			})
@@ -53,7 +41,7 @@ func TestHangingReceiverDelaysNoOther(t *testing.T) {
 				c.Workers, c.PerWebhook, c.BatchSize = 4, 2, 4
 				c.Timeout, c.Lease = 10*time.Minute, 20*time.Minute
 			}))
-			t.Cleanup(func() { close(release) }) // before Stop, which runs later
+			t.Cleanup(func() { close(g.release) }) // before Stop, which runs later
 			for range okIDs {
 				select {
 				case <-healthy.notify:
@@ -70,9 +58,7 @@ func TestHangingReceiverDelaysNoOther(t *testing.T) {
 			// reach the receiver, then check no third one ever did.
 			deadline := time.Now().Add(patience)
 			for {
-				mu.Lock()
-				n, most := hanging, maxHanging
-				mu.Unlock()
+				n, most := g.counts()
 				require.LessOrEqual(t, most, 2, "hanging receiver saw more than PerWebhook requests at once")
 				if n == 2 {
 					break

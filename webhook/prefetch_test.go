@@ -33,21 +33,9 @@ func TestPrefetchBounded(t *testing.T) {
 	for _, be := range backends() {
 		t.Run(be.name, func(t *testing.T) {
 			s := be.open(t)
-			release := make(chan struct{})
-			var mu sync.Mutex
-			now, most := 0, 0
+			g := newGate()
 			rc := newReceiver(t, "k", func(w http.ResponseWriter, r *http.Request, id string, attempt int) bool {
-				mu.Lock()
-				now++
-				most = max(most, now)
-				mu.Unlock()
-				select {
-				case <-release:
-				case <-r.Context().Done():
-				}
-				mu.Lock()
-				now--
-				mu.Unlock()
+				g.hold(r)
 				return false // verified and accepted
 			})
 			hook := createHook(t, s, rc.URL, "k")
@@ -57,7 +45,7 @@ func TestPrefetchBounded(t *testing.T) {
 				c.Workers, c.PerWebhook, c.Prefetch, c.BatchSize = 4, 2, 3, 10
 				c.Timeout, c.Lease = patience, 2*patience
 			}))
-			answer := sync.OnceFunc(func() { close(release) })
+			answer := sync.OnceFunc(func() { close(g.release) })
 			t.Cleanup(answer)
 
 			// The claims fill the webhook's two slots and its Prefetch.
@@ -79,9 +67,8 @@ func TestPrefetchBounded(t *testing.T) {
 
 			answer()
 			states := waitStates(t, s, ids)
-			mu.Lock()
+			_, most := g.counts()
 			require.LessOrEqual(t, most, 2, "more than PerWebhook requests at once")
-			mu.Unlock()
 			require.Zero(t, rc.overlaps.Load())
 			for _, id := range ids {
 				require.Equal(t, chat.DeliveryDelivered, states[id].State)
