@@ -489,9 +489,14 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 		d.hookVersion, d.hooks = 0, map[string]*chat.Webhook{}
 		return nil, false, nil, time.Time{}, err
 	}
+	// This claim read those webhooks disabled; deliveries claimed before
+	// still waiting or under way in this process may not have, and keep
+	// the mark (take) until none is left.
 	d.busyMu.Lock()
 	for _, id := range seen {
-		delete(d.gone, id)
+		if d.queues[id] == nil {
+			delete(d.gone, id)
+		}
 	}
 	d.busyMu.Unlock()
 	return items, full, limited, next, nil
@@ -535,7 +540,6 @@ func (d *Dispatcher) dispatch(ctx context.Context, it item) {
 		return
 	}
 	q.sending++
-	it = d.take(it)
 	d.busyMu.Unlock()
 	go d.send(ctx, it)
 }
@@ -549,12 +553,9 @@ func (d *Dispatcher) send(ctx context.Context, it item) {
 		d.open.Add(-1)
 		d.busyMu.Lock()
 		q := d.queues[id]
-		if r.disable != "" {
-			d.gone[id] = &goneHook{reason: r.disable}
-		}
 		next := len(q.waiting) > 0
 		if next {
-			it = d.take(q.waiting[0])
+			it = q.waiting[0]
 			q.waiting[0] = item{}
 			q.waiting = q.waiting[1:]
 		} else if q.sending--; q.sending == 0 {
@@ -588,7 +589,20 @@ func (d *Dispatcher) run(ctx context.Context, it item) *result {
 			"requestId", it.d.RequestID, "webhookId", it.d.WebhookID)
 		return &result{d: it.d, abandon: true}
 	}
-	return d.attempt(ctx, it)
+	// The webhook is read gone (take) once the attempt holds its slot, and
+	// a 410 marks it gone before the slot is freed: an attempt that was
+	// waiting for the slot meanwhile sends nothing to it.
+	id := it.d.WebhookID
+	d.busyMu.Lock()
+	it = d.take(it)
+	d.busyMu.Unlock()
+	r := d.attempt(ctx, it)
+	if r.disable != "" {
+		d.busyMu.Lock()
+		d.gone[id] = &goneHook{reason: r.disable}
+		d.busyMu.Unlock()
+	}
+	return r
 }
 
 // finisher records finished attempts, as many as are ready in one
