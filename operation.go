@@ -104,13 +104,16 @@ func LazyCommit(ctx context.Context) bool {
 type commitGroupKey struct{}
 
 // WithCommitGroup returns a copy of ctx under which an Update may share
-// its transaction, and so its commit, with other Updates of the same key
-// that arrive while one of them is running (Postgres; SQLite commits its
-// writes in groups already and the memory store has no commit to share,
-// so both ignore it). Each Update is still answered only after the commit
-// that holds its writes is durable. The key names what the transactions
-// would otherwise wait for one another on: the Service's CreateMessage
-// uses the channel's id, whose row every post to the channel locks.
+// its transaction, and so its commit, with other such Updates that arrive
+// while one of them is running (Postgres; SQLite commits its writes in
+// groups already and the memory store has no commit to share, so both
+// ignore it). Each Update is still answered only after the commit that
+// holds its writes is durable. The key names what the Update locks (the
+// Service's CreateMessage uses the channel's id, whose row every post to
+// the channel locks): Updates of one key always may share a transaction,
+// and a store that groups Updates of different keys runs them in
+// ascending order of their keys, so that group transactions take those
+// locks in one order.
 func WithCommitGroup(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, commitGroupKey{}, key)
 }

@@ -350,13 +350,16 @@ func BenchmarkVsRaw(b *testing.B) {
 // alternating rounds so that both see the same machine load. It reports
 // both rates and their ratio, and the CPU time per message of each, in
 // this process and in the server's backends, when /proc shows them.
+// CHAT_BENCH_COMMIT_GROUPS sets Options.CommitGroups (-1: a transaction
+// per post).
 //
 //	go test -run '^$' -bench VsRaw32 -benchtime 5x ./store/postgres/
 func BenchmarkVsRaw32(b *testing.B) {
 	const writers, perRound = 32, 1024
 	dsn := testDSN(b)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: newSchema(b), MaxOpenConns: writers + 8})
+	groups, _ := strconv.Atoi(os.Getenv("CHAT_BENCH_COMMIT_GROUPS"))
+	s, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: newSchema(b), MaxOpenConns: writers + 8, CommitGroups: groups})
 	require.NoError(b, err)
 	b.Cleanup(func() { s.Close() })
 	svc, err := chat.New(ctx, s, chat.Config{})

@@ -69,10 +69,12 @@
 // insert of the message. The row lock queues posters to one channel in
 // every process until the holder ends, so segments are unique and gapless;
 // posts to different channels run in parallel, and Postgres commits
-// concurrent transactions with shared WAL flushes. Posts to one channel
-// (Updates under chat.WithCommitGroup with the channel's id) that arrive
-// while one runs share the next transaction and its commit, within a
-// process (group.go); each is answered after that commit.
+// concurrent transactions with shared WAL flushes. Posts (Updates under
+// chat.WithCommitGroup with the channel's id) share transactions within a
+// process: channels are spread over Options.CommitGroups queues, each runs
+// one transaction at a time, and the posts that arrive while it runs share
+// the next one and its commit, taking their channels' locks in ascending
+// order of the ids (group.go); each is answered after that commit.
 //
 // Update runs its function again, up to Options.Retries times, only when
 // Postgres aborted the transaction with a serialization failure (40001) or

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"hash/fnv"
 	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,13 +19,26 @@ import (
 // Commit groups. Posts to one channel take the channel's row lock (its
 // message counter) with their first statement and hold it until their
 // COMMIT, so they commit one after the other, each waiting for its own WAL
-// flush. Updates that carry the same chat.WithCommitGroup key therefore
-// share a transaction while one is running: the first of a key leads a
-// transaction; the ones that arrive meanwhile wait, and the leader runs
-// them, in their order of arrival, in the same transaction after its own,
-// up to maxGroup in all, and commits once, so one WAL flush serves them
-// all. Each is answered only after that COMMIT succeeded. Then the first
-// Update still waiting leads the next transaction.
+// flush; posts to many channels run as many transactions at once, each
+// paying for its BEGIN, its COMMIT and its flush, and on a few cores the
+// server's backends spend more time switching between them than working.
+// Updates under chat.WithCommitGroup therefore share transactions: their
+// keys are spread over Options.CommitGroups queues (every Update of one
+// key uses the same queue), and a queue runs one transaction at a time.
+// The first Update of a queue leads a transaction; the ones that arrive
+// meanwhile wait, and the leader runs them in the same transaction after
+// its own, up to maxGroup in all, and commits once, so one WAL flush
+// serves them all. Each is answered only after that COMMIT succeeded.
+// Then the first Update still waiting leads the next transaction.
+//
+// Keys join a transaction in ascending order: a waiting Update is taken
+// when its key is one the transaction has already run or is not below the
+// greatest key it has run (the others wait for the next transaction), and
+// the ones taken together run sorted by key, those of one key in their
+// order of arrival. A key names what its Updates lock (the Service's
+// CreateMessage uses the channel's id), so every group transaction, in
+// every process, takes those locks in one order and two groups never wait
+// for each other in a cycle.
 //
 // A member's function runs with a tx state of its own (its deliveries,
 // its events, its prefetched rows; the channels the transaction holds are
@@ -42,14 +58,29 @@ import (
 // not used, but a long transaction holds the channel lock for longer).
 const maxGroup = 32
 
-// groups holds, by key, the commit groups with a transaction running.
+// groups holds, by queue, the commit groups with a transaction running.
 type groups struct {
 	mu sync.Mutex
 	m  map[string]*group
 }
 
-// group is one key's queue of Updates waiting for the running
-// transaction.
+// queue names the queue of key: a hash of the key modulo
+// Options.CommitGroups, or the key itself when CommitGroups is negative.
+func (s *Store) queue(key string) string {
+	n := s.opt.CommitGroups
+	if n == 0 {
+		n = 2 * runtime.GOMAXPROCS(0)
+	}
+	if n < 0 {
+		return "k" + key
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return strconv.FormatUint(uint64(h.Sum32()%uint32(n)), 10)
+}
+
+// group is one queue's Updates waiting for the running transaction, in
+// their order of arrival.
 type group struct {
 	waiting []*member
 }
@@ -57,6 +88,7 @@ type group struct {
 // member is one Update of a commit group.
 type member struct {
 	ctx   context.Context
+	key   string
 	fn    func(chat.Tx) error
 	taken bool         // under groups.mu: taken by a leader, which answers on done
 	done  chan outcome // buffered: answering never blocks
@@ -64,7 +96,7 @@ type member struct {
 
 // outcome is what a leader answers a member.
 type outcome struct {
-	lead      bool // lead the next transaction of the key
+	lead      bool // lead the next transaction of the queue
 	alone     bool // run again in a transaction of its own
 	committed bool // t's writes committed: its after-commit work is due
 	t         *tx
@@ -72,7 +104,7 @@ type outcome struct {
 	panicked  any // the function panicked with this value
 }
 
-// runGroup runs fn as a member of the commit group of key (see the
+// runGroup runs fn as a member of a commit group under key (see the
 // comment above) and returns its tx state and outcome; ran is false when
 // fn is to run in a transaction of its own instead.
 func (s *Store) runGroup(ctx context.Context, key string, fn func(chat.Tx) error) (t *tx, ran bool, err error) {
@@ -82,24 +114,25 @@ func (s *Store) runGroup(ctx context.Context, key string, fn func(chat.Tx) error
 	if err := ctx.Err(); err != nil {
 		return nil, true, dbErr(err)
 	}
-	m := &member{ctx: ctx, fn: fn, done: make(chan outcome, 1)}
+	m := &member{ctx: ctx, key: key, fn: fn, done: make(chan outcome, 1)}
+	name := s.queue(key)
 	g := &s.groups
 	g.mu.Lock()
 	if g.m == nil {
 		g.m = make(map[string]*group)
 	}
-	q := g.m[key]
+	q := g.m[name]
 	var o outcome
 	if q == nil {
 		q = &group{}
-		g.m[key] = q
+		g.m[name] = q
 		g.mu.Unlock()
-		o = s.lead(key, q, m)
+		o = s.lead(name, q, m)
 	} else {
 		q.waiting = append(q.waiting, m)
 		g.mu.Unlock()
 		if o = s.await(q, m); o.lead {
-			o = s.lead(key, q, m)
+			o = s.lead(name, q, m)
 		}
 	}
 	switch {
@@ -134,28 +167,34 @@ func (s *Store) await(q *group, m *member) outcome {
 	return <-m.done
 }
 
-// take takes up to n of the Updates waiting in q, in their order.
-func (s *Store) take(q *group, n int) []*member {
+// take takes, in their order of arrival, up to n of the Updates waiting in
+// q that may join a transaction that has run the keys ran, the greatest
+// of them floor: those of a key in ran or not below floor (see the
+// comment above).
+func (s *Store) take(q *group, n int, ran map[string]bool, floor string) []*member {
 	g := &s.groups
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n = min(n, len(q.waiting))
-	out := slices.Clone(q.waiting[:n])
-	for _, m := range out {
+	var out []*member
+	q.waiting = slices.DeleteFunc(q.waiting, func(m *member) bool {
+		if len(out) == n || m.key < floor && !ran[m.key] {
+			return false
+		}
 		m.taken = true
-	}
-	q.waiting = slices.Delete(q.waiting, 0, n)
+		out = append(out, m)
+		return true
+	})
 	return out
 }
 
-// handOff makes the first Update waiting in q the leader of the key's
+// handOff makes the first Update waiting in q the leader of the queue's
 // next transaction, or ends the group when none waits.
-func (s *Store) handOff(key string, q *group) {
+func (s *Store) handOff(name string, q *group) {
 	g := &s.groups
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(q.waiting) == 0 {
-		delete(g.m, key)
+		delete(g.m, name)
 		return
 	}
 	next := q.waiting[0]
@@ -173,20 +212,19 @@ type groupRun struct {
 	cancelled bool // its context ended before its turn: it did not run
 }
 
-// lead runs a transaction of key's group: self's function first, then
-// those of the Updates that waited meanwhile, and commits it once. It
-// answers the members it took and returns self's outcome. A transaction
-// with self alone is answered exactly as run answers it.
-func (s *Store) lead(key string, q *group, self *member) outcome {
+// lead runs a transaction of q: self's function and those of the
+// Updates that waited behind it, then those that arrive meanwhile (see
+// take), and commits it once. It answers the members it took and returns
+// self's outcome. A transaction with self alone is answered exactly as run
+// answers it.
+func (s *Store) lead(name string, q *group, self *member) outcome {
 	handed := false
 	handOff := func() {
 		if !handed {
 			handed = true
-			s.handOff(key, q)
+			s.handOff(name, q)
 		}
 	}
-	// A panic of self's function ends the transaction and passes the
-	// key on (it runs before any other member is taken).
 	defer handOff()
 	if err := self.ctx.Err(); err != nil {
 		return outcome{err: dbErr(err)}
@@ -201,19 +239,18 @@ func (s *Store) lead(key string, q *group, self *member) outcome {
 	defer func() { _ = stx.Rollback() }()
 
 	held := make(map[string]bool) // the channels whose rows the transaction holds
-	runs := []*groupRun{{m: self}}
+	ran := make(map[string]bool)  // the keys of the members that ran
+	floor := ""                   // the greatest of them
+	runs := sortedRuns(append([]*member{self}, s.take(q, maxGroup-1, ran, floor)...))
 	fallback, anyOK := false, false
 	for i := 0; i < len(runs) && !fallback; i++ {
 		r := runs[i]
 		if r.m.ctx.Err() != nil {
 			r.cancelled, r.err = true, dbErr(r.m.ctx.Err())
 		} else {
+			ran[r.m.key], floor = true, max(floor, r.m.key)
 			r.t = &tx{s: s, tx: stx, write: true, heldChannels: held}
-			if i == 0 {
-				r.err = r.t.verdict(r.m.ctx, r.m.fn(r.t))
-			} else {
-				r.panicked, r.err = callMember(r.t, r.m)
-			}
+			r.panicked, r.err = callMember(r.t, r.m)
 			t := r.t
 			switch {
 			case r.panicked != nil, t.rerun, t.retry, t.broke, r.err != nil && t.wrote:
@@ -223,15 +260,16 @@ func (s *Store) lead(key string, q *group, self *member) outcome {
 			}
 		}
 		if i == len(runs)-1 && !fallback && len(runs) < maxGroup {
-			for _, m := range s.take(q, maxGroup-len(runs)) {
-				runs = append(runs, &groupRun{m: m})
-			}
+			runs = append(runs, sortedRuns(s.take(q, maxGroup-len(runs), ran, floor))...)
 		}
 	}
 	if len(runs) == 1 {
 		// self alone: as run answers it.
 		r := runs[0]
-		if r.err != nil {
+		switch {
+		case r.panicked != nil:
+			return outcome{panicked: r.panicked}
+		case r.err != nil:
 			return outcome{t: r.t, err: r.err}
 		}
 		err := stx.Commit()
@@ -268,7 +306,7 @@ func (s *Store) lead(key string, q *group, self *member) outcome {
 		handOff()
 	}
 	var own outcome
-	for i, r := range runs {
+	for _, r := range runs {
 		var o outcome
 		switch {
 		case r.panicked != nil:
@@ -282,13 +320,24 @@ func (s *Store) lead(key string, q *group, self *member) outcome {
 		default:
 			o = outcome{t: r.t, committed: true}
 		}
-		if i == 0 {
+		if r.m == self {
 			own = o
 		} else {
 			r.m.done <- o
 		}
 	}
 	return own
+}
+
+// sortedRuns returns the runs of ms sorted by key, those of one key in
+// their order in ms.
+func sortedRuns(ms []*member) []*groupRun {
+	slices.SortStableFunc(ms, func(a, b *member) int { return strings.Compare(a.key, b.key) })
+	out := make([]*groupRun, len(ms))
+	for i, m := range ms {
+		out[i] = &groupRun{m: m}
+	}
+	return out
 }
 
 // callMember runs a member's function in the group transaction, with its

@@ -40,11 +40,11 @@ func (h *heldStore) Update(ctx context.Context, fn func(chat.Tx) error) error {
 	return h.Store.Update(ctx, fn)
 }
 
-// waiting returns how many Updates wait in key's group.
+// waiting returns how many Updates wait in the queue of key.
 func (s *Store) waiting(key string) int {
 	s.groups.mu.Lock()
 	defer s.groups.mu.Unlock()
-	if q := s.groups.m[key]; q != nil {
+	if q := s.groups.m[s.queue(key)]; q != nil {
 		return len(q.waiting)
 	}
 	return 0
@@ -364,4 +364,147 @@ func TestCommitGroupConcurrentPosts(t *testing.T) {
 	msgs, segs, _, counter := channelCounts(t, h.Store)
 	require.Equal(t, []int{int(ok.Load()), int(ok.Load()), int(ok.Load())}, []int{msgs, segs, counter})
 	require.Zero(t, h.waiting("c"))
+}
+
+// channelsFixture is a Service over a heldStore with the given number of
+// commit group queues, and channels named chans, each with members
+// u0..u(n-1).
+func channelsFixture(t *testing.T, queues, n int, chans ...string) (*heldStore, *chat.Service) {
+	t.Helper()
+	ctx := context.Background()
+	h := &heldStore{Store: relayStores(t, 1)[0]}
+	h.opt.CommitGroups = queues
+	svc, err := chat.New(ctx, h, chat.Config{})
+	require.NoError(t, err)
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
+	require.NoError(t, err)
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("u%d", i))
+	}
+	for _, c := range chans {
+		_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: c, Type: chat.ChannelTypeStandard, UserIDs: ids})
+		require.NoError(t, err)
+	}
+	return h, svc
+}
+
+func postTo(svc *chat.Service, channelID, user string) error {
+	_, err := svc.CreateMessage(context.Background(), user, chat.CreateMessageInput{ChannelID: channelID,
+		Type: chat.MessageTypeText, Data: chat.TextData("hi from " + user)})
+	return err
+}
+
+// TestCommitGroupAcrossChannels: with one queue, posts to other channels
+// that arrive while a post runs share its transaction when their channel
+// is one it ran or is not below the greatest one it ran; they run in the
+// order of their channels, and a post to a channel below that waits for
+// the next transaction, so every group takes its channels' locks in
+// ascending order.
+func TestCommitGroupAcrossChannels(t *testing.T) {
+	h, svc := channelsFixture(t, 1, 5, "a", "m", "n", "z")
+	h.arm()
+	lead := make(chan error, 1)
+	go func() { lead <- postTo(svc, "m", "u0") }()
+	<-h.started
+	errs := make(chan error, 4)
+	for i, c := range []string{"z", "a", "n", "m"} {
+		go func() { errs <- postTo(svc, c, fmt.Sprintf("u%d", i+1)) }()
+		waitQueued(t, h.Store, "m", i+1) // in this order
+	}
+	commits := h.commits.Load()
+	close(h.release)
+	require.NoError(t, <-lead)
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, int64(2), h.commits.Load()-commits, "m, m, n and z together, then a")
+	txOf := map[string]string{}
+	rows, err := h.db.Query(`SELECT channel_id, xmin::text FROM ` + h.prefix + `messages`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var c, x string
+		require.NoError(t, rows.Scan(&c, &x))
+		if prev, ok := txOf[c]; ok {
+			require.Equal(t, prev, x, "channel %s", c)
+		}
+		txOf[c] = x
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, txOf, 4)
+	require.Equal(t, txOf["m"], txOf["n"])
+	require.Equal(t, txOf["m"], txOf["z"])
+	require.NotEqual(t, txOf["m"], txOf["a"])
+	// The events of the posts, in the order the posts ran.
+	var order []string
+	for i := 0; len(order) < 5; i++ {
+		require.Less(t, i, 10000, "the relay moved %v", order)
+		time.Sleep(time.Millisecond)
+		order = order[:0]
+		rows, err := h.db.Query(`SELECT channel_id FROM ` + h.prefix + `events WHERE name = 'message.didCreate' ORDER BY id`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var c string
+			require.NoError(t, rows.Scan(&c))
+			order = append(order, c)
+		}
+		require.NoError(t, rows.Err())
+	}
+	require.Equal(t, []string{"m", "m", "n", "z", "a"}, order)
+}
+
+// TestCommitGroupsPerKey: with a negative number of queues every key has
+// its own: a post to another channel does not wait for a running post.
+func TestCommitGroupsPerKey(t *testing.T) {
+	h, svc := channelsFixture(t, -1, 2, "m", "z")
+	h.arm()
+	lead := make(chan error, 1)
+	go func() { lead <- postTo(svc, "m", "u0") }()
+	<-h.started
+	require.NoError(t, postTo(svc, "z", "u1"), "while the post to m is held")
+	close(h.release)
+	require.NoError(t, <-lead)
+}
+
+// TestCommitGroupConcurrentChannels: posters to several channels that
+// share two queues, some of them muted in some channels, without a held
+// leader: every post that succeeded is stored once, with its own segment
+// of its channel, and every channel's counter matches.
+func TestCommitGroupConcurrentChannels(t *testing.T) {
+	const posters, each = 12, 10
+	chans := []string{"c0", "c1", "c2", "c3", "c4", "c5"}
+	h, svc := channelsFixture(t, 2, posters, chans...)
+	admin, _, err := svc.CreateAdmin(context.Background(), "", "ops2", "")
+	require.NoError(t, err)
+	require.NoError(t, svc.MuteUsers(context.Background(), admin.UserID, "c1", []string{"u5"}, time.Hour))
+	var ok, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range posters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range each {
+				switch err := postTo(svc, chans[(i+k)%len(chans)], fmt.Sprintf("u%d", i)); {
+				case err == nil:
+					ok.Add(1)
+				case chat.ErrorCode(err) == chat.CodeUserMuted:
+					refused.Add(1)
+				default:
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Positive(t, refused.Load())
+	require.Equal(t, int64(posters*each), ok.Load()+refused.Load())
+	var msgs, bad int
+	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`messages`).Scan(&msgs))
+	require.Equal(t, int(ok.Load()), msgs)
+	// Each channel: as many distinct segments as messages, and the counter.
+	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`channels c
+		WHERE c.message_count <> (SELECT count(DISTINCT channel_segment) FROM `+h.prefix+`messages m WHERE m.channel_id = c.channel_id)
+		OR (SELECT count(*) FROM `+h.prefix+`messages m WHERE m.channel_id = c.channel_id) <> c.message_count`).Scan(&bad))
+	require.Zero(t, bad)
+	require.Zero(t, h.waiting("c0")+h.waiting("c1"))
 }

@@ -64,6 +64,21 @@ type Options struct {
 	// round trip per statement with lib/pq.
 	NoPrepare bool
 
+	// CommitGroups is how many transactions of Updates under
+	// chat.WithCommitGroup (the Service's posts) this Store runs at once:
+	// their keys (the posts' channels) are spread over this many queues,
+	// and the Updates that arrive while their queue's transaction runs
+	// share the next one and its commit (see the package documentation).
+	// Fewer, fuller transactions cost the server less CPU per post than
+	// one transaction per post; more queues let more cores work, and a
+	// post that waits for a lock another transaction holds (an admin
+	// changing its channel) holds up only its queue's transaction. A
+	// negative value gives every key a queue of its own: posts to one
+	// channel still share transactions, posts to different channels never
+	// do. Default: twice GOMAXPROCS (4 queues on 2 cores, where 4
+	// measured best for 32 writers on 32 channels, against 2 and 8).
+	CommitGroups int
+
 	// SkipMigrations makes Open and New use the schema as it is, for
 	// deployments that run Migrate separately with a more privileged role.
 	// Default false: Open and New apply pending migrations.
