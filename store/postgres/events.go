@@ -38,9 +38,33 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 		names[i], chans[i], users[i], createds[i] = e.Name, e.ChannelID, string(b), timeText(e.CreatedAt.Time)
 		data[i] = bytesArg(e.Data)
 	}
+	ev := &eventRows{es: es, names: names, chans: chans, users: users, data: data, createds: createds}
+	pend, pendDel := t.pend, t.pendDel
+	if g := t.grp; g != nil && pend != nil && pendDel == nil && pend.args[19] == nil && pend.row != nil {
+		// A post of a commit group: its message and events are written
+		// with those of the group's other posts (groupPosts).
+		t.pend, t.wrote = nil, true
+		g.add(t, pend, ev)
+		return nil
+	}
+	return t.writeEvents(ctx, ev)
+}
+
+// eventRows are the events of an AppendEvents, with the columns of their
+// rows.
+type eventRows struct {
+	es                            []*chat.Event
+	names, chans, users, createds []string
+	data                          pq.ByteaArray
+}
+
+// writeEvents runs the statement of AppendEvents: the events alone, or
+// with t's deferred AppendMessage and EnqueueDeliveries.
+func (t *tx) writeEvents(ctx context.Context, ev *eventRows) error {
+	es, n := ev.es, len(ev.es)
 	seqs := make([]int64, 0, n)
 	var floor, inserted, dlInserted, dlPending int64
-	args := []any{textArray(names), textArray(chans), textArray(users), data, textArray(createds)}
+	args := []any{textArray(ev.names), textArray(ev.chans), textArray(ev.users), ev.data, textArray(ev.createds)}
 	tmpl, dest := appendEventsSQL, []any{nil, &floor}
 	pend, pendDel := t.pend, t.pendDel
 	switch {
@@ -82,6 +106,13 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 	// The sequence gives the rows their keys in insertion order, which is
 	// the order of es; sorting guards the pairing all the same.
 	slices.Sort(seqs)
+	t.noteAppended(es, seqs, floor)
+	return nil
+}
+
+// noteAppended records events appended with their pending keys and the
+// log's last id read with them, for the relay after the commit.
+func (t *tx) noteAppended(es []*chat.Event, seqs []int64, floor int64) {
 	if t.appended == nil || floor < t.floor {
 		t.floor = floor
 	}
@@ -89,7 +120,6 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 		e.ID = 0
 		t.appended = append(t.appended, appended{e: e, seq: seqs[i]})
 	}
-	return nil
 }
 
 // appendEventsSQL inserts events into events_pending in their order and returns

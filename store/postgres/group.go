@@ -239,8 +239,9 @@ func (s *Store) lead(name string, q *group, self *member) outcome {
 	defer func() { _ = stx.Rollback() }()
 
 	held := make(map[string]bool) // the channels whose rows the transaction holds
-	ran := make(map[string]bool)  // the keys of the members that ran
-	floor := ""                   // the greatest of them
+	grp := &groupPosts{t: &tx{s: s, tx: stx, write: true, heldChannels: held}, keys: make(map[string]bool)}
+	ran := make(map[string]bool) // the keys of the members that ran
+	floor := ""                  // the greatest of them
 	runs := sortedRuns(append([]*member{self}, s.take(q, maxGroup-1, ran, floor)...))
 	fallback, anyOK := false, false
 	for i := 0; i < len(runs) && !fallback; i++ {
@@ -249,11 +250,11 @@ func (s *Store) lead(name string, q *group, self *member) outcome {
 			r.cancelled, r.err = true, dbErr(r.m.ctx.Err())
 		} else {
 			ran[r.m.key], floor = true, max(floor, r.m.key)
-			r.t = &tx{s: s, tx: stx, write: true, heldChannels: held}
+			r.t = &tx{s: s, tx: stx, write: true, heldChannels: held, grp: grp}
 			r.panicked, r.err = callMember(r.t, r.m)
 			t := r.t
 			switch {
-			case r.panicked != nil, t.rerun, t.retry, t.broke, r.err != nil && t.wrote:
+			case r.panicked != nil, t.rerun, t.retry, t.broke, grp.err != nil, r.err != nil && t.wrote:
 				fallback = true
 			case r.err == nil:
 				anyOK = true
@@ -261,6 +262,16 @@ func (s *Store) lead(name string, q *group, self *member) outcome {
 		}
 		if i == len(runs)-1 && !fallback && len(runs) < maxGroup {
 			runs = append(runs, sortedRuns(s.take(q, maxGroup-len(runs), ran, floor))...)
+		}
+	}
+	// The posts whose writes wait (groupwrite.go); a post alone is
+	// answered with their failure as run answers it.
+	if !fallback {
+		if err := grp.flush(context.WithoutCancel(self.ctx)); err != nil {
+			if len(runs) == 1 {
+				runs[0].err = runs[0].t.verdict(self.ctx, err)
+			}
+			fallback = true
 		}
 	}
 	if len(runs) == 1 {

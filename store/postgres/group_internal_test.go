@@ -508,3 +508,149 @@ func TestCommitGroupConcurrentChannels(t *testing.T) {
 	require.Zero(t, bad)
 	require.Zero(t, h.waiting("c0")+h.waiting("c1"))
 }
+
+// writesFixture is a heldStore with one commit group queue and channels
+// chans.
+func writesFixture(t *testing.T, chans ...string) *heldStore {
+	t.Helper()
+	ctx := context.Background()
+	h := &heldStore{Store: relayStores(t, 1)[0]}
+	h.opt.CommitGroups = 1
+	require.NoError(t, h.Update(ctx, func(tx chat.Tx) error {
+		now := chat.NewTime(time.Now())
+		for _, c := range chans {
+			if err := tx.CreateChannel(ctx, &chat.Channel{ChannelID: c, Type: chat.ChannelTypeStandard,
+				DisplayName: c, CreatedAt: now, UpdatedAt: now, LastActivity: now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	return h
+}
+
+// richMessage is a message with every column the post writes set.
+func richMessage(id, channelID string) *chat.Message {
+	at := chat.NewTime(time.Date(2026, 5, 1, 10, 0, 0, 123_456_789, time.UTC))
+	edited := chat.NewTime(at.Add(time.Minute))
+	return &chat.Message{MessageID: id, ChannelID: channelID, UserID: "u", Type: chat.MessageTypeText,
+		Data:      map[string]any{"text": "Héllo <b>wörld</b> \"quoted\" \\ 日本", "nested": map[string]any{"k": []any{1.5, true, nil}}},
+		Tags:      []string{"x", "y,z"}, CreatedAt: at, UpdatedAt: at, EditedAt: &edited, FlagCount: 2,
+		Hashflag:  chat.Hashflag{Bits: 8, Hashes: 2, Hash: []uint32{7, 4294967295}},
+		Reactions: map[string]int{"like": 2, "héart": 1}, ReactionsCount: 3}
+}
+
+// postAs posts m as the Service does, under m's channel as commit
+// group key: the post's reads, AppendMessage and its event.
+func postAs(h *heldStore, m *chat.Message) error {
+	ctx := chat.WithCommitGroup(context.Background(), m.ChannelID)
+	return h.Update(ctx, func(tx chat.Tx) error {
+		if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, m.ChannelID, m.UserID); err != nil {
+			return err
+		}
+		now := chat.NewTime(time.Now())
+		if _, err := tx.(chat.MessageAppender).AppendMessage(ctx, m, now.Time); err != nil {
+			return err
+		}
+		return tx.AppendEvents(ctx, []*chat.Event{{Name: chat.EventMessageDidCreate, ChannelID: m.ChannelID,
+			UserIDs: []string{"u"}, Data: []byte(`{"id":"` + m.MessageID + `"}`), CreatedAt: now}})
+	})
+}
+
+// heldGroupPosts posts ms[0] with the store's hold armed, then the others
+// once it runs, each queued in that order, and returns the outcomes in
+// the order of ms after releasing the hold.
+func heldGroupPosts(t *testing.T, h *heldStore, ms ...*chat.Message) []error {
+	t.Helper()
+	h.arm()
+	done := make([]chan error, len(ms))
+	for i, m := range ms {
+		done[i] = make(chan error, 1)
+		go func() { done[i] <- postAs(h, m) }()
+		if i == 0 {
+			<-h.started
+		} else {
+			waitQueued(t, h.Store, ms[0].ChannelID, i)
+		}
+	}
+	close(h.release)
+	errs := make([]error, len(ms))
+	for i := range ms {
+		errs[i] = <-done[i]
+	}
+	return errs
+}
+
+// TestCommitGroupWrites: posts to several channels in one group write
+// their messages and events with one statement, and store exactly the
+// rows a post alone stores.
+func TestCommitGroupWrites(t *testing.T) {
+	h := writesFixture(t, "a", "b", "c", "solo")
+	commits, stmts := h.commits.Load(), h.StatementCount()
+	errs := heldGroupPosts(t, h, richMessage("ma", "a"), richMessage("mb", "b"), richMessage("mc", "c"))
+	require.Equal(t, []error{nil, nil, nil}, errs)
+	require.Equal(t, int64(1), h.commits.Load()-commits)
+	require.Equal(t, int64(4), h.StatementCount()-stmts, "three posts' reads, one write")
+	require.NoError(t, postAs(h, richMessage("solo", "solo")))
+
+	row := func(id string) string {
+		var s string
+		require.NoError(t, h.db.QueryRow(`SELECT (to_jsonb(m) - 'message_id' - 'channel_id')::text FROM `+h.prefix+`messages m
+			WHERE message_id = $1`, id).Scan(&s))
+		return s
+	}
+	want := row("solo")
+	require.Contains(t, want, `'日本'`, "the search words")
+	for _, id := range []string{"ma", "mb", "mc"} {
+		require.Equal(t, want, row(id), id)
+	}
+	var events int
+	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`events_pending`).Scan(&events))
+	for i := 0; events > 0; i++ {
+		require.Less(t, i, 10000, "events left pending")
+		time.Sleep(time.Millisecond)
+		require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`events_pending`).Scan(&events))
+	}
+	var got []string
+	rows, err := h.db.Query(`SELECT channel_id || ' ' || convert_from(data, 'UTF8') FROM ` + h.prefix + `events ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		got = append(got, s)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{`a {"id":"ma"}`, `b {"id":"mb"}`, `c {"id":"mc"}`, `solo {"id":"solo"}`}, got)
+	for _, c := range []string{"a", "b", "c", "solo"} {
+		var n int
+		require.NoError(t, h.db.QueryRow(`SELECT message_count FROM `+h.prefix+`channels WHERE channel_id = $1`, c).Scan(&n))
+		require.Equal(t, 1, n, c)
+	}
+}
+
+// TestCommitGroupWritesFail: when the group's write fails (two posts
+// with one message id), the group is rolled back and every post runs
+// alone: one of the two is refused as a conflict, the others commit.
+func TestCommitGroupWritesFail(t *testing.T) {
+	h := writesFixture(t, "a", "b", "c")
+	commits := h.commits.Load()
+	errs := heldGroupPosts(t, h, richMessage("ma", "a"), richMessage("dup", "b"), richMessage("dup", "c"))
+	require.NoError(t, errs[0])
+	require.True(t, (errs[1] == nil) != (errs[2] == nil), "%v", errs)
+	winner := "b"
+	for _, err := range errs[1:] {
+		if err != nil {
+			require.Equal(t, chat.CodeConflict, chat.ErrorCode(err), "%v", err)
+		}
+	}
+	if errs[1] != nil {
+		winner = "c"
+	}
+	require.Equal(t, int64(2), h.commits.Load()-commits, "ma and the winner, each alone")
+	var ch string
+	require.NoError(t, h.db.QueryRow(`SELECT channel_id FROM `+h.prefix+`messages WHERE message_id = 'dup'`).Scan(&ch))
+	require.Equal(t, winner, ch)
+	var n int
+	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`messages`).Scan(&n))
+	require.Equal(t, 2, n)
+}

@@ -648,7 +648,10 @@ type tx struct {
 	// the same statement (see deferDeliveries).
 	pendDel *pendingDeliveries
 	pre     *prefetched // rows read by PrefetchPost
-	vers    *versions   // versions read by PrefetchPost
+	// grp holds, in a commit group transaction, the posts whose writes
+	// wait to be made together (groupwrite.go).
+	grp  *groupPosts
+	vers *versions // versions read by PrefetchPost
 	// targets are the push targets read by PrefetchPost, served once by
 	// ListPushTargets until a statement names a table they come from.
 	targets *prefetchedTargets
@@ -716,6 +719,9 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 // exec runs a statement template with bound arguments and returns the
 // number of rows it affected.
 func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) {
+	if err := t.flushBefore(ctx, tmpl, args); err != nil {
+		return 0, err
+	}
 	if err := t.flushAppend(ctx); err != nil {
 		return 0, err
 	}
@@ -739,6 +745,9 @@ func (t *tx) exec(ctx context.Context, tmpl string, args ...any) (int64, error) 
 // query runs a query template with bound arguments and calls scan for each
 // row.
 func (t *tx) query(ctx context.Context, tmpl string, args []any, scan func(*sql.Rows) error) error {
+	if err := t.flushBefore(ctx, tmpl, args); err != nil {
+		return err
+	}
 	if err := t.flushAppend(ctx); err != nil {
 		return err
 	}

@@ -317,7 +317,8 @@ func (t *tx) prefetchedUser(userID string) (u *chat.User, ok bool) {
 type pendingAppend struct {
 	messageID, channelID, parentID string
 	segment                        int64
-	args                           []any // appendSQL's
+	args                           []any         // appendSQL's
+	row                            *groupPostRow // in a commit group: the message for groupAppendSQL
 }
 
 // deferAppend answers AppendMessage without a statement when PrefetchPost
@@ -339,6 +340,9 @@ func (t *tx) deferAppend(m *chat.Message, now time.Time, args []any) *chat.Chann
 	c.LastActivity = chat.NewTime(now)
 	c.UpdatedAt = c.LastActivity
 	t.pend = &pendingAppend{messageID: m.MessageID, channelID: m.ChannelID, parentID: m.ParentID, segment: c.MessageCount, args: args}
+	if t.grp != nil {
+		t.pend.row = postRow(m, now, args)
+	}
 	return c
 }
 

@@ -1,0 +1,222 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	chat "github.com/chatengine/chat"
+	"github.com/lib/pq"
+)
+
+// Posts of a commit group transaction (group.go) write their messages and
+// events together. A post's AppendMessage is deferred after its reads
+// (deferAppend), and its AppendEvents then runs neither: the message and
+// its events wait in the group's groupPosts, and one statement
+// (groupAppendSQL) writes those of every waiting post, in their order,
+// before the next statement that could see them: any statement but the
+// reads of a post to another channel (prefetchUpdateSQL), which read only
+// that channel's rows, its members and the author. The group's COMMIT
+// comes after. A group of posts to n channels is thus BEGIN, n reads, one
+// write and COMMIT. When the statement fails, the group falls back as for
+// any failed statement: it is rolled back and every post runs alone.
+
+// groupPosts are the posts of a group transaction whose writes wait.
+type groupPosts struct {
+	t     *tx             // the group's own statements
+	posts []*groupPost    // in their order
+	keys  map[string]bool // their channels
+	err   error           // the writes failed: the group falls back
+}
+
+// groupPost is one waiting post.
+type groupPost struct {
+	t    *tx
+	pend *pendingAppend
+	ev   *eventRows
+}
+
+// groupPostRow is a waiting post's message as a row of groupAppendSQL's
+// $1, with the values appendSQL's parameters would carry.
+type groupPostRow struct {
+	I              int             `json:"i"`
+	ChannelID      string          `json:"channel_id"`
+	At             time.Time       `json:"at"`
+	MessageID      string          `json:"message_id"`
+	UserID         string          `json:"user_id"`
+	Type           string          `json:"type"`
+	Data           json.RawMessage `json:"data"`
+	Tags           []string        `json:"tags"`
+	ParentID       *string         `json:"parent_id"`
+	IsDeleted      bool            `json:"is_deleted"`
+	CreatedAt      time.Time       `json:"created_at"`
+	EditedAt       *time.Time      `json:"edited_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	ChildrenNumber int             `json:"children_number"`
+	FlagCount      int             `json:"flag_count"`
+	Hashflag       json.RawMessage `json:"hashflag"`
+	Reactions      json.RawMessage `json:"reactions"`
+	ReactionsCount int             `json:"reactions_count"`
+	Words          []string        `json:"words"`
+	Mentioned      []string        `json:"mentioned"`
+}
+
+// postRow returns m's row for groupAppendSQL; args are its appendSQL
+// parameters, whose encoded data and words it reuses.
+func postRow(m *chat.Message, now time.Time, args []any) *groupPostRow {
+	r := &groupPostRow{
+		ChannelID: m.ChannelID, At: now.UTC().Truncate(time.Millisecond), MessageID: m.MessageID,
+		UserID: m.UserID, Type: string(m.Type), Tags: emptyIfNil(m.Tags), IsDeleted: m.IsDeleted,
+		CreatedAt: timeArg(m.CreatedAt), UpdatedAt: timeArg(m.UpdatedAt), ChildrenNumber: m.ChildrenNumber,
+		FlagCount: m.FlagCount, ReactionsCount: m.ReactionsCount, Mentioned: emptyIfNil(m.MentionedUserIDs),
+	}
+	if d, ok := args[5].(string); ok {
+		r.Data = json.RawMessage(d)
+	}
+	if m.ParentID != "" {
+		r.ParentID = &m.ParentID
+	}
+	if m.EditedAt != nil {
+		e := timeArg(*m.EditedAt)
+		r.EditedAt = &e
+	}
+	if h, ok := hashflagArg(m.Hashflag).(string); ok {
+		r.Hashflag = json.RawMessage(h)
+	}
+	if c, ok := countsArg(m.Reactions).(string); ok {
+		r.Reactions = json.RawMessage(c)
+	}
+	if w, ok := args[17].(pq.StringArray); ok {
+		r.Words = w
+	}
+	return r
+}
+
+func emptyIfNil(a []string) []string {
+	if a == nil {
+		return []string{}
+	}
+	return a
+}
+
+// groupAppendSQL writes the messages of posts to distinct channels ($1, a
+// JSON array of groupPostRow) as appendWithEventsSQL writes one, and
+// their events ($2-$6, as appendEventsSQL's, every post's in turn). It
+// returns each event's key, the log's last id and the count of message
+// rows inserted.
+var groupAppendSQL = `WITH x AS MATERIALIZED (
+		SELECT * FROM json_to_recordset($1::json) AS x(i integer, channel_id text, at timestamptz,
+			message_id text, user_id text, type text, data json, tags text[], parent_id text,
+			is_deleted boolean, created_at timestamptz, edited_at timestamptz, updated_at timestamptz,
+			children_number integer, flag_count integer, hashflag json, reactions jsonb,
+			reactions_count integer, words text[], mentioned text[])
+	), c AS (
+		UPDATE {s}channels ch
+		SET message_count = ch.message_count + 1, last_activity = x.at, updated_at = x.at
+		FROM x WHERE ch.channel_id = x.channel_id
+		RETURNING ch.channel_id, ch.message_count, ch.is_closed
+	), ins AS (
+		INSERT INTO {s}messages (` + messageCols + `, search)
+		SELECT x.message_id, c.channel_id, x.user_id, x.type, x.data, x.tags, x.parent_id,
+			x.is_deleted, x.created_at, x.edited_at, x.updated_at, c.message_count,
+			x.children_number, x.flag_count, x.hashflag, x.reactions, x.reactions_count, x.mentioned,
+			array_to_tsvector(x.words)
+		FROM x JOIN c ON c.channel_id = x.channel_id WHERE NOT c.is_closed
+		ORDER BY x.i
+		RETURNING 1
+	)` + eventsTailSQL("$2")
+
+// add makes t's post wait with its deferred message and its events.
+func (g *groupPosts) add(t *tx, pend *pendingAppend, ev *eventRows) {
+	g.posts = append(g.posts, &groupPost{t: t, pend: pend, ev: ev})
+	g.keys[pend.channelID] = true
+}
+
+// flushBefore writes the waiting posts before t runs the statement tmpl
+// with args, unless that statement cannot see them.
+func (t *tx) flushBefore(ctx context.Context, tmpl string, args []any) error {
+	g := t.grp
+	if g == nil || len(g.posts) == 0 {
+		return nil
+	}
+	if tmpl == prefetchUpdateSQL {
+		if c, ok := args[0].(string); ok && !g.keys[c] {
+			return nil
+		}
+	}
+	return g.flush(ctx)
+}
+
+// flush writes the waiting posts: a post alone with appendWithEventsSQL,
+// as outside a group, several with groupAppendSQL.
+func (g *groupPosts) flush(ctx context.Context) error {
+	posts := g.posts
+	g.posts = nil
+	clear(g.keys)
+	var err error
+	switch len(posts) {
+	case 0:
+		return g.err
+	case 1:
+		p := posts[0]
+		p.t.pend = p.pend
+		err = p.t.writeEvents(ctx, p.ev)
+	default:
+		err = g.write(ctx, posts)
+	}
+	if err != nil && g.err == nil {
+		g.err = err
+	}
+	return err
+}
+
+// write runs groupAppendSQL for posts and gives each its events' keys.
+func (g *groupPosts) write(ctx context.Context, posts []*groupPost) error {
+	rows := make([]*groupPostRow, len(posts))
+	var names, chans, users, createds []string
+	var data pq.ByteaArray
+	for i, p := range posts {
+		rows[i] = p.pend.row
+		rows[i].I = i
+		names = append(names, p.ev.names...)
+		chans = append(chans, p.ev.chans...)
+		users = append(users, p.ev.users...)
+		createds = append(createds, p.ev.createds...)
+		data = append(data, p.ev.data...)
+	}
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	seqs := make([]int64, 0, len(names))
+	var floor, inserted int64
+	err = g.t.query(ctx, groupAppendSQL, []any{string(b), textArray(names), textArray(chans), textArray(users),
+		data, textArray(createds)}, func(r *sql.Rows) error {
+		var seq int64
+		if err := r.Scan(&seq, &floor, &inserted); err != nil {
+			return err
+		}
+		seqs = append(seqs, seq)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case inserted != int64(len(posts)):
+		return fmt.Errorf("postgres: %d of %d messages of a commit group inserted", inserted, len(posts))
+	case len(seqs) != len(names):
+		return fmt.Errorf("postgres: %d of %d events of a commit group inserted", len(seqs), len(names))
+	}
+	// As in writeEvents: keys in insertion order, every post's events in
+	// turn.
+	slices.Sort(seqs)
+	for _, p := range posts {
+		n := len(p.ev.es)
+		p.t.noteAppended(p.ev.es, seqs[:n], floor)
+		seqs = seqs[n:]
+	}
+	return nil
+}
