@@ -387,9 +387,12 @@ func (s *Service) CreateMessage(ctx context.Context, actorID string, in CreateMe
 	var out *MessageList
 	// Posting is the hot path: the store need not wait for the event's id
 	// (on Postgres the event reaches the log a moment after the commit),
-	// and posts to one channel, which take its row lock one after the
-	// other, may share a transaction and its commit (WithCommitGroup).
-	err = s.update(WithCommitGroup(WithoutEventIDs(ctx), in.ChannelID), func(tx Tx, ev *events) error {
+	// posts may share a transaction and its commit (WithCommitGroup; the
+	// channel's row lock is what they would wait for), and the store may
+	// read what the post's rules read ahead with other posts' (runPost
+	// begins with PrefetchPost of the channel and the author).
+	gctx := WithPostReads(WithCommitGroup(WithoutEventIDs(ctx), in.ChannelID), p.in.ChannelID, p.authorID)
+	err = s.update(gctx, func(tx Tx, ev *events) error {
 		pc, err := s.runPost(ctx, tx, p, true)
 		if err != nil {
 			return err

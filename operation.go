@@ -118,6 +118,28 @@ func WithCommitGroup(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, commitGroupKey{}, key)
 }
 
+type postReadsKey struct{}
+
+// postReads is what WithPostReads announces.
+type postReads struct{ channelID, userID string }
+
+// WithPostReads returns a copy of ctx that announces an Update whose
+// function begins with PostPrefetcher.PrefetchPost(ctx, channelID,
+// userID), as the Service's CreateMessage does: a store that runs several
+// Updates in one transaction (WithCommitGroup) may read those rows for all
+// of them in one statement before their functions run. Stores that do not
+// ignore it.
+func WithPostReads(ctx context.Context, channelID, userID string) context.Context {
+	return context.WithValue(ctx, postReadsKey{}, postReads{channelID, userID})
+}
+
+// PostReads returns what WithPostReads announced in ctx; ok is false when
+// it announced nothing.
+func PostReads(ctx context.Context) (channelID, userID string, ok bool) {
+	p, ok := ctx.Value(postReadsKey{}).(postReads)
+	return p.channelID, p.userID, ok
+}
+
 // CommitGroup returns the key that ctx carries (see WithCommitGroup), or
 // "" when none.
 func CommitGroup(ctx context.Context) string {

@@ -209,7 +209,8 @@ type groupRun struct {
 	t         *tx
 	err       error
 	panicked  any
-	cancelled bool // its context ended before its turn: it did not run
+	cancelled bool       // its context ended before its turn: it did not run
+	ahead     *readAhead // its post's rows, read with others' (readAhead)
 }
 
 // lead runs a transaction of q: self's function and those of the
@@ -242,15 +243,21 @@ func (s *Store) lead(name string, q *group, self *member) outcome {
 	grp := &groupPosts{t: &tx{s: s, tx: stx, write: true, heldChannels: held}, keys: make(map[string]bool)}
 	ran := make(map[string]bool) // the keys of the members that ran
 	floor := ""                  // the greatest of them
+	ctx := context.WithoutCancel(self.ctx)
 	runs := sortedRuns(append([]*member{self}, s.take(q, maxGroup-1, ran, floor)...))
+	grp.readAhead(ctx, runs, ran)
 	fallback, anyOK := false, false
 	for i := 0; i < len(runs) && !fallback; i++ {
 		r := runs[i]
+		if grp.err != nil {
+			fallback = true
+			break
+		}
 		if r.m.ctx.Err() != nil {
 			r.cancelled, r.err = true, dbErr(r.m.ctx.Err())
 		} else {
 			ran[r.m.key], floor = true, max(floor, r.m.key)
-			r.t = &tx{s: s, tx: stx, write: true, heldChannels: held, grp: grp}
+			r.t = &tx{s: s, tx: stx, write: true, heldChannels: held, grp: grp, ahead: r.ahead}
 			r.panicked, r.err = callMember(r.t, r.m)
 			t := r.t
 			switch {
@@ -261,13 +268,15 @@ func (s *Store) lead(name string, q *group, self *member) outcome {
 			}
 		}
 		if i == len(runs)-1 && !fallback && len(runs) < maxGroup {
-			runs = append(runs, sortedRuns(s.take(q, maxGroup-len(runs), ran, floor))...)
+			batch := sortedRuns(s.take(q, maxGroup-len(runs), ran, floor))
+			grp.readAhead(ctx, batch, ran)
+			runs = append(runs, batch...)
 		}
 	}
 	// The posts whose writes wait (groupwrite.go); a post alone is
 	// answered with their failure as run answers it.
 	if !fallback {
-		if err := grp.flush(context.WithoutCancel(self.ctx)); err != nil {
+		if err := grp.flush(ctx); err != nil {
 			if len(runs) == 1 {
 				runs[0].err = runs[0].t.verdict(self.ctx, err)
 			}

@@ -534,8 +534,8 @@ func richMessage(id, channelID string) *chat.Message {
 	at := chat.NewTime(time.Date(2026, 5, 1, 10, 0, 0, 123_456_789, time.UTC))
 	edited := chat.NewTime(at.Add(time.Minute))
 	return &chat.Message{MessageID: id, ChannelID: channelID, UserID: "u", Type: chat.MessageTypeText,
-		Data:      map[string]any{"text": "Héllo <b>wörld</b> \"quoted\" \\ 日本", "nested": map[string]any{"k": []any{1.5, true, nil}}},
-		Tags:      []string{"x", "y,z"}, CreatedAt: at, UpdatedAt: at, EditedAt: &edited, FlagCount: 2,
+		Data: map[string]any{"text": "Héllo <b>wörld</b> \"quoted\" \\ 日本", "nested": map[string]any{"k": []any{1.5, true, nil}}},
+		Tags: []string{"x", "y,z"}, CreatedAt: at, UpdatedAt: at, EditedAt: &edited, FlagCount: 2,
 		Hashflag:  chat.Hashflag{Bits: 8, Hashes: 2, Hash: []uint32{7, 4294967295}},
 		Reactions: map[string]int{"like": 2, "héart": 1}, ReactionsCount: 3}
 }
@@ -543,7 +543,7 @@ func richMessage(id, channelID string) *chat.Message {
 // postAs posts m as the Service does, under m's channel as commit
 // group key: the post's reads, AppendMessage and its event.
 func postAs(h *heldStore, m *chat.Message) error {
-	ctx := chat.WithCommitGroup(context.Background(), m.ChannelID)
+	ctx := chat.WithPostReads(chat.WithCommitGroup(context.Background(), m.ChannelID), m.ChannelID, m.UserID)
 	return h.Update(ctx, func(tx chat.Tx) error {
 		if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, m.ChannelID, m.UserID); err != nil {
 			return err
@@ -590,7 +590,7 @@ func TestCommitGroupWrites(t *testing.T) {
 	errs := heldGroupPosts(t, h, richMessage("ma", "a"), richMessage("mb", "b"), richMessage("mc", "c"))
 	require.Equal(t, []error{nil, nil, nil}, errs)
 	require.Equal(t, int64(1), h.commits.Load()-commits)
-	require.Equal(t, int64(4), h.StatementCount()-stmts, "three posts' reads, one write")
+	require.Equal(t, int64(3), h.StatementCount()-stmts, "a's reads, b's and c's read together, one write")
 	require.NoError(t, postAs(h, richMessage("solo", "solo")))
 
 	row := func(id string) string {
@@ -653,4 +653,154 @@ func TestCommitGroupWritesFail(t *testing.T) {
 	var n int
 	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`messages`).Scan(&n))
 	require.Equal(t, 2, n)
+}
+
+// readsFixture is writesFixture with users u and nobody, u a member of
+// every channel.
+func readsFixture(t *testing.T, chans ...string) *heldStore {
+	t.Helper()
+	h := writesFixture(t, chans...)
+	ctx := context.Background()
+	require.NoError(t, h.Update(ctx, func(tx chat.Tx) error {
+		if _, err := tx.EnsureUsers(ctx, []string{"u", "nobody"}, time.Now()); err != nil {
+			return err
+		}
+		for _, c := range chans {
+			now := chat.NewTime(time.Now())
+			if err := tx.PutChannelUser(ctx, &chat.ChannelUser{ChannelID: c, UserID: "u", Membership: chat.MembershipMember,
+				CreatedAt: now, UpdatedAt: now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	return h
+}
+
+// postReadsOf is what a post's rules read, with the errors' codes.
+type postReadsOf struct {
+	u      *chat.User
+	cu     *chat.ChannelUser
+	c      *chat.Channel
+	rv, wv int64
+	codes  [3]chat.Code
+}
+
+func readPost(ctx context.Context, tx chat.Tx, channelID, userID string) postReadsOf {
+	var r postReadsOf
+	var errs [3]error
+	r.u, errs[0] = tx.GetUser(ctx, userID)
+	r.cu, errs[1] = tx.GetChannelUser(ctx, channelID, userID)
+	r.c, errs[2] = tx.GetChannel(ctx, channelID)
+	r.rv, _ = tx.RulesVersion(ctx)
+	r.wv, _ = tx.WebhooksVersion(ctx)
+	for i, err := range errs {
+		r.codes[i] = chat.ErrorCode(err)
+	}
+	return r
+}
+
+// heldUpdates runs fns[0] with the store's hold armed, then the others,
+// queued in that order, each under the channel of its reads as key and
+// announcing a post's reads (channel, user), and returns their errors
+// after releasing the hold.
+func heldUpdates(t *testing.T, h *heldStore, reads [][2]string, fns ...func(context.Context, chat.Tx) error) []error {
+	t.Helper()
+	h.arm()
+	done := make([]chan error, len(fns))
+	for i, fn := range fns {
+		done[i] = make(chan error, 1)
+		ctx := chat.WithPostReads(chat.WithCommitGroup(context.Background(), reads[i][0]), reads[i][0], reads[i][1])
+		go func() { done[i] <- h.Update(ctx, func(tx chat.Tx) error { return fn(ctx, tx) }) }()
+		if i == 0 {
+			<-h.started
+		} else {
+			waitQueued(t, h.Store, reads[0][0], i)
+		}
+	}
+	close(h.release)
+	errs := make([]error, len(fns))
+	for i := range fns {
+		errs[i] = <-done[i]
+	}
+	return errs
+}
+
+// TestCommitGroupReadAhead: the posts queued behind a running one have
+// their reads made together, in one statement, and what each post's rules
+// read from them equals what the reads themselves give, for a member, a
+// user without a relation and a missing channel.
+func TestCommitGroupReadAhead(t *testing.T) {
+	h := readsFixture(t, "a", "b", "c")
+	ctx := context.Background()
+	cases := []struct{ channelID, userID string }{{"b", "u"}, {"c", "nobody"}, {"nowhere", "u"}}
+	want := make([]postReadsOf, len(cases))
+	for i, k := range cases {
+		require.NoError(t, h.Update(ctx, func(tx chat.Tx) error {
+			want[i] = readPost(ctx, tx, k.channelID, k.userID)
+			return nil
+		}))
+	}
+	got := make([]postReadsOf, len(cases))
+	stmts := make([]int64, len(cases))
+	fns := []func(context.Context, chat.Tx) error{func(ctx context.Context, tx chat.Tx) error {
+		return tx.(chat.PostPrefetcher).PrefetchPost(ctx, "a", "u")
+	}}
+	reads := [][2]string{{"a", "u"}}
+	for i, k := range cases {
+		reads = append(reads, [2]string{k.channelID, k.userID})
+		fns = append(fns, func(ctx context.Context, tx chat.Tx) error {
+			n0 := h.StatementCount()
+			if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, k.channelID, k.userID); err != nil {
+				return err
+			}
+			got[i] = readPost(ctx, tx, k.channelID, k.userID)
+			stmts[i] = h.StatementCount() - n0
+			return nil
+		})
+	}
+	total := h.StatementCount()
+	require.Equal(t, []error{nil, nil, nil, nil}, heldUpdates(t, h, reads, fns...))
+	require.Equal(t, want, got)
+	// Every PrefetchPost is served from the reads ahead; a relation
+	// found missing is read again (as after PrefetchPost alone), which
+	// makes the channel's read run too.
+	require.Equal(t, []int64{0, 2, 2}, stmts)
+	require.Equal(t, int64(1+1+4), h.StatementCount()-total, "a's reads, the reads ahead, the relations found missing")
+}
+
+// TestCommitGroupReadAheadStale: a member's write to a table the rows
+// read ahead come from makes the members after it read their own rows.
+func TestCommitGroupReadAheadStale(t *testing.T) {
+	h := readsFixture(t, "a", "b", "c")
+	var name string
+	var stmts int64
+	errs := heldUpdates(t, h, [][2]string{{"a", "u"}, {"b", "u"}, {"c", "u"}},
+		func(ctx context.Context, tx chat.Tx) error { return tx.(chat.PostPrefetcher).PrefetchPost(ctx, "a", "u") },
+		func(ctx context.Context, tx chat.Tx) error {
+			if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, "b", "u"); err != nil {
+				return err
+			}
+			c, err := tx.GetChannel(ctx, "c")
+			if err != nil {
+				return err
+			}
+			c.DisplayName = "renamed"
+			return tx.UpdateChannel(ctx, c)
+		},
+		func(ctx context.Context, tx chat.Tx) error {
+			n0 := h.StatementCount()
+			if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, "c", "u"); err != nil {
+				return err
+			}
+			c, err := tx.GetChannel(ctx, "c")
+			if err != nil {
+				return err
+			}
+			name, stmts = c.DisplayName, h.StatementCount()-n0
+			return nil
+		})
+	require.Equal(t, []error{nil, nil, nil}, errs)
+	require.Equal(t, "renamed", name)
+	require.Equal(t, int64(1), stmts, "c's reads run again")
 }

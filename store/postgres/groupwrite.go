@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -29,7 +30,110 @@ type groupPosts struct {
 	t     *tx             // the group's own statements
 	posts []*groupPost    // in their order
 	keys  map[string]bool // their channels
-	err   error           // the writes failed: the group falls back
+	err   error           // the writes or the reads ahead failed: the group falls back
+	// epoch counts the statements of the transaction that may have
+	// changed rows read ahead (writes, touchesAhead, not postStatement):
+	// rows read in an older epoch are not served.
+	epoch int
+}
+
+// readAhead are the rows of a post read with other posts' before its
+// function ran (readAhead).
+type readAhead struct {
+	channelID, userID string
+	row               *prefetchRow
+	epoch             int
+}
+
+// groupPrefetchSQL is prefetchUpdateSQL for posts to distinct channels
+// ($1) by authors ($2), a row for each in their order: the channels are
+// locked in the order of their ids, then the authors' relations to them.
+var groupPrefetchSQL = `WITH x AS MATERIALIZED (
+		SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(c, u, ord)
+	), c AS MATERIALIZED (
+		SELECT ` + channelCols + ` FROM {s}channels WHERE channel_id = ANY ($1::text[])
+		ORDER BY channel_id` + lockClause + `
+	), m AS MATERIALIZED (
+		SELECT ` + channelUserSel + ` FROM {s}channel_users
+		WHERE (channel_id, user_id) IN (SELECT x.c, x.u FROM x) AND channel_id IN (SELECT c.channel_id FROM c)
+		ORDER BY channel_id, user_id` + lockClause + `
+	)
+	SELECT c.*, m.*, u.*,
+		(SELECT value FROM {s}versions WHERE name = 'rules'),
+		(SELECT value FROM {s}versions WHERE name = 'webhooks'),
+		` + strings.NewReplacer("$1", "x.c", "$2", "x.u").Replace(pushTargetsJSON) + `,
+		(SELECT json_agg(json_build_array(r.role_id, r.permissions,
+			floor(extract(epoch FROM r.created_at) * 1000)::bigint,
+			floor(extract(epoch FROM r.updated_at) * 1000)::bigint))
+			FROM {s}roles r WHERE r.role_id = ANY (u.roles))
+	FROM x
+		LEFT JOIN c ON c.channel_id = x.c
+		LEFT JOIN m ON m.channel_id = x.c AND m.user_id = x.u
+		LEFT JOIN LATERAL (SELECT ` + userReadCols + ` FROM {s}users WHERE user_id = x.u) u ON true
+	ORDER BY x.ord`
+
+// postStatement reports whether tmpl is one of a post's reads or writes,
+// which read or change only the rows of the post's own channel (and
+// insert rows of other tables): they leave the rows read ahead for posts
+// to other channels valid.
+func postStatement(tmpl string) bool {
+	switch tmpl {
+	case prefetchUpdateSQL, groupPrefetchSQL, appendSQL, appendWithEventsSQL, appendWithDeliveriesSQL, groupAppendSQL:
+		return true
+	}
+	return false
+}
+
+// touchesAhead reports whether a statement template names a table that
+// rows read ahead come from.
+func touchesAhead(tmpl string) bool {
+	return touchesPrefetched(tmpl) || touchesTargets(tmpl) || strings.Contains(tmpl, "{s}versions") ||
+		strings.Contains(tmpl, "{s}roles")
+}
+
+// readAhead reads, in one statement, the rows of the posts of batch (runs
+// about to run, in the order of their keys) that announced their reads
+// (chat.WithPostReads), the first of each channel the transaction has not
+// run, up to the first run to another channel that did not announce them:
+// no lock is taken out of the order of the keys. Fewer than two are left
+// to read their own.
+func (g *groupPosts) readAhead(ctx context.Context, batch []*groupRun, ran map[string]bool) {
+	var runs []*groupRun
+	var chans, users []string
+	seen := make(map[string]bool)
+	for _, r := range batch {
+		if r.m.ctx.Err() != nil || seen[r.m.key] || ran[r.m.key] {
+			continue // runs nothing, or on a channel held already
+		}
+		c, u, ok := chat.PostReads(r.m.ctx)
+		if !ok || c != r.m.key {
+			break
+		}
+		seen[c] = true
+		runs, chans, users = append(runs, r), append(chans, c), append(users, u)
+	}
+	if len(runs) < 2 {
+		return
+	}
+	rows := make([]*prefetchRow, 0, len(runs))
+	err := g.t.query(ctx, groupPrefetchSQL, []any{textArray(chans), textArray(users)}, func(r *sql.Rows) error {
+		row, err := g.t.scanPrefetch(r)
+		rows = append(rows, row)
+		return err
+	})
+	if err == nil && len(rows) != len(runs) {
+		err = fmt.Errorf("postgres: %d rows read ahead for %d posts", len(rows), len(runs))
+	}
+	if err != nil {
+		if g.err == nil {
+			g.err = err
+		}
+		return
+	}
+	for i, r := range runs {
+		g.t.lockedChannel(chans[i])
+		r.ahead = &readAhead{channelID: chans[i], userID: users[i], row: rows[i], epoch: g.epoch}
+	}
 }
 
 // groupPost is one waiting post.
@@ -142,10 +246,13 @@ func (t *tx) flushBefore(ctx context.Context, tmpl string, args []any) error {
 	if g == nil || len(g.posts) == 0 {
 		return nil
 	}
-	if tmpl == prefetchUpdateSQL {
+	switch tmpl {
+	case prefetchUpdateSQL:
 		if c, ok := args[0].(string); ok && !g.keys[c] {
 			return nil
 		}
+	case groupPrefetchSQL:
+		return nil // reads channels the transaction has not run (readAhead)
 	}
 	return g.flush(ctx)
 }

@@ -648,13 +648,16 @@ type tx struct {
 	// the same statement (see deferDeliveries).
 	pendDel *pendingDeliveries
 	pre     *prefetched // rows read by PrefetchPost
-	// grp holds, in a commit group transaction, the posts whose writes
-	// wait to be made together (groupwrite.go).
-	grp  *groupPosts
-	vers *versions // versions read by PrefetchPost
+	vers    *versions   // versions read by PrefetchPost
 	// targets are the push targets read by PrefetchPost, served once by
 	// ListPushTargets until a statement names a table they come from.
 	targets *prefetchedTargets
+	// grp holds, in a commit group transaction, the posts whose writes
+	// wait to be made together (groupwrite.go).
+	grp *groupPosts
+	// ahead are the rows of this member's post read with other posts'
+	// (groupwrite.go), for its PrefetchPost.
+	ahead *readAhead
 }
 
 // fail translates a statement error and remembers what it did to the
@@ -707,6 +710,9 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 	}
 	st := t.s.stmt(tmpl)
 	t.wrote = t.wrote || st.writes
+	if t.grp != nil && st.writes && !postStatement(tmpl) && touchesAhead(tmpl) {
+		t.grp.epoch++ // the rows read ahead may have changed
+	}
 	if t.s.opt.NoPrepare {
 		return nil, st.sql
 	}

@@ -93,71 +93,104 @@ var nPrefetchCols = nChannelCols + nCUCols + nUserCols + 4
 // the GetChannel, GetChannelUser, GetUser, RulesVersion and
 // WebhooksVersion calls that follow are answered from it.
 func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
+	if a := t.ahead; a != nil {
+		t.ahead = nil
+		if a.channelID == channelID && a.userID == userID && a.epoch == t.grp.epoch {
+			t.installPrefetch(channelID, userID, a.row)
+			return nil
+		}
+	}
 	tmpl := prefetchViewSQL
 	if t.write {
 		tmpl = prefetchUpdateSQL
 	}
-	var p prefetched
-	var v *versions
-	var pt []*chat.PushTarget
-	var roles []*chat.Role
+	var row *prefetchRow
 	err := t.query(ctx, tmpl, []any{channelID, userID}, func(r *sql.Rows) error {
-		n := nPrefetchCols
-		// One buffer of destinations for every scan of the row: the
-		// columns a scan does not ask for are skipped (skipColumn).
-		w := window{r: r, all: make([]any, n)}
-		// The first pass reads which blocks are there (a missing row
-		// leaves its block NULL) and the last four columns.
-		var hasChan, hasCU, hasUser notNull
-		var rv, wv sql.NullInt64
-		var tj, rj []byte
-		for i := range w.all {
-			w.all[i] = skipColumn{}
-		}
-		w.all[0], w.all[nChannelCols], w.all[nChannelCols+nCUCols] = &hasChan, &hasCU, &hasUser
-		w.all[n-4], w.all[n-3], w.all[n-2], w.all[n-1] = &rv, &wv, &tj, &rj
-		if err := r.Scan(w.all...); err != nil {
-			return err
-		}
 		var err error
-		if hasChan {
-			if p.channel, err = scanChannel(w.at(0)); err != nil {
-				return err
-			}
-			if t.write {
-				if p.locked, err = scanChannel(w.at(0)); err != nil {
-					return err
-				}
-			}
-		}
-		if hasCU {
-			if p.cu, err = scanChannelUser(w.at(nChannelCols)); err != nil {
-				return err
-			}
-		}
-		if hasUser {
-			if p.user, err = scanUser(w.at(nChannelCols + nCUCols)); err != nil {
-				return err
-			}
-		}
-		if p.user != nil {
-			if roles, err = decodeRoles(rj); err != nil {
-				return err
-			}
-		}
-		if t.write {
-			if pt, err = decodePushTargets(tj); err != nil {
-				return err
-			}
-		}
-		if rv.Valid && wv.Valid {
-			v = &versions{rules: rv.Int64, webhooks: wv.Int64}
-		}
-		return nil
+		row, err = t.scanPrefetch(r)
+		return err
 	})
 	if err != nil {
 		return err
 	}
+	t.installPrefetch(channelID, userID, row)
+	return nil
+}
+
+// prefetchRow is a row of prefetchSQL, scanned.
+type prefetchRow struct {
+	p     prefetched
+	v     *versions
+	pt    []*chat.PushTarget
+	roles []*chat.Role
+}
+
+// scanPrefetch scans a row of prefetchSQL (or groupPrefetchSQL).
+func (t *tx) scanPrefetch(r *sql.Rows) (*prefetchRow, error) {
+	var out prefetchRow
+	p := &out.p
+	n := nPrefetchCols
+	// One buffer of destinations for every scan of the row: the
+	// columns a scan does not ask for are skipped (skipColumn).
+	w := window{r: r, all: make([]any, n)}
+	// The first pass reads which blocks are there (a missing row
+	// leaves its block NULL) and the last four columns.
+	var hasChan, hasCU, hasUser notNull
+	var rv, wv sql.NullInt64
+	var tj, rj []byte
+	for i := range w.all {
+		w.all[i] = skipColumn{}
+	}
+	w.all[0], w.all[nChannelCols], w.all[nChannelCols+nCUCols] = &hasChan, &hasCU, &hasUser
+	w.all[n-4], w.all[n-3], w.all[n-2], w.all[n-1] = &rv, &wv, &tj, &rj
+	if err := r.Scan(w.all...); err != nil {
+		return nil, err
+	}
+	var err error
+	if hasChan {
+		if p.channel, err = scanChannel(w.at(0)); err != nil {
+			return nil, err
+		}
+		if t.write {
+			if p.locked, err = scanChannel(w.at(0)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if hasCU {
+		if p.cu, err = scanChannelUser(w.at(nChannelCols)); err != nil {
+			return nil, err
+		}
+	}
+	if hasUser {
+		if p.user, err = scanUser(w.at(nChannelCols + nCUCols)); err != nil {
+			return nil, err
+		}
+	}
+	if p.user != nil {
+		if out.roles, err = decodeRoles(rj); err != nil {
+			return nil, err
+		}
+	}
+	if t.write {
+		if out.pt, err = decodePushTargets(tj); err != nil {
+			return nil, err
+		}
+	}
+	if rv.Valid && wv.Valid {
+		out.v = &versions{rules: rv.Int64, webhooks: wv.Int64}
+	}
+	return &out, nil
+}
+
+// installPrefetch makes the rows read for a post of userID to channelID
+// answer the reads that follow (see prefetched). row is nil when the
+// statement returned no row.
+func (t *tx) installPrefetch(channelID, userID string, row *prefetchRow) {
+	if row == nil {
+		row = &prefetchRow{}
+	}
+	p := row.p
 	// Marked held even when the channel does not exist, as lockChannel
 	// does: a row that is missing stays missing for the transaction.
 	t.lockedChannel(channelID)
@@ -169,14 +202,13 @@ func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 	t.pre = &p
 	t.preRoles = nil
 	if p.user != nil {
-		t.preRoles = &prefetchedRoles{ids: slices.Clone(p.user.Roles), list: roles}
+		t.preRoles = &prefetchedRoles{ids: slices.Clone(p.user.Roles), list: row.roles}
 	}
-	t.vers = v
+	t.vers = row.v
 	t.targets = nil
 	if t.write {
-		t.targets = &prefetchedTargets{channelID: channelID, userID: userID, list: pt}
+		t.targets = &prefetchedTargets{channelID: channelID, userID: userID, list: row.pt}
 	}
-	return nil
 }
 
 // prefetchedRoles are the roles named by the author's row that
