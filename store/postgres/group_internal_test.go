@@ -743,7 +743,14 @@ func TestCommitGroupReadAhead(t *testing.T) {
 	}
 	got := make([]postReadsOf, len(cases))
 	stmts := make([]int64, len(cases))
+	planMode := func(ctx context.Context, ct chat.Tx) string {
+		var mode string
+		require.NoError(t, ct.(*tx).tx.QueryRowContext(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&mode))
+		return mode
+	}
+	var modes []string
 	fns := []func(context.Context, chat.Tx) error{func(ctx context.Context, tx chat.Tx) error {
+		modes = append(modes, planMode(ctx, tx))
 		return tx.(chat.PostPrefetcher).PrefetchPost(ctx, "a", "u")
 	}}
 	reads := [][2]string{{"a", "u"}}
@@ -756,6 +763,7 @@ func TestCommitGroupReadAhead(t *testing.T) {
 			}
 			got[i] = readPost(ctx, tx, k.channelID, k.userID)
 			stmts[i] = h.StatementCount() - n0
+			modes = append(modes, planMode(ctx, tx))
 			return nil
 		})
 	}
@@ -767,6 +775,12 @@ func TestCommitGroupReadAhead(t *testing.T) {
 	// makes the channel's read run too.
 	require.Equal(t, []int64{0, 2, 2}, stmts)
 	require.Equal(t, int64(1+1+4), h.StatementCount()-total, "a's reads, the reads ahead, the relations found missing")
+	// Generic plans from the first statement over several posts on.
+	require.Equal(t, []string{"auto", "force_generic_plan", "force_generic_plan", "force_generic_plan"}, modes)
+	require.NoError(t, h.Update(ctx, func(ct chat.Tx) error {
+		require.Equal(t, "auto", planMode(ctx, ct), "in the next transaction")
+		return nil
+	}))
 }
 
 // TestCommitGroupReadAheadStale: a member's write to a table the rows
@@ -776,7 +790,9 @@ func TestCommitGroupReadAheadStale(t *testing.T) {
 	var name string
 	var stmts int64
 	errs := heldUpdates(t, h, [][2]string{{"a", "u"}, {"b", "u"}, {"c", "u"}},
-		func(ctx context.Context, tx chat.Tx) error { return tx.(chat.PostPrefetcher).PrefetchPost(ctx, "a", "u") },
+		func(ctx context.Context, tx chat.Tx) error {
+			return tx.(chat.PostPrefetcher).PrefetchPost(ctx, "a", "u")
+		},
 		func(ctx context.Context, tx chat.Tx) error {
 			if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, "b", "u"); err != nil {
 				return err

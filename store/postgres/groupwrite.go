@@ -27,10 +27,11 @@ import (
 
 // groupPosts are the posts of a group transaction whose writes wait.
 type groupPosts struct {
-	t     *tx             // the group's own statements
-	posts []*groupPost    // in their order
-	keys  map[string]bool // their channels
-	err   error           // the writes or the reads ahead failed: the group falls back
+	t       *tx             // the group's own statements
+	posts   []*groupPost    // in their order
+	keys    map[string]bool // their channels
+	err     error           // the writes or the reads ahead failed: the group falls back
+	generic bool            // the transaction plans its statements generically (genericPlans)
 	// epoch counts the statements of the transaction that may have
 	// changed rows read ahead (writes, touchesAhead, not postStatement):
 	// rows read in an older epoch are not served.
@@ -116,6 +117,10 @@ func (g *groupPosts) readAhead(ctx context.Context, batch []*groupRun, ran map[s
 		return
 	}
 	rows := make([]*prefetchRow, 0, len(runs))
+	if err := g.genericPlans(ctx); err != nil {
+		g.err = err
+		return
+	}
 	err := g.t.query(ctx, groupPrefetchSQL, []any{textArray(chans), textArray(users)}, func(r *sql.Rows) error {
 		row, err := g.t.scanPrefetch(r)
 		rows = append(rows, row)
@@ -298,6 +303,9 @@ func (g *groupPosts) write(ctx context.Context, posts []*groupPost) error {
 	if err != nil {
 		return err
 	}
+	if err := g.genericPlans(ctx); err != nil {
+		return err
+	}
 	seqs := make([]int64, 0, len(names))
 	var floor, inserted int64
 	err = g.t.query(ctx, groupAppendSQL, []any{string(b), textArray(names), textArray(chans), textArray(users),
@@ -326,4 +334,19 @@ func (g *groupPosts) write(ctx context.Context, posts []*groupPost) error {
 		seqs = seqs[n:]
 	}
 	return nil
+}
+
+// genericPlans makes the rest of the transaction run its prepared
+// statements with their generic plans, once: the group's statements take
+// arrays whose lengths change from one group to the next, and with
+// plan_cache_mode auto Postgres would plan each run of them anew (a fifth
+// of a group's server time). Every statement of a group is a lookup by
+// key, which a generic plan serves as well.
+func (g *groupPosts) genericPlans(ctx context.Context) error {
+	if g.generic {
+		return nil
+	}
+	g.generic = true
+	_, err := g.t.tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`)
+	return g.t.fail(err)
 }
