@@ -76,7 +76,7 @@
 // the next one and its commit, taking their channels' locks in ascending
 // order of the ids (group.go); each is answered after that commit. The
 // posts of a group read what their rules read in one statement and write
-// their messages and events in one statement (groupwrite.go).
+// their messages, deliveries and events in one statement (groupwrite.go).
 //
 // Update runs its function again, up to Options.Retries times, only when
 // Postgres aborted the transaction with a serialization failure (40001) or

@@ -40,11 +40,12 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 	}
 	ev := &eventRows{es: es, names: names, chans: chans, users: users, data: data, createds: createds}
 	pend, pendDel := t.pend, t.pendDel
-	if g := t.grp; g != nil && pend != nil && pendDel == nil && pend.args[19] == nil && pend.row != nil {
-		// A post of a commit group: its message and events are written
-		// with those of the group's other posts (groupPosts).
-		t.pend, t.wrote = nil, true
-		g.add(t, pend, ev)
+	if g := t.grp; g != nil && pend != nil && pend.args[19] == nil && pend.row != nil {
+		// A post of a commit group: its message, deliveries and events
+		// are written with those of the group's other posts
+		// (groupPosts).
+		t.pend, t.pendDel, t.wrote = nil, nil, true
+		g.add(t, pend, pendDel, ev)
 		return nil
 	}
 	return t.writeEvents(ctx, ev)

@@ -305,7 +305,9 @@ func TestWrites(t *testing.T) {
 		`SELECT updated_at, is_deleted FROM {s}messages`} {
 		require.False(t, writes(q), q)
 	}
+	require.False(t, writes(groupPrefetchSQL))
 	for _, q := range []string{appendSQL, appendWithEventsSQL, appendWithDeliveriesSQL, appendEventsSQL, enqueueSQL,
+		groupAppendSQL, groupAppendWithDeliveriesSQL,
 		`UPDATE {s}users SET x = 1`, `DELETE FROM {s}events`, `SELECT pg_notify($1, '')`, `SELECT nextval('s')`,
 		`WITH d AS (DELETE FROM {s}x RETURNING 1) SELECT * FROM d`} {
 		require.True(t, writes(q), q)
@@ -540,9 +542,9 @@ func richMessage(id, channelID string) *chat.Message {
 		Reactions: map[string]int{"like": 2, "héart": 1}, ReactionsCount: 3}
 }
 
-// postAs posts m as the Service does, under m's channel as commit
-// group key: the post's reads, AppendMessage and its event.
-func postAs(h *heldStore, m *chat.Message) error {
+// postAsWith is postAs with deliveries enqueued before the event, as
+// the Service enqueues a post's webhook deliveries.
+func postAsWith(h *heldStore, m *chat.Message, dels ...*chat.Delivery) error {
 	ctx := chat.WithPostReads(chat.WithCommitGroup(context.Background(), m.ChannelID), m.ChannelID, m.UserID)
 	return h.Update(ctx, func(tx chat.Tx) error {
 		if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, m.ChannelID, m.UserID); err != nil {
@@ -552,21 +554,39 @@ func postAs(h *heldStore, m *chat.Message) error {
 		if _, err := tx.(chat.MessageAppender).AppendMessage(ctx, m, now.Time); err != nil {
 			return err
 		}
+		if err := tx.EnqueueDeliveries(ctx, dels); err != nil {
+			return err
+		}
 		return tx.AppendEvents(ctx, []*chat.Event{{Name: chat.EventMessageDidCreate, ChannelID: m.ChannelID,
 			UserIDs: []string{"u"}, Data: []byte(`{"id":"` + m.MessageID + `"}`), CreatedAt: now}})
 	})
 }
+
+// postAs posts m as the Service does, under m's channel as commit
+// group key: the post's reads, AppendMessage and its event.
+func postAs(h *heldStore, m *chat.Message) error { return postAsWith(h, m) }
 
 // heldGroupPosts posts ms[0] with the store's hold armed, then the others
 // once it runs, each queued in that order, and returns the outcomes in
 // the order of ms after releasing the hold.
 func heldGroupPosts(t *testing.T, h *heldStore, ms ...*chat.Message) []error {
 	t.Helper()
+	return heldGroupPostsWith(t, h, nil, ms...)
+}
+
+// heldGroupPostsWith is heldGroupPosts with dels[i] the deliveries of
+// ms[i] (dels may be short).
+func heldGroupPostsWith(t *testing.T, h *heldStore, dels [][]*chat.Delivery, ms ...*chat.Message) []error {
+	t.Helper()
 	h.arm()
 	done := make([]chan error, len(ms))
 	for i, m := range ms {
 		done[i] = make(chan error, 1)
-		go func() { done[i] <- postAs(h, m) }()
+		var ds []*chat.Delivery
+		if i < len(dels) {
+			ds = dels[i]
+		}
+		go func() { done[i] <- postAsWith(h, m, ds...) }()
 		if i == 0 {
 			<-h.started
 		} else {
@@ -626,6 +646,50 @@ func TestCommitGroupWrites(t *testing.T) {
 		require.NoError(t, h.db.QueryRow(`SELECT message_count FROM `+h.prefix+`channels WHERE channel_id = $1`, c).Scan(&n))
 		require.Equal(t, 1, n, c)
 	}
+}
+
+// TestCommitGroupWritesDeliveries: the posts' webhook deliveries are
+// written with their messages, in the one statement, pending or not as
+// enqueued; a post without deliveries may share it.
+func TestCommitGroupWritesDeliveries(t *testing.T) {
+	h := writesFixture(t, "a", "b", "c", "d")
+	now := chat.NewTime(time.Now())
+	del := func(id, state string) *chat.Delivery {
+		return &chat.Delivery{RequestID: id, WebhookID: "w", Event: chat.EventMessageDidCreate, Body: []byte(`{"id":"` + id + `"}`),
+			State: state, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+	}
+	stmts := h.StatementCount()
+	errs := heldGroupPostsWith(t, h, [][]*chat.Delivery{
+		{del("da", chat.DeliveryPending)},
+		{del("db1", chat.DeliveryPending), del("db2", chat.DeliveryFailed)},
+		nil,
+		{del("dd", chat.DeliveryPending)},
+	}, richMessage("ma", "a"), richMessage("mb", "b"), richMessage("mc", "c"), richMessage("md", "d"))
+	require.Equal(t, []error{nil, nil, nil, nil}, errs)
+	require.Equal(t, int64(3), h.StatementCount()-stmts, "a's reads, the others' reads ahead, one write")
+	var got []string
+	rows, err := h.db.Query(`SELECT request_id || ' ' || state || ' ' || convert_from(body, 'UTF8') FROM ` + h.prefix + `deliveries ORDER BY request_id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		got = append(got, s)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{`da pending {"id":"da"}`, `db1 pending {"id":"db1"}`, `db2 failed {"id":"db2"}`, `dd pending {"id":"dd"}`}, got)
+	var msgs int
+	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`messages`).Scan(&msgs))
+	require.Equal(t, 4, msgs)
+
+	// A delivery id that exists: the group falls back, and that post
+	// alone is refused.
+	errs = heldGroupPostsWith(t, h, [][]*chat.Delivery{nil, {del("new", chat.DeliveryPending)}, {del("da", chat.DeliveryPending)}},
+		richMessage("ma2", "a"), richMessage("mb2", "b"), richMessage("mc2", "c"))
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	require.Equal(t, chat.CodeConflict, chat.ErrorCode(errs[2]), "%v", errs[2])
+	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`messages`).Scan(&msgs))
+	require.Equal(t, 6, msgs)
 }
 
 // TestCommitGroupWritesFail: when the group's write fails (two posts

@@ -79,7 +79,8 @@ var groupPrefetchSQL = `WITH x AS MATERIALIZED (
 // to other channels valid.
 func postStatement(tmpl string) bool {
 	switch tmpl {
-	case prefetchUpdateSQL, groupPrefetchSQL, appendSQL, appendWithEventsSQL, appendWithDeliveriesSQL, groupAppendSQL:
+	case prefetchUpdateSQL, groupPrefetchSQL, appendSQL, appendWithEventsSQL, appendWithDeliveriesSQL, groupAppendSQL,
+		groupAppendWithDeliveriesSQL:
 		return true
 	}
 	return false
@@ -145,6 +146,7 @@ func (g *groupPosts) readAhead(ctx context.Context, batch []*groupRun, ran map[s
 type groupPost struct {
 	t    *tx
 	pend *pendingAppend
+	del  *pendingDeliveries // nil: none
 	ev   *eventRows
 }
 
@@ -216,7 +218,19 @@ func emptyIfNil(a []string) []string {
 // their events ($2-$6, as appendEventsSQL's, every post's in turn). It
 // returns each event's key, the log's last id and the count of message
 // rows inserted.
-var groupAppendSQL = `WITH x AS MATERIALIZED (
+var groupAppendSQL = groupAppendCTEs + eventsTailSQL("$2")
+
+// groupAppendWithDeliveriesSQL is groupAppendSQL with the posts'
+// deliveries ($2-$14, as enqueueSQL's, every post's in turn) between the
+// messages and the events ($15-$19). It returns, after groupAppendSQL's
+// columns, the deliveries inserted and the pending ones among them.
+var groupAppendWithDeliveriesSQL = groupAppendCTEs + `, dl AS (
+			` + shiftParams(enqueueDeliveriesCTE, 1) + `
+		)` + strings.Replace(eventsTailSQL("$15"), "(SELECT count(*) FROM ins) FROM ev",
+	"(SELECT count(*) FROM ins), (SELECT count(*) FROM dl), (SELECT count(*) FROM dl WHERE state = 'pending') FROM ev", 1)
+
+// groupAppendCTEs are the message writes of groupAppendSQL ($1).
+const groupAppendCTEs = `WITH x AS MATERIALIZED (
 		SELECT * FROM json_to_recordset($1::json) AS x(i integer, channel_id text, at timestamptz,
 			message_id text, user_id text, type text, data json, tags text[], parent_id text,
 			is_deleted boolean, created_at timestamptz, edited_at timestamptz, updated_at timestamptz,
@@ -236,11 +250,12 @@ var groupAppendSQL = `WITH x AS MATERIALIZED (
 		FROM x JOIN c ON c.channel_id = x.channel_id WHERE NOT c.is_closed
 		ORDER BY x.i
 		RETURNING 1
-	)` + eventsTailSQL("$2")
+	)`
 
-// add makes t's post wait with its deferred message and its events.
-func (g *groupPosts) add(t *tx, pend *pendingAppend, ev *eventRows) {
-	g.posts = append(g.posts, &groupPost{t: t, pend: pend, ev: ev})
+// add makes t's post wait with its deferred message, its deliveries
+// (del, or nil) and its events.
+func (g *groupPosts) add(t *tx, pend *pendingAppend, del *pendingDeliveries, ev *eventRows) {
+	g.posts = append(g.posts, &groupPost{t: t, pend: pend, del: del, ev: ev})
 	g.keys[pend.channelID] = true
 }
 
@@ -274,7 +289,7 @@ func (g *groupPosts) flush(ctx context.Context) error {
 		return g.err
 	case 1:
 		p := posts[0]
-		p.t.pend = p.pend
+		p.t.pend, p.t.pendDel = p.pend, p.del
 		err = p.t.writeEvents(ctx, p.ev)
 	default:
 		err = g.write(ctx, posts)
@@ -285,11 +300,14 @@ func (g *groupPosts) flush(ctx context.Context) error {
 	return err
 }
 
-// write runs groupAppendSQL for posts and gives each its events' keys.
+// write runs groupAppendSQL (groupAppendWithDeliveriesSQL when a post
+// has deliveries) for posts, and gives each its events' keys.
 func (g *groupPosts) write(ctx context.Context, posts []*groupPost) error {
 	rows := make([]*groupPostRow, len(posts))
 	var names, chans, users, createds []string
 	var data pq.ByteaArray
+	var dels []any // enqueueSQL's column arrays, every post's in turn
+	ndel, npending := 0, 0
 	for i, p := range posts {
 		rows[i] = p.pend.row
 		rows[i].I = i
@@ -298,6 +316,14 @@ func (g *groupPosts) write(ctx context.Context, posts []*groupPost) error {
 		users = append(users, p.ev.users...)
 		createds = append(createds, p.ev.createds...)
 		data = append(data, p.ev.data...)
+		if p.del != nil {
+			var err error
+			if dels, err = appendColumns(dels, p.del.args); err != nil {
+				return err
+			}
+			ndel += p.del.n
+			npending += p.del.pending()
+		}
 	}
 	b, err := json.Marshal(rows)
 	if err != nil {
@@ -306,12 +332,20 @@ func (g *groupPosts) write(ctx context.Context, posts []*groupPost) error {
 	if err := g.genericPlans(ctx); err != nil {
 		return err
 	}
+	tmpl, args := groupAppendSQL, []any{string(b)}
+	if dels != nil {
+		tmpl, args = groupAppendWithDeliveriesSQL, append(args, dels...)
+	}
+	args = append(args, textArray(names), textArray(chans), textArray(users), data, textArray(createds))
 	seqs := make([]int64, 0, len(names))
-	var floor, inserted int64
-	err = g.t.query(ctx, groupAppendSQL, []any{string(b), textArray(names), textArray(chans), textArray(users),
-		data, textArray(createds)}, func(r *sql.Rows) error {
+	var floor, inserted, dlInserted, dlPending int64
+	err = g.t.query(ctx, tmpl, args, func(r *sql.Rows) error {
 		var seq int64
-		if err := r.Scan(&seq, &floor, &inserted); err != nil {
+		dest := []any{&seq, &floor, &inserted}
+		if dels != nil {
+			dest = append(dest, &dlInserted, &dlPending)
+		}
+		if err := r.Scan(dest...); err != nil {
 			return err
 		}
 		seqs = append(seqs, seq)
@@ -324,6 +358,10 @@ func (g *groupPosts) write(ctx context.Context, posts []*groupPost) error {
 		return fmt.Errorf("postgres: %d of %d messages of a commit group inserted", inserted, len(posts))
 	case len(seqs) != len(names):
 		return fmt.Errorf("postgres: %d of %d events of a commit group inserted", len(seqs), len(names))
+	case dlInserted != int64(ndel):
+		return chat.Errorf(chat.CodeConflict, "a delivery among %d already exists", ndel)
+	case dlPending != int64(npending):
+		return fmt.Errorf("postgres: %d of %d deliveries of a commit group pending", dlPending, npending)
 	}
 	// As in writeEvents: keys in insertion order, every post's events in
 	// turn.
@@ -332,8 +370,51 @@ func (g *groupPosts) write(ctx context.Context, posts []*groupPost) error {
 		n := len(p.ev.es)
 		p.t.noteAppended(p.ev.es, seqs[:n], floor)
 		seqs = seqs[n:]
+		if p.del != nil {
+			// Every delivery was inserted, as it was enqueued.
+			if err := p.t.noteEnqueued(p.del.n, p.del.n, p.del.pending()); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// appendColumns appends the column arrays src (enqueueSQL's arguments) to
+// those of dst, which may be nil.
+func appendColumns(dst, src []any) ([]any, error) {
+	if dst == nil {
+		dst = make([]any, len(src))
+	}
+	for i, v := range src {
+		switch v := v.(type) {
+		case pq.StringArray:
+			d, _ := dst[i].(pq.StringArray)
+			dst[i] = append(d, v...)
+		case pq.ByteaArray:
+			d, _ := dst[i].(pq.ByteaArray)
+			dst[i] = append(d, v...)
+		case pq.Int64Array:
+			d, _ := dst[i].(pq.Int64Array)
+			dst[i] = append(d, v...)
+		default:
+			return nil, fmt.Errorf("postgres: a delivery column of type %T", v)
+		}
+	}
+	return dst, nil
+}
+
+// pending returns how many of the deliveries are enqueued pending
+// (enqueueSQL's $5, their states).
+func (d *pendingDeliveries) pending() int {
+	states, _ := d.args[4].(pq.StringArray)
+	n := 0
+	for _, s := range states {
+		if s == chat.DeliveryPending {
+			n++
+		}
+	}
+	return n
 }
 
 // genericPlans makes the rest of the transaction run its prepared
