@@ -13,17 +13,26 @@ import (
 	"github.com/lib/pq"
 )
 
-// Posts of a commit group transaction (group.go) write their messages and
-// events together. A post's AppendMessage is deferred after its reads
-// (deferAppend), and its AppendEvents then runs neither: the message and
-// its events wait in the group's groupPosts, and one statement
-// (groupAppendSQL) writes those of every waiting post, in their order,
-// before the next statement that could see them: any statement but the
-// reads of a post to another channel (prefetchUpdateSQL), which read only
-// that channel's rows, its members and the author. The group's COMMIT
-// comes after. A group of posts to n channels is thus BEGIN, n reads, one
-// write and COMMIT. When the statement fails, the group falls back as for
-// any failed statement: it is rolled back and every post runs alone.
+// Posts of a commit group transaction (group.go) read and write together.
+//
+// Reads: the Service announces a post's reads (chat.WithPostReads). Before
+// a batch of members runs, the posts among them to channels the
+// transaction has not run read what their rules read in one statement
+// (groupPrefetchSQL, the channels locked in the order of their ids), and
+// each post's PrefetchPost is answered from its row unless a statement
+// that may have changed those rows ran since (epoch).
+//
+// Writes: a post's AppendMessage is deferred after its reads
+// (deferAppend), and its EnqueueDeliveries and AppendEvents then run
+// neither: the message, its deliveries and its events wait in the group's
+// groupPosts, and one statement (groupAppendSQL) writes those of every
+// waiting post, in their order, before the next statement that could see
+// them: any statement but the reads of posts to other channels, which
+// read only those channels' rows, their members and the authors. The
+// group's COMMIT comes after. A group of posts to n channels is thus
+// BEGIN, one or two reads, one write and COMMIT. When a read or the write
+// fails, the group falls back as for any failed statement: it is rolled
+// back and every post runs alone.
 
 // groupPosts are the posts of a group transaction whose writes wait.
 type groupPosts struct {
