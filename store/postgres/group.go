@@ -26,9 +26,10 @@ import (
 // keys are spread over Options.CommitGroups queues (every Update of one
 // key uses the same queue), and a queue runs one transaction at a time.
 // The first Update of a queue leads a transaction; the ones that arrive
-// meanwhile wait, and the leader runs them in the same transaction after
-// its own, up to maxGroup in all, and commits once, so one WAL flush
-// serves them all. Each is answered only after that COMMIT succeeded.
+// meanwhile wait, and the leader runs them with its own in the same
+// transaction, up to maxGroup in all, and commits once, so one WAL flush
+// serves them all (and the posts among them read and write together,
+// groupwrite.go). Each is answered only after that COMMIT succeeded.
 // Then the first Update still waiting leads the next transaction.
 //
 // Keys join a transaction in ascending order: a waiting Update is taken
