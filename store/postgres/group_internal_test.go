@@ -62,22 +62,10 @@ func waitQueued(t *testing.T, s *Store, key string, n int) {
 }
 
 // groupFixture is a Service over a heldStore with channel c and members
-// u0..u(n-1).
+// u0..u(n-1), and the id of an admin.
 func groupFixture(t *testing.T, n int) (*heldStore, *chat.Service, string) {
 	t.Helper()
-	ctx := context.Background()
-	h := &heldStore{Store: relayStores(t, 1)[0]}
-	svc, err := chat.New(ctx, h, chat.Config{})
-	require.NoError(t, err)
-	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
-	require.NoError(t, err)
-	var ids []string
-	for i := range n {
-		ids = append(ids, fmt.Sprintf("u%d", i))
-	}
-	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: ids})
-	require.NoError(t, err)
-	return h, svc, admin.UserID
+	return channelsFixture(t, 0, n, "c")
 }
 
 // channelCounts returns the messages of channel c, their distinct
@@ -336,21 +324,19 @@ func TestCommitGroupPanic(t *testing.T) {
 	require.Equal(t, []int{n, n, n, n}, []int{msgs, segs, txs, counter})
 }
 
-// TestCommitGroupConcurrentPosts: many posters to one channel, some of
-// them muted, without a held leader: every post that succeeded is stored
-// once, with its own segment, and the channel's counter matches.
-func TestCommitGroupConcurrentPosts(t *testing.T) {
-	const posters, each = 12, 10
-	h, svc, admin := groupFixture(t, posters)
-	require.NoError(t, svc.MuteUsers(context.Background(), admin, "c", []string{"u5", "u7"}, time.Hour))
-	var ok, refused atomic.Int64
+// postConcurrently runs posters goroutines that each post each times
+// (post(i, k): the kth post of the ith) and counts the posts that
+// succeeded and those refused because the author is muted; any other
+// error fails the test.
+func postConcurrently(t *testing.T, posters, each int, post func(i, k int) error) (ok, refused *atomic.Int64) {
+	ok, refused = new(atomic.Int64), new(atomic.Int64)
 	var wg sync.WaitGroup
 	for i := range posters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range each {
-				switch err := post(svc, fmt.Sprintf("u%d", i)); {
+			for k := range each {
+				switch err := post(i, k); {
 				case err == nil:
 					ok.Add(1)
 				case chat.ErrorCode(err) == chat.CodeUserMuted:
@@ -362,6 +348,17 @@ func TestCommitGroupConcurrentPosts(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	return ok, refused
+}
+
+// TestCommitGroupConcurrentPosts: many posters to one channel, some of
+// them muted, without a held leader: every post that succeeded is stored
+// once, with its own segment, and the channel's counter matches.
+func TestCommitGroupConcurrentPosts(t *testing.T) {
+	const posters, each = 12, 10
+	h, svc, admin := groupFixture(t, posters)
+	require.NoError(t, svc.MuteUsers(context.Background(), admin, "c", []string{"u5", "u7"}, time.Hour))
+	ok, refused := postConcurrently(t, posters, each, func(i, _ int) error { return post(svc, fmt.Sprintf("u%d", i)) })
 	require.Equal(t, int64(2*each), refused.Load())
 	msgs, segs, _, counter := channelCounts(t, h.Store)
 	require.Equal(t, []int{int(ok.Load()), int(ok.Load()), int(ok.Load())}, []int{msgs, segs, counter})
@@ -369,9 +366,9 @@ func TestCommitGroupConcurrentPosts(t *testing.T) {
 }
 
 // channelsFixture is a Service over a heldStore with the given number of
-// commit group queues, and channels named chans, each with members
-// u0..u(n-1).
-func channelsFixture(t *testing.T, queues, n int, chans ...string) (*heldStore, *chat.Service) {
+// commit group queues (0: the default), and channels named chans, each
+// with members u0..u(n-1), and the id of an admin.
+func channelsFixture(t *testing.T, queues, n int, chans ...string) (*heldStore, *chat.Service, string) {
 	t.Helper()
 	ctx := context.Background()
 	h := &heldStore{Store: relayStores(t, 1)[0]}
@@ -388,7 +385,7 @@ func channelsFixture(t *testing.T, queues, n int, chans ...string) (*heldStore, 
 		_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: c, Type: chat.ChannelTypeStandard, UserIDs: ids})
 		require.NoError(t, err)
 	}
-	return h, svc
+	return h, svc, admin.UserID
 }
 
 func postTo(svc *chat.Service, channelID, user string) error {
@@ -404,7 +401,7 @@ func postTo(svc *chat.Service, channelID, user string) error {
 // the next transaction, so every group takes its channels' locks in
 // ascending order.
 func TestCommitGroupAcrossChannels(t *testing.T) {
-	h, svc := channelsFixture(t, 1, 5, "a", "m", "n", "z")
+	h, svc, _ := channelsFixture(t, 1, 5, "a", "m", "n", "z")
 	h.arm()
 	lead := make(chan error, 1)
 	go func() { lead <- postTo(svc, "m", "u0") }()
@@ -442,15 +439,7 @@ func TestCommitGroupAcrossChannels(t *testing.T) {
 	for i := 0; len(order) < 5; i++ {
 		require.Less(t, i, 10000, "the relay moved %v", order)
 		time.Sleep(time.Millisecond)
-		order = order[:0]
-		rows, err := h.db.Query(`SELECT channel_id FROM ` + h.prefix + `events WHERE name = 'message.didCreate' ORDER BY id`)
-		require.NoError(t, err)
-		for rows.Next() {
-			var c string
-			require.NoError(t, rows.Scan(&c))
-			order = append(order, c)
-		}
-		require.NoError(t, rows.Err())
+		order = column(t, h, `SELECT channel_id FROM `+h.prefix+`events WHERE name = 'message.didCreate' ORDER BY id`)
 	}
 	require.Equal(t, []string{"m", "m", "n", "z", "a"}, order)
 }
@@ -458,7 +447,7 @@ func TestCommitGroupAcrossChannels(t *testing.T) {
 // TestCommitGroupsPerKey: with a negative number of queues every key has
 // its own: a post to another channel does not wait for a running post.
 func TestCommitGroupsPerKey(t *testing.T) {
-	h, svc := channelsFixture(t, -1, 2, "m", "z")
+	h, svc, _ := channelsFixture(t, -1, 2, "m", "z")
 	h.arm()
 	lead := make(chan error, 1)
 	go func() { lead <- postTo(svc, "m", "u0") }()
@@ -475,29 +464,11 @@ func TestCommitGroupsPerKey(t *testing.T) {
 func TestCommitGroupConcurrentChannels(t *testing.T) {
 	const posters, each = 12, 10
 	chans := []string{"c0", "c1", "c2", "c3", "c4", "c5"}
-	h, svc := channelsFixture(t, 2, posters, chans...)
-	admin, _, err := svc.CreateAdmin(context.Background(), "", "ops2", "")
-	require.NoError(t, err)
-	require.NoError(t, svc.MuteUsers(context.Background(), admin.UserID, "c1", []string{"u5"}, time.Hour))
-	var ok, refused atomic.Int64
-	var wg sync.WaitGroup
-	for i := range posters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range each {
-				switch err := postTo(svc, chans[(i+k)%len(chans)], fmt.Sprintf("u%d", i)); {
-				case err == nil:
-					ok.Add(1)
-				case chat.ErrorCode(err) == chat.CodeUserMuted:
-					refused.Add(1)
-				default:
-					t.Error(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	h, svc, admin := channelsFixture(t, 2, posters, chans...)
+	require.NoError(t, svc.MuteUsers(context.Background(), admin, "c1", []string{"u5"}, time.Hour))
+	ok, refused := postConcurrently(t, posters, each, func(i, k int) error {
+		return postTo(svc, chans[(i+k)%len(chans)], fmt.Sprintf("u%d", i))
+	})
 	require.Positive(t, refused.Load())
 	require.Equal(t, int64(posters*each), ok.Load()+refused.Load())
 	var msgs, bad int
@@ -542,29 +513,29 @@ func richMessage(id, channelID string) *chat.Message {
 		Reactions: map[string]int{"like": 2, "héart": 1}, ReactionsCount: 3}
 }
 
-// postAsWith is postAs with deliveries enqueued before the event, as
-// the Service enqueues a post's webhook deliveries.
-func postAsWith(h *heldStore, m *chat.Message, dels ...*chat.Delivery) error {
-	ctx := chat.WithPostReads(chat.WithCommitGroup(context.Background(), m.ChannelID), m.ChannelID, m.UserID)
-	return h.Update(ctx, func(tx chat.Tx) error {
-		if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, m.ChannelID, m.UserID); err != nil {
-			return err
-		}
-		now := chat.NewTime(time.Now())
-		if _, err := tx.(chat.MessageAppender).AppendMessage(ctx, m, now.Time); err != nil {
-			return err
-		}
-		if err := tx.EnqueueDeliveries(ctx, dels); err != nil {
-			return err
-		}
-		return tx.AppendEvents(ctx, []*chat.Event{{Name: chat.EventMessageDidCreate, ChannelID: m.ChannelID,
-			UserIDs: []string{"u"}, Data: []byte(`{"id":"` + m.MessageID + `"}`), CreatedAt: now}})
-	})
+// postBody is what the Service's post does in its Update: the post's
+// reads, AppendMessage, the deliveries dels and the event.
+func postBody(ctx context.Context, tx chat.Tx, m *chat.Message, dels ...*chat.Delivery) error {
+	if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, m.ChannelID, m.UserID); err != nil {
+		return err
+	}
+	now := chat.NewTime(time.Now())
+	if _, err := tx.(chat.MessageAppender).AppendMessage(ctx, m, now.Time); err != nil {
+		return err
+	}
+	if err := tx.EnqueueDeliveries(ctx, dels); err != nil {
+		return err
+	}
+	return tx.AppendEvents(ctx, []*chat.Event{{Name: chat.EventMessageDidCreate, ChannelID: m.ChannelID,
+		UserIDs: []string{"u"}, Data: []byte(`{"id":"` + m.MessageID + `"}`), CreatedAt: now}})
 }
 
-// postAs posts m as the Service does, under m's channel as commit
-// group key: the post's reads, AppendMessage and its event.
-func postAs(h *heldStore, m *chat.Message) error { return postAsWith(h, m) }
+// postAs posts m as the Service does, under m's channel as commit group
+// key, announcing its reads.
+func postAs(h *heldStore, m *chat.Message) error {
+	ctx := chat.WithPostReads(chat.WithCommitGroup(context.Background(), m.ChannelID), m.ChannelID, m.UserID)
+	return h.Update(ctx, func(tx chat.Tx) error { return postBody(ctx, tx, m) })
+}
 
 // heldGroupPosts posts ms[0] with the store's hold armed, then the others
 // once it runs, each queued in that order, and returns the outcomes in
@@ -578,27 +549,32 @@ func heldGroupPosts(t *testing.T, h *heldStore, ms ...*chat.Message) []error {
 // ms[i] (dels may be short).
 func heldGroupPostsWith(t *testing.T, h *heldStore, dels [][]*chat.Delivery, ms ...*chat.Message) []error {
 	t.Helper()
-	h.arm()
-	done := make([]chan error, len(ms))
+	reads := make([][2]string, len(ms))
+	fns := make([]func(context.Context, chat.Tx) error, len(ms))
 	for i, m := range ms {
-		done[i] = make(chan error, 1)
 		var ds []*chat.Delivery
 		if i < len(dels) {
 			ds = dels[i]
 		}
-		go func() { done[i] <- postAsWith(h, m, ds...) }()
-		if i == 0 {
-			<-h.started
-		} else {
-			waitQueued(t, h.Store, ms[0].ChannelID, i)
-		}
+		reads[i] = [2]string{m.ChannelID, m.UserID}
+		fns[i] = func(ctx context.Context, tx chat.Tx) error { return postBody(ctx, tx, m, ds...) }
 	}
-	close(h.release)
-	errs := make([]error, len(ms))
-	for i := range ms {
-		errs[i] = <-done[i]
+	return heldUpdates(t, h, reads, fns...)
+}
+
+// column returns the first column of the rows of a query.
+func column(t *testing.T, h *heldStore, q string) []string {
+	t.Helper()
+	rows, err := h.db.Query(q)
+	require.NoError(t, err)
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		out = append(out, s)
 	}
-	return errs
+	require.NoError(t, rows.Err())
+	return out
 }
 
 // TestCommitGroupWrites: posts to several channels in one group write
@@ -631,15 +607,7 @@ func TestCommitGroupWrites(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`events_pending`).Scan(&events))
 	}
-	var got []string
-	rows, err := h.db.Query(`SELECT channel_id || ' ' || convert_from(data, 'UTF8') FROM ` + h.prefix + `events ORDER BY id`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		got = append(got, s)
-	}
-	require.NoError(t, rows.Err())
+	got := column(t, h, `SELECT channel_id || ' ' || convert_from(data, 'UTF8') FROM `+h.prefix+`events ORDER BY id`)
 	require.Equal(t, []string{`a {"id":"ma"}`, `b {"id":"mb"}`, `c {"id":"mc"}`, `solo {"id":"solo"}`}, got)
 	for _, c := range []string{"a", "b", "c", "solo"} {
 		var n int
@@ -667,15 +635,7 @@ func TestCommitGroupWritesDeliveries(t *testing.T) {
 	}, richMessage("ma", "a"), richMessage("mb", "b"), richMessage("mc", "c"), richMessage("md", "d"))
 	require.Equal(t, []error{nil, nil, nil, nil}, errs)
 	require.Equal(t, int64(3), h.StatementCount()-stmts, "a's reads, the others' reads ahead, one write")
-	var got []string
-	rows, err := h.db.Query(`SELECT request_id || ' ' || state || ' ' || convert_from(body, 'UTF8') FROM ` + h.prefix + `deliveries ORDER BY request_id`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		got = append(got, s)
-	}
-	require.NoError(t, rows.Err())
+	got := column(t, h, `SELECT request_id || ' ' || state || ' ' || convert_from(body, 'UTF8') FROM `+h.prefix+`deliveries ORDER BY request_id`)
 	require.Equal(t, []string{`da pending {"id":"da"}`, `db1 pending {"id":"db1"}`, `db2 failed {"id":"db2"}`, `dd pending {"id":"dd"}`}, got)
 	var msgs int
 	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`messages`).Scan(&msgs))

@@ -233,10 +233,7 @@ var groupAppendSQL = groupAppendCTEs + eventsTailSQL("$2")
 // deliveries ($2-$14, as enqueueSQL's, every post's in turn) between the
 // messages and the events ($15-$19). It returns, after groupAppendSQL's
 // columns, the deliveries inserted and the pending ones among them.
-var groupAppendWithDeliveriesSQL = groupAppendCTEs + `, dl AS (
-			` + shiftParams(enqueueDeliveriesCTE, 1) + `
-		)` + strings.Replace(eventsTailSQL("$15"), "(SELECT count(*) FROM ins) FROM ev",
-	"(SELECT count(*) FROM ins), (SELECT count(*) FROM dl), (SELECT count(*) FROM dl WHERE state = 'pending') FROM ev", 1)
+var groupAppendWithDeliveriesSQL = withDeliveries(groupAppendCTEs, 1)
 
 // groupAppendCTEs are the message writes of groupAppendSQL ($1).
 const groupAppendCTEs = `WITH x AS MATERIALIZED (

@@ -420,10 +420,18 @@ var appendWithEventsSQL = appendDeferredCTEs + eventsTailSQL("$21")
 // the post's reads, this statement and COMMIT. It returns, after
 // appendWithEventsSQL's columns, the deliveries inserted and the pending
 // ones among them.
-var appendWithDeliveriesSQL = appendDeferredCTEs + `, dl AS (
-			` + shiftParams(enqueueDeliveriesCTE, 20) + `
-		)` + strings.Replace(eventsTailSQL("$34"), "(SELECT count(*) FROM ins) FROM ev",
-	"(SELECT count(*) FROM ins), (SELECT count(*) FROM dl), (SELECT count(*) FROM dl WHERE state = 'pending') FROM ev", 1)
+var appendWithDeliveriesSQL = withDeliveries(appendDeferredCTEs, 20)
+
+// withDeliveries is the statement of message writes ctes (parameters $1-$n)
+// followed by the deliveries (enqueueSQL's, $n+1-$n+13) and the events
+// (appendEventsSQL's, from $n+14): it returns, after the events' columns,
+// the deliveries inserted and the pending ones among them.
+func withDeliveries(ctes string, n int) string {
+	return ctes + `, dl AS (
+			` + shiftParams(enqueueDeliveriesCTE, n) + `
+		)` + strings.Replace(eventsTailSQL("$"+strconv.Itoa(n+14)), "(SELECT count(*) FROM ins) FROM ev",
+		"(SELECT count(*) FROM ins), (SELECT count(*) FROM dl), (SELECT count(*) FROM dl WHERE state = 'pending') FROM ev", 1)
+}
 
 // shiftParams renumbers the parameters $1-$99 of a statement part by by.
 func shiftParams(q string, by int) string {
