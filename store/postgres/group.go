@@ -70,7 +70,7 @@ type groups struct {
 func (s *Store) queue(key string) string {
 	n := s.opt.CommitGroups
 	if n == 0 {
-		n = 2 * runtime.GOMAXPROCS(0)
+		n = runtime.GOMAXPROCS(0)
 	}
 	if n < 0 {
 		return "k" + key

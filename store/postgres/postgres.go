@@ -75,8 +75,8 @@ type Options struct {
 	// changing its channel) holds up only its queue's transaction. A
 	// negative value gives every key a queue of its own: posts to one
 	// channel still share transactions, posts to different channels never
-	// do. Default: twice GOMAXPROCS (4 queues on 2 cores, where 4
-	// measured best for 32 writers on 32 channels, against 2 and 8).
+	// do. Default: GOMAXPROCS (2 queues on 2 cores, where 2 measured
+	// best for 32 writers on 32 channels, against 1, 4 and 8).
 	CommitGroups int
 
 	// SkipMigrations makes Open and New use the schema as it is, for
