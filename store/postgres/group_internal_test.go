@@ -471,14 +471,7 @@ func TestCommitGroupConcurrentChannels(t *testing.T) {
 	})
 	require.Positive(t, refused.Load())
 	require.Equal(t, int64(posters*each), ok.Load()+refused.Load())
-	var msgs, bad int
-	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`messages`).Scan(&msgs))
-	require.Equal(t, int(ok.Load()), msgs)
-	// Each channel: as many distinct segments as messages, and the counter.
-	require.NoError(t, h.db.QueryRow(`SELECT count(*) FROM `+h.prefix+`channels c
-		WHERE c.message_count <> (SELECT count(DISTINCT channel_segment) FROM `+h.prefix+`messages m WHERE m.channel_id = c.channel_id)
-		OR (SELECT count(*) FROM `+h.prefix+`messages m WHERE m.channel_id = c.channel_id) <> c.message_count`).Scan(&bad))
-	require.Zero(t, bad)
+	requireCounts(t, h.Store, int(ok.Load()))
 	require.Zero(t, h.waiting("c0")+h.waiting("c1"))
 }
 
@@ -843,4 +836,52 @@ func TestCommitGroupReadAheadStale(t *testing.T) {
 	require.Equal(t, []error{nil, nil, nil}, errs)
 	require.Equal(t, "renamed", name)
 	require.Equal(t, int64(1), stmts, "c's reads run again")
+}
+
+// TestCommitGroupTwoProcesses: two stores on one schema (two processes)
+// whose posters post to the same channels at once: every post is stored
+// once, with its own segment of its channel, and every counter matches.
+func TestCommitGroupTwoProcesses(t *testing.T) {
+	const posters, each = 6, 10
+	ctx := context.Background()
+	stores := relayStores(t, 2)
+	chans := []string{"c0", "c1", "c2", "c3", "c4"}
+	var svcs []*chat.Service
+	for i, s := range stores {
+		s.opt.CommitGroups = 1 + i
+		svc, err := chat.New(ctx, s, chat.Config{})
+		require.NoError(t, err)
+		svcs = append(svcs, svc)
+	}
+	admin, _, err := svcs[0].CreateAdmin(ctx, "", "ops", "")
+	require.NoError(t, err)
+	var ids []string
+	for i := range posters {
+		ids = append(ids, fmt.Sprintf("u%d", i))
+	}
+	for _, c := range chans {
+		_, err = svcs[0].CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: c, Type: chat.ChannelTypeStandard, UserIDs: ids})
+		require.NoError(t, err)
+	}
+	ok, refused := postConcurrently(t, 2*posters, each, func(i, k int) error {
+		// Posters of both processes, each going round the channels from
+		// its own start.
+		return postTo(svcs[i%2], chans[(i+k)%len(chans)], fmt.Sprintf("u%d", i/2))
+	})
+	require.Zero(t, refused.Load())
+	require.Equal(t, int64(2*posters*each), ok.Load())
+	requireCounts(t, stores[0], 2*posters*each)
+}
+
+// requireCounts checks that s holds msgs messages and that every
+// channel's counter equals its messages and their distinct segments.
+func requireCounts(t *testing.T, s *Store, msgs int) {
+	t.Helper()
+	var n, bad int
+	require.NoError(t, s.db.QueryRow(`SELECT count(*) FROM `+s.prefix+`messages`).Scan(&n))
+	require.Equal(t, msgs, n)
+	require.NoError(t, s.db.QueryRow(`SELECT count(*) FROM `+s.prefix+`channels c
+		WHERE c.message_count <> (SELECT count(DISTINCT channel_segment) FROM `+s.prefix+`messages m WHERE m.channel_id = c.channel_id)
+		OR (SELECT count(*) FROM `+s.prefix+`messages m WHERE m.channel_id = c.channel_id) <> c.message_count`).Scan(&bad))
+	require.Zero(t, bad)
 }
