@@ -95,7 +95,9 @@ var nPrefetchCols = nChannelCols + nCUCols + nUserCols + 4
 func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 	if a := t.ahead; a != nil {
 		t.ahead = nil
-		if a.channelID == channelID && a.userID == userID && a.epoch == t.grp.epoch {
+		// Served unless a statement may have changed the rows since, or
+		// a post to the channel waits for its write (groupwrite.go).
+		if a.channelID == channelID && a.userID == userID && a.epoch == t.grp.epoch && !t.grp.keys[channelID] {
 			t.installPrefetch(channelID, userID, a.row)
 			return nil
 		}
