@@ -97,9 +97,15 @@ func (d *Dispatcher) post(ctx context.Context, h *chat.Webhook, dl *chat.Deliver
 	}
 	defer resp.Body.Close()
 	// Read at most MaxResponseBytes (so a kept-alive connection can be
-	// reused), keeping the start of it for the error text.
-	var head bytes.Buffer
-	_, _ = io.Copy(&limitedBuffer{&head, snippetLen}, io.LimitReader(resp.Body, MaxResponseBytes))
+	// reused), keeping the start of it for the error text. The rest goes
+	// to io.Discard, which reads with buffers of its own pool: io.Copy
+	// into a writer that is not a ReaderFrom would allocate 32 KiB per
+	// delivery (the larger part of the bytes a create allocates, as a
+	// 204's empty body needs none of it).
+	body := io.LimitReader(resp.Body, MaxResponseBytes)
+	var head [snippetLen]byte
+	n, _ := io.ReadFull(body, head[:])
+	_, _ = io.Copy(io.Discard, body)
 	status = resp.StatusCode
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), d.cfg.Now())
@@ -108,7 +114,7 @@ func (d *Dispatcher) post(ctx context.Context, h *chat.Webhook, dl *chat.Deliver
 		return status, 0, ""
 	}
 	errText = "HTTP " + strconv.Itoa(status)
-	if s := cleanSnippet(head.Bytes()); s != "" {
+	if s := cleanSnippet(head[:n]); s != "" {
 		errText += ": " + s
 	}
 	return status, retryAfter, errText
@@ -165,19 +171,6 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return max(t.Sub(now), 0)
 	}
 	return 0
-}
-
-// limitedBuffer keeps the first n bytes written to it and accepts the rest.
-type limitedBuffer struct {
-	b *bytes.Buffer
-	n int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.n - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
 }
 
 // cleanSnippet makes a response-body excerpt fit for an error text.
