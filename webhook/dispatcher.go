@@ -41,7 +41,8 @@ type Dispatcher struct {
 	open     atomic.Int64   // claimed, attempt not ended (capacity at most)
 	wg       sync.WaitGroup // one per claimed delivery until finished
 
-	sem chan struct{} // one per attempt under way (Workers)
+	sem   chan struct{} // one per attempt under way (Workers)
+	sends chan item     // attempts to start, for the senders (see dispatch)
 
 	busyMu sync.Mutex
 	queues map[string]*hookQueue // claimed deliveries not yet ended, per webhook id
@@ -133,6 +134,7 @@ func New(svc *chat.Service, store chat.Store, cfg Config) *Dispatcher {
 		done:    make(chan struct{}),
 		hooks:   map[string]*chat.Webhook{},
 		sem:     make(chan struct{}, cfg.Workers),
+		sends:   make(chan item, cfg.Workers+cfg.Prefetch), // capacity
 		queues:  map[string]*hookQueue{},
 		gone:    map[string]*goneHook{},
 	}
@@ -174,12 +176,21 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.cancelRun, d.cancelWork = cancelRun, cancelWork
 	d.state = stateRunning
 	go func() {
-		var recorders sync.WaitGroup
+		var recorders, senders sync.WaitGroup
 		for range finishers {
 			recorders.Go(func() { d.finisher(workCtx) })
 		}
+		for range d.capacity() {
+			senders.Go(func() {
+				for it := range d.sends {
+					d.send(workCtx, it)
+				}
+			})
+		}
 		d.loop(runCtx, workCtx)
 		d.wg.Wait()
+		close(d.sends)
+		senders.Wait()
 		close(d.results)
 		recorders.Wait()
 		cancelRun()
@@ -333,7 +344,7 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 				wakeAt = time.Now().Add(wait)
 			} else {
 				for _, it := range items {
-					d.dispatch(workCtx, it)
+					d.dispatch(it)
 				}
 				if full {
 					continue // more may be due
@@ -515,15 +526,19 @@ func (d *Dispatcher) inFlight() map[string]int {
 	return out
 }
 
-// dispatch starts an attempt of a claimed delivery in its own goroutine,
-// or queues it behind the PerWebhook attempts of its webhook already
-// under way. The loop never holds more than capacity deliveries whose
-// attempts have not ended. The webhook's slot is free once an attempt has
+// dispatch hands a claimed delivery to a sender, or queues it behind the
+// PerWebhook attempts of its webhook already under way. The loop never
+// holds more than capacity deliveries whose attempts have not ended, and
+// there are capacity senders, goroutines that live as long as the
+// dispatcher: every delivery handed over finds one free at once, as when
+// each had a goroutine of its own, which grew its stack on every POST
+// (the HTTP client's calls are deep), a copy of the stack each time. The
+// senders wait for the Workers slots as those goroutines did. The webhook's slot is free once an attempt has
 // ended, before it is recorded: the delivery stays leased until then, and
 // the next POST to the webhook need not wait for the record's commit.
 // Attempts ended wait in the results channel for the finishers; when it
 // is full (records lag behind), the webhook's next attempt waits.
-func (d *Dispatcher) dispatch(ctx context.Context, it item) {
+func (d *Dispatcher) dispatch(it item) {
 	d.inflight.Add(1)
 	d.open.Add(1)
 	d.wg.Add(1)
@@ -541,7 +556,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, it item) {
 	}
 	q.sending++
 	d.busyMu.Unlock()
-	go d.send(ctx, it)
+	d.sends <- it
 }
 
 // send runs the attempt of it, then those of the deliveries waiting for
