@@ -93,6 +93,10 @@ type Store struct {
 	// normal: the write connection runs with synchronous=NORMAL, set for
 	// lazy transactions (see syncFor). Guarded by wlock.
 	normal bool
+	// vers are the counters of the versions table read in the write
+	// transaction under way (see tx.version), emptied when one begins and
+	// when a savepoint is rolled back. Guarded by wlock.
+	vers map[string]int64
 
 	wdb   *sql.DB // the single write connection's pool (MaxOpenConns 1)
 	wconn *conn   // the write connection, used only by the holder of wlock
@@ -538,6 +542,7 @@ func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err e
 	if err := s.syncFor(chat.LazyCommit(ctx)); err != nil {
 		return translate(err)
 	}
+	clear(s.vers)
 	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
 		return translate(err)
 	}
@@ -661,6 +666,7 @@ func (s *Store) runOne(w *writerState, r *request) {
 		r.finish(translate(err))
 		return
 	}
+	clear(s.vers)
 	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
 		r.finish(translate(err))
 		return
@@ -705,6 +711,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 	}
 	err := s.syncFor(lazy)
 	if err == nil {
+		clear(s.vers)
 		err = s.wexec("BEGIN IMMEDIATE")
 	}
 	if err != nil {
@@ -746,6 +753,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 		// fn failed: undo its writes only. If the database already rolled
 		// back the whole transaction (I/O error, disk full, interrupt),
 		// the earlier requests of this batch are lost too.
+		clear(s.vers) // the member may have bumped a counter
 		if rerr := s.wexec("ROLLBACK TO g"); rerr != nil || !s.inTx() {
 			abort(errBatchAborted)
 			r.finish(err)

@@ -630,3 +630,72 @@ func TestRawListOnStoreConnections(t *testing.T) {
 	require.NoError(t, s.View(ctx, check))
 	require.NoError(t, s.Update(ctx, check))
 }
+
+// TestVersionsInGroupCommit checks the counters of the versions table
+// that the Updates of one group commit read: each sees the bumps of the
+// members committed before it in the transaction, and none of those of a
+// member that failed (its savepoint rolled back), though a member before
+// it read the counter already.
+func TestVersionsInGroupCommit(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	now := chat.NewTime(t0)
+	var v0 int64
+	require.NoError(t, s.View(ctx, func(tx chat.Tx) (err error) {
+		v0, err = tx.WebhooksVersion(ctx)
+		return err
+	}))
+	read := func(got *int64) func(chat.Tx) error {
+		return func(tx chat.Tx) (err error) {
+			*got, err = tx.WebhooksVersion(ctx)
+			return err
+		}
+	}
+	bump := func(id string, fail bool) func(chat.Tx) error {
+		return func(tx chat.Tx) error {
+			if err := tx.CreateWebhook(ctx, &chat.Webhook{WebhookID: id, URL: "https://example.com/" + id, CreatedAt: now, UpdatedAt: now}); err != nil {
+				return err
+			}
+			if v, err := tx.WebhooksVersion(ctx); err != nil || v != v0+1 {
+				return fmt.Errorf("version after the bump %d, %v; want %d", v, err, v0+1)
+			}
+			if fail {
+				return errors.New("rolled back")
+			}
+			return nil
+		}
+	}
+	var first, afterFailed, afterBump int64
+	fns := []func(chat.Tx) error{read(&first), bump("w1", true), read(&afterFailed), bump("w2", false), read(&afterBump)}
+	commits := s.Stats().Commits
+	// Queued in this order, from one goroutine, while an Update holds the
+	// writer: the writer takes them in this order into one transaction.
+	rs := make([]*request, len(fns))
+	require.NoError(t, s.Update(ctx, func(chat.Tx) error {
+		for i, fn := range fns {
+			rs[i] = &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+			s.reqs <- rs[i]
+		}
+		return nil
+	}))
+	errs := make([]error, len(fns))
+	for i, r := range rs {
+		<-r.done
+		errs[i] = r.err
+	}
+	require.Equal(t, commits+2, s.Stats().Commits, "the holder's commit, then one for the group")
+	require.NoError(t, errs[0])
+	require.EqualError(t, errs[1], "rolled back")
+	require.NoError(t, errs[2])
+	require.NoError(t, errs[3])
+	require.NoError(t, errs[4])
+	require.Equal(t, v0, first)
+	require.Equal(t, v0, afterFailed, "the failed member's bump is rolled back")
+	require.Equal(t, v0+1, afterBump)
+	require.NoError(t, s.View(ctx, func(tx chat.Tx) error {
+		v, err := tx.WebhooksVersion(ctx)
+		require.Equal(t, v0+1, v)
+		return err
+	}))
+}

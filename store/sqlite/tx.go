@@ -443,12 +443,35 @@ func limitArg(limit int) int {
 
 // bumpVersion increments a change counter in the versions table.
 func (t *tx) bumpVersion(ctx context.Context, name string) error {
+	if t.write {
+		delete(t.s.vers, name)
+	}
 	_, err := t.exec(ctx, "UPDATE versions SET value = value + 1 WHERE name = ?", name)
 	return err
 }
 
+// version reads a change counter of the versions table. A write
+// transaction reads each counter once (Store.vers): nothing but its own
+// bumpVersion changes the table while it holds the database's write lock,
+// and every Update of a group commit (the posts of a busy channel, each
+// asking for the rules' and the webhooks' counters) shares the
+// transaction.
 func (t *tx) version(ctx context.Context, name string) (int64, error) {
+	if t.write {
+		if v, ok := t.s.vers[name]; ok {
+			if _, err := t.ctx(ctx); err != nil {
+				return 0, err
+			}
+			return v, nil
+		}
+	}
 	var v int64
 	err := t.row(ctx, "SELECT value FROM versions WHERE name = ?", []any{name}, &v)
+	if err == nil && t.write {
+		if t.s.vers == nil {
+			t.s.vers = make(map[string]int64, 2)
+		}
+		t.s.vers[name] = v
+	}
 	return v, err
 }
