@@ -24,7 +24,7 @@ func (t *tx) writeChannelKeys(ctx context.Context, c *chat.Channel, replace bool
 // the meta row channelsearch.backfill (see backfill).
 func (s *Store) backfillChannelSearch(ctx context.Context) error {
 	return s.backfill(ctx, "channelsearch.backfill", func(t *tx, ctx context.Context, cur string) (string, error) {
-		chs, err := list(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id > ? ORDER BY c.channel_id LIMIT ?",
+		chs, err := list(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id > ? ORDER BY c.channel_id LIMIT "+limitParam,
 			cur, backfillBatch)
 		if err != nil {
 			return "", err

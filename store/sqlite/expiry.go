@@ -21,14 +21,14 @@ func (t *tx) LapsedMutes(ctx context.Context, now time.Time, limit int) ([]*chat
 	at := now.UnixMilli()
 	chans, err := list(t, ctx, scanChannel, `SELECT `+channelCols+` FROM channels c
 		WHERE c.mute_timeout <= ? AND c.is_closed = 0
-		ORDER BY c.mute_timeout, c.channel_id LIMIT ?`, at, limit)
+		ORDER BY c.mute_timeout, c.channel_id LIMIT `+limitParam, at, limit)
 	if err != nil {
 		return nil, nil, err
 	}
 	cus, err := list(t, ctx, scanChannelUser, `SELECT `+channelUserSelCU+` FROM channel_users cu
 		JOIN channels c ON c.channel_id = cu.channel_id
 		WHERE cu.mute_timeout <= ? AND cu.membership = 'member' AND c.is_closed = 0
-		ORDER BY cu.mute_timeout, cu.channel_id, cu.user_id LIMIT ?`, at, limit)
+		ORDER BY cu.mute_timeout, cu.channel_id, cu.user_id LIMIT `+limitParam, at, limit)
 	if err != nil {
 		return nil, nil, err
 	}

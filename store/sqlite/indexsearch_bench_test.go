@@ -19,7 +19,7 @@ import (
 //
 //	go test -bench IndexSearch -run '^$' ./store/sqlite/
 func BenchmarkIndexSearch(b *testing.B) {
-	for _, batch := range []int{500} {
+	for _, batch := range []int{100, 500} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			s := newStore(b, nil)
 			ctx := context.Background()

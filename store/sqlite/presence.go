@@ -39,7 +39,7 @@ func (t *tx) ExpiredPresenceProcesses(ctx context.Context, now time.Time, limit 
 		p.RenewedAt, p.ExpiresAt = fromMs(renewed), fromMs(expires)
 		return &p, nil
 	}, `SELECT process_id, renewed_at, expires_at FROM presence_processes WHERE expires_at <= ?
-		ORDER BY expires_at, process_id LIMIT ?`, ms(chat.NewTime(now)), limitArg(limit))
+		ORDER BY expires_at, process_id LIMIT `+limitParam, ms(chat.NewTime(now)), limitArg(limit))
 }
 
 func scanString(sc scanner) (string, error) {
@@ -120,5 +120,5 @@ func (t *tx) SetPresence(ctx context.Context, p *chat.PresenceState) error {
 func (t *tx) LapsedPresence(ctx context.Context, cutoff time.Time, limit int) ([]*chat.PresenceState, error) {
 	return list(t, ctx, scanPresence, `SELECT user_id, online, last_active_at, offline_since FROM users
 		WHERE offline_since IS NOT NULL AND offline_since <= ? AND online
-		ORDER BY offline_since, user_id LIMIT ?`, ms(chat.NewTime(cutoff)), limitArg(limit))
+		ORDER BY offline_since, user_id LIMIT `+limitParam, ms(chat.NewTime(cutoff)), limitArg(limit))
 }

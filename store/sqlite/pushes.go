@@ -200,7 +200,7 @@ func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
 		var id string
 		err := sc.Scan(&id)
 		return id, err
-	}, `SELECT message_id FROM push_batches ORDER BY created_at, message_id LIMIT ?`, limitArg(limit))
+	}, `SELECT message_id FROM push_batches ORDER BY created_at, message_id LIMIT `+limitParam, limitArg(limit))
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}

@@ -241,17 +241,18 @@ func (s *Store) indexRead(ctx context.Context, max int, read []wordsRow, words [
 }
 
 // unindexed reads the messages after the position of the index, at most
-// max of them, in rowid order.
+// max of them, in rowid order: a range of the rowid bounded by max, read
+// with keyed.
 func (t *tx) unindexed(ctx context.Context, max int) ([]wordsRow, error) {
 	done, err := t.searchIndexed(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return list(t, ctx, func(sc scanner) (wordsRow, error) {
+	return keyed(t, ctx, func(sc scanner) (wordsRow, error) {
 		var r wordsRow
 		err := sc.Scan(&r.rowid, &r.created, &r.typ, &r.data, &r.text, &r.deleted)
 		return r, err
-	}, "SELECT rowid, created_at, type, "+wordsDataCols+", is_deleted FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?", done, max)
+	}, "SELECT rowid, created_at, type, "+wordsDataCols+", is_deleted FROM messages WHERE rowid > ? ORDER BY rowid LIMIT "+limitParam, done, max)
 }
 
 // memberChannels selects the channels where the user (the argument) is a
@@ -554,7 +555,7 @@ func (t *tx) backfillStep(ctx context.Context, cur string) (string, error) {
 		var r nameRow
 		err := sc.Scan(&r.id, &r.name)
 		return r, err
-	}, "SELECT user_id, display_name FROM users WHERE user_id > ? ORDER BY user_id LIMIT ?", after, backfillBatch)
+	}, "SELECT user_id, display_name FROM users WHERE user_id > ? ORDER BY user_id LIMIT "+limitParam, after, backfillBatch)
 	if err != nil {
 		return "", err
 	}
