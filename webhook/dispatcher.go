@@ -533,9 +533,10 @@ func (d *Dispatcher) inFlight() map[string]int {
 // dispatcher: every delivery handed over finds one free at once, as when
 // each had a goroutine of its own, which grew its stack on every POST
 // (the HTTP client's calls are deep), a copy of the stack each time. The
-// senders wait for the Workers slots as those goroutines did. The webhook's slot is free once an attempt has
-// ended, before it is recorded: the delivery stays leased until then, and
-// the next POST to the webhook need not wait for the record's commit.
+// senders wait for the Workers slots as those goroutines did. The
+// webhook's slot is free once an attempt has ended, before it is
+// recorded: the delivery stays leased until then, and the next POST to
+// the webhook need not wait for the record's commit.
 // Attempts ended wait in the results channel for the finishers; when it
 // is full (records lag behind), the webhook's next attempt waits.
 func (d *Dispatcher) dispatch(it item) {
