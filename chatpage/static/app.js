@@ -125,6 +125,8 @@
     others: [], // open channels the user may join
     unread: new Map(), // channelId -> unread count
     mentions: new Map(), // channelId -> unread messages that mention the person
+    counted: new Map(), // channelId -> the highest segment the two counts above include
+    countedWhileLoading: null, // messages counted from the stream while loadChannels reads the lists
     myReads: new Map(), // channelId -> the person's own readToSegment
     users: new Map(), // userId -> user
     open: null, // the open channel's id
@@ -460,10 +462,23 @@
     if (!token) {
       return;
     }
-    const [mine, others] = await Promise.all([
-      api('POST', '/channels', { filter: 'member', options: { limit: 100 } }),
-      api('POST', '/channels', { filter: 'notMember', options: { limit: 50 } }),
-    ]);
+    // The stream may bring messages while the lists are read: those the
+    // lists' counts already include must not count twice, and those they
+    // do not include (newer than a channel's messageCount in the answer)
+    // must count on top of them.
+    const whileLoading = [];
+    store.countedWhileLoading = whileLoading;
+    let mine, others;
+    try {
+      [mine, others] = await Promise.all([
+        api('POST', '/channels', { filter: 'member', options: { limit: 100 } }),
+        api('POST', '/channels', { filter: 'notMember', options: { limit: 50 } }),
+      ]);
+    } finally {
+      if (store.countedWhileLoading === whileLoading) {
+        store.countedWhileLoading = null;
+      }
+    }
     if (session.token !== token) {
       return; // signed out meanwhile
     }
@@ -473,11 +488,20 @@
     store.unread.clear();
     store.mentions.clear();
     store.myReads.clear();
+    store.counted.clear();
+    for (const c of store.mine) {
+      store.counted.set(c.channelId, c.messageCount || 0);
+    }
     for (const cu of mine.channelUsers || []) {
       if (cu.userId === session.userId) {
         setOwnRead(cu);
       }
     }
+    for (const m of whileLoading) {
+      countUnread(m);
+    }
+    const list = $('my-channels');
+    list.dataset.loads = String(Number(list.dataset.loads || 0) + 1); // lists applied, for tests
     if (store.open && !store.mine.some((c) => c.channelId === store.open)) {
       const gone = store.open;
       closeChannel(); // left, removed, banned or closed
@@ -802,6 +826,21 @@
     Promise.all(work).catch(handleError);
   }
 
+  // countUnread counts a new message of another person in a channel that
+  // is not open, unless the counts include it already (its segment is
+  // not above the highest they include).
+  function countUnread(m) {
+    const seg = m.channelSegment || 0;
+    if (seg <= (store.counted.get(m.channelId) || 0)) {
+      return;
+    }
+    store.counted.set(m.channelId, seg);
+    store.unread.set(m.channelId, (store.unread.get(m.channelId) || 0) + 1);
+    if (mentionsMe(m)) {
+      store.mentions.set(m.channelId, (store.mentions.get(m.channelId) || 0) + 1);
+    }
+  }
+
   function onMessages(event, ms) {
     const open = [];
     for (const m of ms) {
@@ -809,10 +848,10 @@
         open.push(m);
         stopTyping(m.userId);
       } else if (event === 'message.didCreate' && m.userId !== session.userId && !m.isDeleted) {
-        store.unread.set(m.channelId, (store.unread.get(m.channelId) || 0) + 1);
-        if (mentionsMe(m)) {
-          store.mentions.set(m.channelId, (store.mentions.get(m.channelId) || 0) + 1);
+        if (store.countedWhileLoading) {
+          store.countedWhileLoading.push(m);
         }
+        countUnread(m);
       }
     }
     if (open.length > 0) {
@@ -920,6 +959,7 @@
     store.others = [];
     store.unread.clear();
     store.mentions.clear();
+    store.counted.clear();
     store.myReads.clear();
     ownReadsDue.clear();
     store.blocked = [];

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -534,4 +535,90 @@ func TestChatPageServed(t *testing.T) {
 	off := start(t, "-store", "memory", "-chat-page=false")
 	require.Equal(t, 404, get(http.DefaultClient, off.base+"/chat/").StatusCode)
 	require.Equal(t, 200, get(http.DefaultClient, off.base+"/livez").StatusCode)
+}
+
+// TestChatPageCountsWhileListing: a message that the stream brings while
+// the page reads its channel lists, whose answer was made before the
+// message, still counts once the lists are applied; one the answer
+// includes does not count twice.
+func TestChatPageCountsWhileListing(t *testing.T) {
+	chromium := findChromium(t)
+	s := start(t, "-store", "memory")
+	admin := s.token(t)
+	code, body := s.call(t, admin, "POST", "/api/v2/channel", map[string]any{"channelId": "room", "type": "standard",
+		"userIds": []string{"alice", "bob"}})
+	require.Equal(t, 200, code, "%v", body)
+	userToken := func(id string) string {
+		code, minted := s.call(t, admin, "POST", "/api/v2/users/"+id+"/token", map[string]any{"ttl": 3600})
+		require.Equal(t, 200, code, "%v", minted)
+		tok, _ := minted["token"].(string)
+		require.NotEmpty(t, tok)
+		return tok
+	}
+	aliceToken, bobToken := userToken("alice"), userToken("bob")
+	mention := func(text string) {
+		code, posted := s.call(t, aliceToken, "POST", "/api/v2/message", map[string]any{"channelId": "room", "type": "text",
+			"data": map[string]any{"text": text}})
+		require.Equal(t, 200, code, "%v", posted)
+	}
+
+	bob := newTab(t, newBrowser(t, chromium), "bob")
+	chanItem := `#my-channels li[data-channel-id="room"]`
+	badge := `document.querySelector('` + chanItem + ` .mention-count')?.textContent`
+	loads := `Number(document.getElementById('my-channels').dataset.loads || 0)`
+	bob.run(t, "sign in",
+		chromedp.Navigate(s.base+"/chat/"),
+		chromedp.WaitVisible(css(`#token-input`)),
+		chromedp.SetValue(css(`#token-input`), bobToken),
+		chromedp.Click(css(`#token-signin-form button`)),
+		present(chanItem),
+		poll(`document.getElementById('connection').dataset.state === "live"`),
+		poll(loads+` > 0`),
+	)
+	// The page's reads of its lists are answered by the server and then
+	// held in the page until released.
+	bob.run(t, "hold the lists", chromedp.Evaluate[chromedp.Void](`(function () {
+		window.holdLists = true;
+		window.listsAnswered = 0;
+		const fetchNow = window.fetch;
+		window.fetch = async function (url, init) {
+			const res = await fetchNow(url, init);
+			if (String(url).endsWith('/channels')) {
+				window.listsAnswered++;
+				while (window.holdLists) {
+					await new Promise(function (ok) { setTimeout(ok, 10); });
+				}
+			}
+			return res;
+		};
+	})()`))
+
+	// A change of the channel makes the page read its lists again; the
+	// server answers before the mention exists.
+	before := evaluate[int](t, bob, loads)
+	code, body = s.call(t, admin, "PUT", "/api/v2/channel/room", map[string]any{"displayName": "Room"})
+	require.Equal(t, 200, code, "%v", body)
+	bob.run(t, "the lists answered", poll(`window.listsAnswered === 2`))
+	mention("@bob, one")
+	bob.run(t, "the mention counted from the stream", poll(badge+` === "@1"`))
+	bob.run(t, "the lists applied",
+		chromedp.Evaluate[chromedp.Void](`window.holdLists = false`),
+		poll(loads+` > `+strconv.Itoa(before)),
+	)
+	require.Equal(t, "@1", evaluate[string](t, bob, badge), "the lists' older counts do not drop the mention")
+
+	// Now the answer is made after a mention the stream brought before
+	// it: counted once.
+	bob.run(t, "hold again", chromedp.Evaluate[chromedp.Void](`window.holdLists = true; window.listsAnswered = 0`))
+	before = evaluate[int](t, bob, loads)
+	mention("@bob, two")
+	bob.run(t, "the second mention counted from the stream", poll(badge+` === "@2"`))
+	code, body = s.call(t, admin, "PUT", "/api/v2/channel/room", map[string]any{"displayName": "Room 2"})
+	require.Equal(t, 200, code, "%v", body)
+	bob.run(t, "the lists answered again", poll(`window.listsAnswered === 2`))
+	bob.run(t, "the lists applied again",
+		chromedp.Evaluate[chromedp.Void](`window.holdLists = false`),
+		poll(loads+` > `+strconv.Itoa(before)),
+	)
+	require.Equal(t, "@2", evaluate[string](t, bob, badge), "the lists include both mentions, counted once")
 }
