@@ -231,16 +231,21 @@ func TestCommitGroupCancelled(t *testing.T) {
 		now := chat.NewTime(time.Now())
 		return ct.CreateChannel(ctx, &chat.Channel{ChannelID: id, DisplayName: id, CreatedAt: now, UpdatedAt: now})
 	}
+	// held starts an Update whose function, once started, waits for
+	// release and then writes channel id.
+	held := func(id string) (started, release chan struct{}, errc chan error) {
+		started, release, errc = make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			errc <- s.Update(bg, func(ct chat.Tx) error {
+				close(started)
+				<-release
+				return write(bg, ct, id)
+			})
+		}()
+		return started, release, errc
+	}
 	var ranA, ranC atomic.Bool
-	started, release := make(chan struct{}), make(chan struct{})
-	leader := make(chan error, 1)
-	go func() {
-		leader <- s.Update(bg, func(ct chat.Tx) error {
-			close(started)
-			<-release
-			return write(bg, ct, "L")
-		})
-	}()
+	started, release, leader := held("L")
 	<-started
 
 	// A waits in the queue and is cancelled there.
@@ -255,15 +260,7 @@ func TestCommitGroupCancelled(t *testing.T) {
 	require.Zero(t, s.waiting("k"))
 
 	// B and C are taken together; C is cancelled while B runs.
-	bStarted, bRelease := make(chan struct{}), make(chan struct{})
-	errB := make(chan error, 1)
-	go func() {
-		errB <- s.Update(bg, func(ct chat.Tx) error {
-			close(bStarted)
-			<-bRelease
-			return write(bg, ct, "B")
-		})
-	}()
+	bStarted, bRelease, errB := held("B")
 	waitQueued(t, s, "k", 1)
 	ctxC, cancelC := context.WithCancel(bg)
 	errC := make(chan error, 1)
