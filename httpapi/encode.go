@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+
+	chat "github.com/chatengine/chat"
 )
 
 // This file writes response bodies: encoding/json encodes every body into
-// a pooled buffer, which is sent with a Content-Length.
+// a pooled buffer, which is sent with a Content-Length (message lists: see
+// messagejson.go).
 
 // bufPool holds response buffers. Buffers that grew beyond maxPooledBuf
 // are left to the garbage collector.
@@ -30,7 +33,25 @@ const internalErrorBody = `{"status":"error","code":500000,"message":"internal e
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
+	send(w, status, buf, json.NewEncoder(buf).Encode(v))
+}
+
+// writeMessageList writes l as writeJSON would, with each message's
+// encoding from messageCache where it has it (messagejson.go).
+func writeMessageList(w http.ResponseWriter, l *chat.MessageList) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	err := appendMessageList(buf, l)
+	if err == nil {
+		buf.WriteByte('\n')
+	}
+	send(w, http.StatusOK, buf, err)
+}
+
+// send writes the response body buf (the internal error body instead when
+// err is set) with its status and returns buf to the pool.
+func send(w http.ResponseWriter, status int, buf *bytes.Buffer, err error) {
+	if err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
 		buf.WriteString(internalErrorBody)

@@ -671,13 +671,11 @@ func (h *handler) reply(w http.ResponseWriter, v any, err error) error {
 	return nil
 }
 
-// writeResult writes a Service result as a 200 response: message lists in
-// their wire shape (messagejson.go), everything else normalized.
+// writeResult writes a Service result as a 200 response: message lists as
+// messagejson.go writes them, everything else normalized.
 func writeResult(w http.ResponseWriter, v any) {
 	if l, ok := v.(*chat.MessageList); ok {
-		s := messageListPool.Get().(*messageListShape)
-		writeJSON(w, http.StatusOK, s.shape(l))
-		s.release()
+		writeMessageList(w, l)
 		return
 	}
 	normalize(v)

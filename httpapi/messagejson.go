@@ -1,32 +1,26 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
+	"strconv"
 	"sync"
 
 	chat "github.com/chatengine/chat"
 )
 
 // The answers that carry messages (*chat.MessageList: queries, searches,
-// creates, edits) are the largest and most frequent ones. encoding/json
-// encodes a chat.Message through reflection, calls chat.Time's MarshalJSON
-// for every timestamp and re-scans each result, and sorts the keys of
-// every data map; those three were most of the time spent on a page of 50
-// messages (BenchmarkEncodeMessagePage). messageListJSON is the same JSON
-// in a cheaper shape for encoding/json: the timestamps formatted once into
-// one string, and text data ({"text": "..."}, the common case) as a struct.
-// The bytes are those of encoding/json on the *chat.MessageList itself
+// creates, edits) are the largest and most frequent ones, and the same
+// messages go out again and again: every member who opens a channel reads
+// its newest page. Each message is encoded by encoding/json on its own, in
+// a cheaper shape than chat.Message (messageJSON: the timestamps as
+// strings, text data as a struct), and the encoding of a plain message is
+// kept (encodedMessages) and written again as long as the message is the
+// same. The list around the messages is the list's JSON: `{"messages":[`,
+// the messages separated by commas, `],"users":` with the users as
+// encoding/json writes them, then the paging when there is one. The bytes
+// are those of encoding/json on the *chat.MessageList itself
 // (TestMessageListJSON compares them).
-
-// messageListJSON is the wire shape of a *chat.MessageList whose
-// messages' data have the type D: textData when every message of the list
-// has text data (the common page: encoding/json then encodes the data as
-// a struct field, without an interface value to look into per message),
-// any otherwise.
-type messageListJSON[D any] struct {
-	Messages []messageJSON[D] `json:"messages"`
-	Users    []chat.User      `json:"users"`
-	Paging   *chat.Paging     `json:"paging,omitempty"`
-}
 
 // messageJSON is the wire shape of a chat.Message, field for field.
 type messageJSON[D any] struct {
@@ -34,7 +28,7 @@ type messageJSON[D any] struct {
 	ChannelID      string           `json:"channelId"`
 	UserID         string           `json:"userId"`
 	Type           chat.MessageType `json:"type"`
-	Data           D                `json:"data"` // textData, or *textData or the message's map
+	Data           D                `json:"data"` // textData, or the message's map
 	Tags           []string         `json:"tags"`
 	ParentID       string           `json:"parentId,omitempty"`
 	IsDeleted      bool             `json:"isDeleted"`
@@ -64,161 +58,288 @@ func dataText(data map[string]any) (string, bool) {
 	return t, ok && len(data) == 1
 }
 
-// messageListPool holds the shapes of earlier answers, to reuse their
-// slices.
-var messageListPool = sync.Pool{New: func() any { return new(messageListShape) }}
-
-// messageListShape is a messageListJSON with the space it is built in.
-type messageListShape struct {
-	text   messageListJSON[textData] // every message with text data
-	mixed  messageListJSON[any]
-	tmsgs  []messageJSON[textData]
-	msgs   []messageJSON[any]
-	texts  []textData
-	strs   []string // the text of each message with text data
-	isText []bool
-	edits  []string
-	times  []byte
-	ends   []int
-	sec    secText
+// messageKey is everything the encoding of a plain message depends on: a
+// message with text data, tags and mentions (possibly empty, not nil),
+// and no reactions or hashflag hashes (most messages). Two plain messages
+// with equal keys encode to the same bytes; the timestamps count to the
+// millisecond, as they are written. TestMessageKeyFields keeps it in step
+// with messageJSON.
+type messageKey struct {
+	id, channel, user, parent, text string
+	typ                             chat.MessageType
+	tags, mentions                  string // see listKey
+	deleted                         bool
+	created, updated                int64 // Unix milliseconds
+	edited                          int64 // Unix milliseconds; noEdit when not edited
+	segment                         int64
+	children, flags, reactions      int
+	bits, hashes                    int
 }
 
-// secText remembers the text of the last whole second formatted: the
-// timestamps of a page are in order and often share their second (a burst
-// of messages), and the time package's formatting of the date and clock is
-// most of a timestamp's cost.
-type secText struct {
-	unix int64
-	ok   bool
-	text [len(`"2006-01-02T15:04:05`)]byte
+// noEdit is messageKey.edited of a message never edited.
+const noEdit = -1 << 63
+
+// plainKey returns the key of m, or false when m is not plain.
+func plainKey(m *chat.Message) (messageKey, bool) {
+	text, ok := dataText(m.Data)
+	if !ok || m.Tags == nil || m.MentionedUserIDs == nil || m.Reactions == nil || len(m.Reactions) > 0 ||
+		m.Hashflag.Hash == nil || len(m.Hashflag.Hash) > 0 {
+		return messageKey{}, false
+	}
+	k := messageKey{id: m.MessageID, channel: m.ChannelID, user: m.UserID, parent: m.ParentID, text: text,
+		typ: m.Type, tags: listKey(m.Tags), mentions: listKey(m.MentionedUserIDs),
+		deleted: m.IsDeleted, created: m.CreatedAt.UnixMilli(), updated: m.UpdatedAt.UnixMilli(),
+		edited: noEdit, segment: m.ChannelSegment, children: m.ChildrenNumber, flags: m.FlagCount,
+		reactions: m.ReactionsCount, bits: m.Hashflag.Bits, hashes: m.Hashflag.Hashes}
+	if m.EditedAt != nil {
+		k.edited = m.EditedAt.UnixMilli()
+	}
+	return k, true
 }
 
-// appendTime appends t as chat.Time.AppendJSON does.
-func (c *secText) appendTime(b []byte, t chat.Time) []byte {
-	sec, ms := t.Unix(), t.Nanosecond()/1e6
-	if !c.ok || sec != c.unix {
-		start := len(b)
-		b = t.AppendJSON(b)
-		// "2006-01-02T15:04:05.000Z": a year beyond 0-9999 is longer.
-		if len(b)-start == len(c.text)+6 {
-			c.ok, c.unix = true, sec
-			copy(c.text[:], b[start:])
-		} else {
-			c.ok = false
-		}
-		return b
+// listKey is a string that differs for every list of strings: each
+// element's length in decimal, a colon, then the element ("" for none).
+func listKey(l []string) string {
+	if len(l) == 0 {
+		return ""
 	}
-	b = append(b, c.text[:]...)
-	return append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
+	var b []byte
+	for _, s := range l {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	return string(b)
 }
 
-// shape fills s with l's wire shape (a *messageListJSON). The result
-// refers to l's maps and slices and holds no copy of their contents.
-func (s *messageListShape) shape(l *chat.MessageList) any {
-	n := len(l.Messages)
-	// Every timestamp of the page goes into one buffer, made into one
-	// string, which each field then slices. An updatedAt equal to its
-	// createdAt (a message never changed) is not formatted again: its end
-	// is recorded twice, and next gives it the createdAt's text.
-	s.times, s.ends = s.times[:0], s.ends[:0]
-	s.sec = secText{}
-	// The text of each message with text data ("" for others): the data
-	// are looked into once.
-	s.strs, s.isText = slices0(s.strs, n), slices0(s.isText, n)
-	allText := true
-	for i := range l.Messages {
-		m := &l.Messages[i]
-		s.times = s.sec.appendTime(s.times, m.CreatedAt)
-		s.ends = append(s.ends, len(s.times))
-		if !m.UpdatedAt.Equal(m.CreatedAt.Time) {
-			s.times = s.sec.appendTime(s.times, m.UpdatedAt)
-		}
-		s.ends = append(s.ends, len(s.times))
-		if m.EditedAt != nil {
-			s.times = s.sec.appendTime(s.times, *m.EditedAt)
-			s.ends = append(s.ends, len(s.times))
-		}
-		t, ok := dataText(m.Data)
-		s.strs, s.isText = append(s.strs, t), append(s.isText, ok)
-		allText = allText && ok
-	}
-	s.edits = slices0(s.edits, n)
-	if allText {
-		s.tmsgs = fillMessages(s, l, slices0(s.tmsgs, n), func(i int) textData {
-			return textData{Text: s.strs[i]}
-		})
-		s.text = messageListJSON[textData]{Messages: s.tmsgs, Users: l.Users, Paging: l.Paging}
-		if l.Messages == nil {
-			s.text.Messages = nil // null, as encoding/json writes a nil slice
-		}
-		return &s.text
-	}
-	s.texts = slices0(s.texts, n)
-	s.msgs = fillMessages(s, l, slices0(s.msgs, n), func(i int) any {
-		if s.isText[i] {
-			s.texts = append(s.texts, textData{Text: s.strs[i]})
-			return &s.texts[len(s.texts)-1]
-		}
-		return l.Messages[i].Data
-	})
-	s.mixed = messageListJSON[any]{Messages: s.msgs, Users: l.Users, Paging: l.Paging}
-	return &s.mixed
+// cachedMessage is an entry of encodedMessages.
+type cachedMessage struct {
+	key messageKey
+	enc []byte
 }
 
-// fillMessages appends the wire shape of l's messages to out, with the
-// timestamps s.times holds (see shape) and the data of message i from
-// data(i).
-func fillMessages[D any](s *messageListShape, l *chat.MessageList, out []messageJSON[D], data func(i int) D) []messageJSON[D] {
-	all := string(s.times)
-	start, k := 0, 0
-	var last string
-	next := func() string {
-		// AppendJSON wrote "...": the field takes what is inside the quotes.
-		// An end equal to the previous one repeats the previous text.
-		if end := s.ends[k]; end != start {
-			last = all[start+1 : end-1]
-			start = end
+// size is about the memory e holds.
+func (e *cachedMessage) size() int {
+	k := &e.key
+	return len(e.enc) + len(k.id) + len(k.channel) + len(k.user) + len(k.parent) + len(k.text) + len(k.typ) +
+		len(k.tags) + len(k.mentions) + 256
+}
+
+// encodedMessages keeps the encoding of the plain messages answered
+// lately, one entry per message id, in two generations of at most limit
+// bytes each: when the current one is full it becomes the old one and the
+// oldest is dropped; a message found in the old generation moves to the
+// current one. An entry serves a message only when its key is the
+// message's key, so it is never stale: a changed message has another key,
+// and its new encoding replaces the entry.
+type encodedMessages struct {
+	mu       sync.Mutex
+	cur, old map[string]*cachedMessage
+	used     int // bytes held by cur
+	limit    int
+}
+
+// messageCache is shared by every handler of the process; its entries
+// depend on nothing but the messages.
+var messageCache = &encodedMessages{limit: 4 << 20}
+
+// get sets found[i] to the encoding of keys[i] where plain[i] is true and
+// the cache has it.
+func (c *encodedMessages) get(keys []messageKey, plain []bool, found [][]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range keys {
+		if !plain[i] {
+			continue
 		}
-		k++
-		return last
+		k := &keys[i]
+		if e := c.cur[k.id]; e != nil {
+			if e.key == *k {
+				found[i] = e.enc
+			}
+		} else if e := c.old[k.id]; e != nil && e.key == *k {
+			found[i] = e.enc
+			c.putLocked(e)
+		}
 	}
-	for i := range l.Messages {
-		m := &l.Messages[i]
-		out = append(out, messageJSON[D]{
+}
+
+// put keeps enc[i] as the encoding of keys[i] for every i in add.
+func (c *encodedMessages) put(keys []messageKey, add []int, enc [][]byte) {
+	if len(add) == 0 {
+		return
+	}
+	entries := make([]cachedMessage, len(add))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for j, i := range add {
+		entries[j] = cachedMessage{key: keys[i], enc: enc[i]}
+		c.putLocked(&entries[j])
+	}
+}
+
+func (c *encodedMessages) putLocked(e *cachedMessage) {
+	n := e.size()
+	if n > c.limit/8 {
+		return // an unusually large message: encoded each time
+	}
+	if c.cur == nil || c.used+n > c.limit {
+		c.old, c.cur, c.used = c.cur, make(map[string]*cachedMessage), 0
+	}
+	if prev := c.cur[e.key.id]; prev != nil {
+		c.used -= prev.size()
+	}
+	c.cur[e.key.id] = e
+	c.used += n
+}
+
+// empty drops every entry.
+func (c *encodedMessages) empty() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur, c.old, c.used = nil, nil, 0
+}
+
+// pageState is the space one message list is written with.
+type pageState struct {
+	keys  []messageKey
+	plain []bool
+	enc   [][]byte // the encoding of each message
+	add   []int    // the messages to keep in messageCache
+	spans [][2]int // where in the answer each of add is
+	times []byte
+	text  messageJSON[textData]
+	other messageJSON[any]
+}
+
+var pagePool = sync.Pool{New: func() any { return new(pageState) }}
+
+// appendMessageList writes l as encoding/json writes the *chat.MessageList
+// (without the newline Encode adds).
+func appendMessageList(buf *bytes.Buffer, l *chat.MessageList) error {
+	buf.WriteString(`{"messages":`)
+	if l.Messages == nil {
+		buf.WriteString("null")
+	} else if err := appendMessages(buf, l.Messages); err != nil {
+		return err
+	}
+	buf.WriteString(`,"users":`)
+	if err := appendJSON(buf, l.Users); err != nil {
+		return err
+	}
+	if l.Paging != nil {
+		buf.WriteString(`,"paging":`)
+		if err := appendJSON(buf, l.Paging); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+// appendJSON appends v as encoding/json encodes it.
+func appendJSON(buf *bytes.Buffer, v any) error {
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	return nil
+}
+
+// appendMessages writes ms as a JSON array, each message from
+// messageCache or encoded now; the plain messages encoded now are copied
+// into one new array, which their cache entries share.
+func appendMessages(buf *bytes.Buffer, ms []chat.Message) error {
+	p := pagePool.Get().(*pageState)
+	defer p.release()
+	p.keys, p.plain, p.enc, p.add, p.spans = p.keys[:0], p.plain[:0], p.enc[:0], p.add[:0], p.spans[:0]
+	for i := range ms {
+		k, ok := plainKey(&ms[i])
+		p.keys, p.plain, p.enc = append(p.keys, k), append(p.plain, ok), append(p.enc, nil)
+	}
+	messageCache.get(p.keys, p.plain, p.enc)
+	var enc *json.Encoder
+	size := 0 // of the encodings to keep
+	buf.WriteByte('[')
+	for i := range ms {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if p.enc[i] != nil {
+			buf.Write(p.enc[i])
+			continue
+		}
+		if enc == nil {
+			enc = json.NewEncoder(buf)
+		}
+		start := buf.Len()
+		if err := p.encode(enc, &ms[i]); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		if p.plain[i] {
+			p.add, p.spans = append(p.add, i), append(p.spans, [2]int{start, buf.Len()})
+			size += buf.Len() - start
+		}
+	}
+	buf.WriteByte(']')
+	if len(p.add) > 0 {
+		// The encodings to keep, copied into one new array.
+		kept := make([]byte, 0, size)
+		for j, i := range p.add {
+			at := len(kept)
+			kept = append(kept, buf.Bytes()[p.spans[j][0]:p.spans[j][1]]...)
+			p.enc[i] = kept[at:len(kept):len(kept)]
+		}
+		messageCache.put(p.keys, p.add, p.enc)
+	}
+	return nil
+}
+
+// encode writes m in its wire shape with enc.
+func (p *pageState) encode(enc *json.Encoder, m *chat.Message) error {
+	p.times = m.CreatedAt.AppendJSON(p.times[:0])
+	created := string(p.times[1 : len(p.times)-1])
+	updated := created
+	if !m.UpdatedAt.Equal(m.CreatedAt.Time) {
+		p.times = m.UpdatedAt.AppendJSON(p.times[:0])
+		updated = string(p.times[1 : len(p.times)-1])
+	}
+	var edited *string
+	if m.EditedAt != nil {
+		p.times = m.EditedAt.AppendJSON(p.times[:0])
+		e := string(p.times[1 : len(p.times)-1])
+		edited = &e
+	}
+	if t, ok := dataText(m.Data); ok {
+		p.text = messageJSON[textData]{
 			MessageID: m.MessageID, ChannelID: m.ChannelID, UserID: m.UserID, Type: m.Type,
-			Data: data(i), Tags: m.Tags, ParentID: m.ParentID, IsDeleted: m.IsDeleted,
-			CreatedAt: next(), UpdatedAt: next(),
+			Data: textData{Text: t}, Tags: m.Tags, ParentID: m.ParentID, IsDeleted: m.IsDeleted,
+			CreatedAt: created, EditedAt: edited, UpdatedAt: updated,
 			ChannelSegment: m.ChannelSegment, ChildrenNumber: m.ChildrenNumber, FlagCount: m.FlagCount,
 			Hashflag: m.Hashflag, Reactions: m.Reactions, ReactionsCount: m.ReactionsCount,
 			MentionedUserIDs: m.MentionedUserIDs,
-		})
-		if m.EditedAt != nil {
-			s.edits = append(s.edits, next())
-			out[len(out)-1].EditedAt = &s.edits[len(s.edits)-1]
 		}
+		return enc.Encode(&p.text)
 	}
-	return out
+	p.other = messageJSON[any]{
+		MessageID: m.MessageID, ChannelID: m.ChannelID, UserID: m.UserID, Type: m.Type,
+		Data: m.Data, Tags: m.Tags, ParentID: m.ParentID, IsDeleted: m.IsDeleted,
+		CreatedAt: created, EditedAt: edited, UpdatedAt: updated,
+		ChannelSegment: m.ChannelSegment, ChildrenNumber: m.ChildrenNumber, FlagCount: m.FlagCount,
+		Hashflag: m.Hashflag, Reactions: m.Reactions, ReactionsCount: m.ReactionsCount,
+		MentionedUserIDs: m.MentionedUserIDs,
+	}
+	return enc.Encode(&p.other)
 }
 
-// slices0 returns s emptied with room for n elements, so that pointers to
-// its elements stay valid while n are appended.
-func slices0[T any](s []T, n int) []T {
-	if s == nil || cap(s) < n {
-		return make([]T, 0, n)
-	}
-	return s[:0]
-}
-
-// release clears the references s holds and returns it to the pool.
-func (s *messageListShape) release() {
-	if cap(s.msgs) > 1000 || cap(s.tmsgs) > 1000 {
+// release clears the references p holds and returns it to the pool.
+func (p *pageState) release() {
+	if cap(p.keys) > 1000 {
 		return // an unusually large answer: not kept
 	}
-	clear(s.tmsgs[:cap(s.tmsgs)])
-	clear(s.msgs[:cap(s.msgs)])
-	clear(s.texts[:cap(s.texts)])
-	clear(s.strs[:cap(s.strs)])
-	clear(s.edits[:cap(s.edits)])
-	s.text, s.mixed = messageListJSON[textData]{}, messageListJSON[any]{}
-	messageListPool.Put(s)
+	clear(p.keys[:cap(p.keys)])
+	clear(p.enc[:cap(p.enc)])
+	p.text, p.other = messageJSON[textData]{}, messageJSON[any]{}
+	pagePool.Put(p)
 }

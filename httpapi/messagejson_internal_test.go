@@ -3,7 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,10 +17,11 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-// TestMessageListJSON checks that message lists written in their wire
-// shape are byte for byte what encoding/json makes of the
-// *chat.MessageList: every field of chat.Message, data of every kind, edits,
-// odd timestamps and characters that encoding/json escapes. A field added
+// TestMessageListJSON checks that message lists written by writeResult
+// are byte for byte what encoding/json makes of the *chat.MessageList:
+// every field of chat.Message, data of every kind, edits, odd timestamps
+// and characters that encoding/json escapes, encoded anew and from
+// messageCache, and each field of a cached message changed. A field added
 // to chat.Message and not to messageJSON fails it.
 func TestMessageListJSON(t *testing.T) {
 	at := func(y int, ms int) chat.Time {
@@ -73,14 +79,217 @@ func TestMessageListJSON(t *testing.T) {
 			msg(map[string]any{"urls": map[string]any{"small": "/api/v2/messages/m/images?size=small&exp=1&sig=x"}, "text": "caption"}),
 		}, Users: []chat.User{}},
 	}
-	lists = append(lists, benchMessagePage(t, 50), lists[1]) // a big answer, then a small one from the same pooled shape
-	for i, l := range lists {
-		want, err := json.Marshal(l)
-		require.NoError(t, err)
-		w := &bodyWriter{h: http.Header{}}
-		writeResult(w, l)
-		require.Equal(t, string(want)+"\n", w.b.String(), "list %d", i)
+	lists = append(lists, benchMessagePage(t, 50), lists[1]) // a big answer, then a small one from the same pooled state
+	messageCache.empty()
+	// Each list twice: the second time the plain messages come from
+	// messageCache.
+	for round := 0; round < 2; round++ {
+		for i, l := range lists {
+			requireEncoding(t, l, "round %d, list %d", round, i)
+		}
 	}
+	// Every field of a plain message changed, one at a time, after the
+	// message was cached: the answer is the changed message's.
+	base := benchMessagePage(t, 4)
+	base.Messages = base.Messages[1:2]
+	requireEncoding(t, base, "plain message")
+	_, ok := plainKey(&base.Messages[0])
+	require.True(t, ok)
+	for _, v := range messageVariants(t, base.Messages[0]) {
+		l := &chat.MessageList{Messages: []chat.Message{v.m}, Users: base.Users}
+		requireEncoding(t, l, "%s changed", v.field)
+		requireEncoding(t, base, "%s changed back", v.field)
+	}
+}
+
+// requireEncoding checks that writeResult writes l as encoding/json does.
+func requireEncoding(t *testing.T, l *chat.MessageList, msg string, args ...any) {
+	t.Helper()
+	want, err := json.Marshal(l)
+	require.NoError(t, err)
+	w := &bodyWriter{h: http.Header{}}
+	writeResult(w, l)
+	require.Equal(t, string(want)+"\n", w.b.String(), append([]any{msg}, args...)...)
+}
+
+// messageVariant is a message with one field changed.
+type messageVariant struct {
+	field string
+	m     chat.Message
+}
+
+// messageVariants returns, for every field of chat.Message, m with that
+// field changed (found by reflection, so a field added to chat.Message
+// is changed too, or fails here when its type is new).
+func messageVariants(t *testing.T, m chat.Message) []messageVariant {
+	t.Helper()
+	var out []messageVariant
+	typ := reflect.TypeOf(m)
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		v := m
+		// Fresh copies of the reference fields, so that no variant
+		// changes m.
+		v.Data = maps.Clone(m.Data)
+		v.Tags, v.MentionedUserIDs = slices.Clone(m.Tags), slices.Clone(m.MentionedUserIDs)
+		v.Reactions, v.Hashflag.Hash = maps.Clone(m.Reactions), slices.Clone(m.Hashflag.Hash)
+		fv := reflect.ValueOf(&v).Elem().Field(i)
+		switch x := fv.Addr().Interface().(type) {
+		case *string:
+			*x += "<x>"
+		case *chat.MessageType:
+			*x = chat.MessageTypeFile
+		case *map[string]any:
+			(*x)["text"] = "other & text"
+		case *[]string:
+			*x = append(*x, "x")
+		case *bool:
+			*x = !*x
+		case *chat.Time:
+			*x = chat.NewTime(x.Add(time.Millisecond))
+		case **chat.Time:
+			e := chat.NewTime(m.CreatedAt.Add(time.Second))
+			*x = &e
+		case *int64:
+			*x++
+		case *int:
+			*x++
+		case *chat.Hashflag:
+			for _, h := range []chat.Hashflag{{Bits: x.Bits + 1, Hashes: x.Hashes, Hash: x.Hash}, {Bits: x.Bits, Hashes: x.Hashes + 1, Hash: x.Hash}, {Bits: 8, Hashes: 1, Hash: []uint32{3}}} {
+				w := v
+				w.Hashflag = h
+				out = append(out, messageVariant{f.Name, w})
+			}
+			continue
+		case *map[string]int:
+			*x = map[string]int{"like": 1}
+		default:
+			t.Fatalf("chat.Message.%s: no variant for the type %s", f.Name, f.Type)
+		}
+		out = append(out, messageVariant{f.Name, v})
+	}
+	// The same millisecond encodes the same; a tag list that joins to the
+	// same text does not.
+	v := m
+	v.CreatedAt = chat.NewTime(m.CreatedAt.Truncate(time.Millisecond).Add(999 * time.Microsecond))
+	out = append(out, messageVariant{"CreatedAt (same millisecond)", v})
+	v = m
+	v.Tags = []string{"a,b"}
+	out = append(out, messageVariant{"Tags (one with a comma)", v})
+	v.Tags = []string{"a", "b"}
+	out = append(out, messageVariant{"Tags (two)", v})
+	return out
+}
+
+// TestMessageKeyFields checks that every field of chat.Message changes a
+// plain message's key or makes it not plain, and that messageJSON has a
+// field for each (the cache would otherwise serve a message by the
+// encoding of another).
+func TestMessageKeyFields(t *testing.T) {
+	require.Equal(t, reflect.TypeOf(chat.Message{}).NumField(), reflect.TypeOf(messageJSON[any]{}).NumField())
+	m := benchMessagePage(t, 4).Messages[1]
+	k, ok := plainKey(&m)
+	require.True(t, ok)
+	for _, v := range messageVariants(t, m) {
+		vk, ok := plainKey(&v.m)
+		if v.field == "CreatedAt (same millisecond)" {
+			require.True(t, ok)
+			require.Equal(t, k, vk)
+			continue
+		}
+		require.False(t, ok && vk == k, "%s changed: same key", v.field)
+	}
+}
+
+// TestMessageCacheGenerations checks the cache's bound: entries beyond the
+// limit push the older ones out, a message found in the old generation
+// moves to the current one, a changed message replaces its entry.
+func TestMessageCacheGenerations(t *testing.T) {
+	c := &encodedMessages{limit: 6 << 10}
+	msgs := benchMessagePage(t, 40).Messages
+	keys := make([]messageKey, len(msgs))
+	enc := make([][]byte, len(msgs))
+	for i := range msgs {
+		k, ok := plainKey(&msgs[i])
+		if !ok {
+			msgs[i].Tags = []string{}
+			k, ok = plainKey(&msgs[i])
+		}
+		require.True(t, ok)
+		keys[i], enc[i] = k, []byte(fmt.Sprintf(`{"n":%d}`, i))
+	}
+	one := (&cachedMessage{key: keys[0], enc: enc[0]}).size()
+	perGen := c.limit / one
+	require.Less(t, perGen, len(msgs)/2, "the page must fill two generations")
+	found := func(i int) []byte {
+		f := make([][]byte, 1)
+		c.get(keys[i:i+1], []bool{true}, f)
+		return f[0]
+	}
+	c.put(keys, []int{0}, enc)
+	require.Equal(t, enc[0], found(0))
+	for i := 1; i < len(msgs); i++ {
+		c.put(keys, []int{i}, enc)
+		require.LessOrEqual(t, c.used, c.limit)
+	}
+	require.Nil(t, found(0), "pushed out by two generations")
+	last := len(msgs) - 1
+	require.Equal(t, enc[last], found(last))
+	// The oldest entry of the old generation moves to the current one.
+	var old int
+	for i := range msgs {
+		if c.old[keys[i].id] != nil && c.cur[keys[i].id] == nil {
+			old = i
+			break
+		}
+	}
+	require.NotZero(t, old)
+	require.Equal(t, enc[old], found(old))
+	require.NotNil(t, c.cur[keys[old].id])
+	// A changed message: its old encoding is not served, the new one
+	// replaces it.
+	changed := keys[last]
+	changed.children++
+	f := make([][]byte, 1)
+	c.get([]messageKey{changed}, []bool{true}, f)
+	require.Nil(t, f[0])
+	used := c.used
+	c.put([]messageKey{changed}, []int{0}, [][]byte{[]byte(`{"changed":1}`)})
+	require.Equal(t, used-len(enc[last])+len(`{"changed":1}`), c.used)
+	require.Nil(t, found(last))
+}
+
+// TestMessageCacheConcurrent writes pages that share messages from many
+// goroutines while some of the messages change (run with -race): every
+// answer is encoding/json's.
+func TestMessageCacheConcurrent(t *testing.T) {
+	messageCache.empty()
+	page := benchMessagePage(t, 30)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < 40; r++ {
+				l := &chat.MessageList{Messages: slices.Clone(page.Messages[g : g+20]), Users: page.Users}
+				if r%3 == 0 {
+					l.Messages[r%20].ChildrenNumber = r // changed in this answer only
+				}
+				want, err := json.Marshal(l)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				w := &bodyWriter{h: http.Header{}}
+				writeResult(w, l)
+				if w.b.String() != string(want)+"\n" {
+					t.Errorf("goroutine %d, round %d: not encoding/json's bytes", g, r)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // bodyWriter is a ResponseWriter that keeps the body.
