@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -52,6 +53,14 @@ func presentMessage(m *Message) {
 var emptyStrings = []string{}
 
 func (s *Service) messageList(ctx context.Context, tx Tx, ms []*Message) (*MessageList, error) {
+	return s.messageListWith(ctx, tx, ms, nil)
+}
+
+// messageListWith is messageList for a caller whose user record the
+// transaction has read already (known; nil when none): when the caller is
+// among the authors (the common case: one reads the channels one writes
+// in), that record is used instead of reading it again.
+func (s *Service) messageListWith(ctx context.Context, tx Tx, ms []*Message, known *User) (*MessageList, error) {
 	out := &MessageList{Messages: make([]Message, 0, len(ms))}
 	ids := make([]string, 0, len(ms))
 	s.present(ms...)
@@ -59,9 +68,36 @@ func (s *Service) messageList(ctx context.Context, tx Tx, ms []*Message) (*Messa
 		out.Messages = append(out.Messages, *m)
 		ids = append(ids, m.UserID)
 	}
-	us, err := tx.GetUsers(ctx, dedupe(ids))
+	ids = dedupe(ids)
+	k := -1
+	if known != nil {
+		k = slices.Index(ids, known.UserID)
+	}
+	if k < 0 {
+		us, err := tx.GetUsers(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		out.Users = userValues(us)
+		return out, nil
+	}
+	others := slices.Delete(slices.Clone(ids), k, k+1)
+	got, err := tx.GetUsers(ctx, others)
 	if err != nil {
 		return nil, err
+	}
+	// The users in the order of ids, as GetUsers gives them (it leaves
+	// out the ids of users that do not exist).
+	us := make([]*User, 0, len(got)+1)
+	j := 0
+	for _, id := range ids {
+		switch {
+		case id == known.UserID:
+			us = append(us, known)
+		case j < len(got) && got[j].UserID == id:
+			us = append(us, got[j])
+			j++
+		}
 	}
 	out.Users = userValues(us)
 	return out, nil
@@ -805,7 +841,7 @@ func (s *Service) QueryMessages(ctx context.Context, actorID string, q MessageQu
 		if err != nil {
 			return err
 		}
-		if out, err = s.messageList(ctx, tx, withoutAuthors(ms, blocked)); err != nil {
+		if out, err = s.messageListWith(ctx, tx, withoutAuthors(ms, blocked), cl.user); err != nil {
 			return err
 		}
 		out.Paging = &Paging{}

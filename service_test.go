@@ -1311,3 +1311,55 @@ func TestBanPurgesFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "b", string(b.Data))
 }
+
+// TestQueryMessagesUsers checks the users side-loaded with a page: each
+// author once, in the order of their first message, whoever asks (the
+// caller's own record, read to authorize, is not read again when the
+// caller is among the authors) and whether the caller is an author, the
+// only author or none.
+func TestQueryMessagesUsers(t *testing.T) {
+	e := newEnv(t)
+	e.channel("c", "alice", "bob", "carol", "dave")
+	e.channel("solo", "alice", "bob")
+	for _, a := range []string{"bob", "alice", "carol", "bob", "alice"} {
+		e.mustPost(a, "c", "hi from "+a)
+	}
+	e.mustPost("alice", "solo", "alone")
+	names := func(l *chat.MessageList) []string {
+		var out []string
+		for _, u := range l.Users {
+			out = append(out, u.UserID+":"+u.DisplayName)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		actor, channel string
+		want           []string
+	}{
+		{"alice", "c", []string{"bob:bob", "alice:alice", "carol:carol"}},
+		{"bob", "c", []string{"bob:bob", "alice:alice", "carol:carol"}},
+		{"carol", "c", []string{"bob:bob", "alice:alice", "carol:carol"}},
+		{"dave", "c", []string{"bob:bob", "alice:alice", "carol:carol"}},
+		{e.admin, "c", []string{"bob:bob", "alice:alice", "carol:carol"}},
+		{"alice", "solo", []string{"alice:alice"}},
+		{"bob", "solo", []string{"alice:alice"}},
+	} {
+		l, err := e.svc.QueryMessages(e.ctx, tc.actor, chat.MessageQuery{ChannelID: tc.channel, First: 10})
+		require.NoError(t, err)
+		require.Equal(t, tc.want, names(l), "%s in %s", tc.actor, tc.channel)
+		for _, u := range l.Users {
+			require.NotNil(t, u.Roles, "%s in %s: user %s presented", tc.actor, tc.channel, u.UserID)
+			require.NotNil(t, u.Metadata)
+		}
+	}
+	// A renamed author: the page shows the new name, read in the page's
+	// transaction, also to that author.
+	name := "Alice A."
+	_, err := e.svc.UpdateUser(e.ctx, e.admin, chat.UpdateUserInput{UserID: "alice", DisplayName: &name})
+	require.NoError(t, err)
+	for _, actor := range []string{"alice", "bob"} {
+		l, err := e.svc.QueryMessages(e.ctx, actor, chat.MessageQuery{ChannelID: "c", First: 10})
+		require.NoError(t, err)
+		require.Equal(t, []string{"bob:bob", "alice:Alice A.", "carol:carol"}, names(l), actor)
+	}
+}
