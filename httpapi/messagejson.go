@@ -247,8 +247,7 @@ func appendJSON(buf *bytes.Buffer, v any) error {
 }
 
 // appendMessages writes ms as a JSON array, each message from
-// messageCache or encoded now; the plain messages encoded now are copied
-// into one new array, which their cache entries share.
+// messageCache or encoded now (and then kept there when it is plain).
 func appendMessages(buf *bytes.Buffer, ms []chat.Message) error {
 	p := pagePool.Get().(*pageState)
 	defer p.release()
@@ -259,7 +258,6 @@ func appendMessages(buf *bytes.Buffer, ms []chat.Message) error {
 	}
 	messageCache.get(p.keys, p.plain, p.enc)
 	var enc *json.Encoder
-	size := 0 // of the encodings to keep
 	buf.WriteByte('[')
 	for i := range ms {
 		if i > 0 {
@@ -279,17 +277,14 @@ func appendMessages(buf *bytes.Buffer, ms []chat.Message) error {
 		buf.Truncate(buf.Len() - 1) // Encode's newline
 		if p.plain[i] {
 			p.add, p.spans = append(p.add, i), append(p.spans, [2]int{start, buf.Len()})
-			size += buf.Len() - start
 		}
 	}
 	buf.WriteByte(']')
 	if len(p.add) > 0 {
-		// The encodings to keep, copied into one new array.
-		kept := make([]byte, 0, size)
+		// The encodings to keep, each copied into an array of its own (an
+		// entry holds no more memory than it is counted for).
 		for j, i := range p.add {
-			at := len(kept)
-			kept = append(kept, buf.Bytes()[p.spans[j][0]:p.spans[j][1]]...)
-			p.enc[i] = kept[at:len(kept):len(kept)]
+			p.enc[i] = bytes.Clone(buf.Bytes()[p.spans[j][0]:p.spans[j][1]])
 		}
 		messageCache.put(p.keys, p.add, p.enc)
 	}
