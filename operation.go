@@ -85,12 +85,14 @@ type lazyCommitKey struct{}
 // WithLazyCommit returns a copy of ctx under which an Update may be
 // answered before its commit is durable, where the store can (Postgres:
 // synchronous_commit off for that transaction, so it waits for no disk
-// flush and adds none to the flushes the posts wait for; SQLite and the
-// memory store ignore it). A crash of the database server can then lose
-// the transaction. Only for work that is done again when its record is
-// lost: the webhook dispatcher's and the push worker's claims and
-// finishes (a lost claim leaves the delivery due; a lost finish sends it
-// again, which at-least-once delivery allows).
+// flush and adds none to the flushes the posts wait for; SQLite:
+// synchronous NORMAL for that transaction, no fsync of its own, the next
+// durable commit's fsync of the log covering it; the memory store ignores
+// it). A crash of the machine (or of the database server) can then lose
+// the transaction, never a later durable one. Only for work that is done
+// again when its record is lost: the webhook dispatcher's and the push
+// worker's claims and finishes (a lost claim leaves the delivery due; a
+// lost finish sends it again, which at-least-once delivery allows).
 func WithLazyCommit(ctx context.Context) context.Context {
 	return context.WithValue(ctx, lazyCommitKey{}, true)
 }
