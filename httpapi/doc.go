@@ -132,6 +132,12 @@
 // when it is 1-64 characters of A-Z, a-z, 0-9, '.', '_' and '-', else a
 // new one.
 //
+// The JSON of each plain message (text data, no reactions, not flagged)
+// that an answer carried is kept, at most about 8 MiB per process, and
+// written again by the next answers that carry the message while it is
+// unchanged; an entry serves only a message equal in every field that
+// shows, so it is never stale.
+//
 // # Errors
 //
 // Errors have the body
