@@ -75,7 +75,11 @@ func (d *Dispatcher) post(ctx context.Context, h *chat.Webhook, dl *chat.Deliver
 			return 0, 0, "refused: " + err.Error()
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	// The attempt's time runs from its deadline's start, so that an
+	// attempt that timed out reports at least the timeout however long
+	// the request took to prepare (signing it, on a loaded machine).
+	t0 := time.Now()
+	rctx, cancel := context.WithDeadline(ctx, t0.Add(d.cfg.Timeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, h.URL, bytes.NewReader(dl.Body))
 	if err != nil {
@@ -89,7 +93,6 @@ func (d *Dispatcher) post(ctx context.Context, h *chat.Webhook, dl *chat.Deliver
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(HeaderSignature, SignStandard(secret, dl.RequestID, now, dl.Body))
 
-	t0 := time.Now()
 	resp, err := d.client.Do(req)
 	a.LatencyMs = time.Since(t0).Milliseconds()
 	if err != nil {
