@@ -169,12 +169,16 @@ func (c *encodedMessages) put(keys []messageKey, add []int, enc [][]byte) {
 	if len(add) == 0 {
 		return
 	}
-	entries := make([]cachedMessage, len(add))
+	// An entry of its own per message (entries sharing one array would
+	// keep all of it alive for any one of them).
+	entries := make([]*cachedMessage, len(add))
+	for j, i := range add {
+		entries[j] = &cachedMessage{key: keys[i], enc: enc[i]}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for j, i := range add {
-		entries[j] = cachedMessage{key: keys[i], enc: enc[i]}
-		c.putLocked(&entries[j])
+	for _, e := range entries {
+		c.putLocked(e)
 	}
 }
 
