@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"sync"
 
@@ -14,21 +15,29 @@ import (
 // messages go out again and again: every member who opens a channel reads
 // its newest page. Each message is encoded by encoding/json on its own, in
 // a cheaper shape than chat.Message (messageJSON: the timestamps as
-// strings, text data as a struct), and the encoding of a plain message is
-// kept (encodedMessages) and written again as long as the message is the
-// same. The list around the messages is the list's JSON: `{"messages":[`,
+// strings, all of a page's cut from one string; text data as a struct; a
+// plain message's empty reactions and hashflag hashes as types that
+// encode empty), and the encoding of a plain message is kept
+// (encodedMessages, copied into arrays that each generation of the cache
+// shares) and written again as long as the message is the same. The list
+// around the messages is the list's JSON: `{"messages":[`,
 // the messages separated by commas, `],"users":` with the users as
 // encoding/json writes them, then the paging when there is one. The bytes
 // are those of encoding/json on the *chat.MessageList itself
 // (TestMessageListJSON compares them).
 
-// messageJSON is the wire shape of a chat.Message, field for field.
-type messageJSON[D any] struct {
+// messageJSON is the wire shape of a chat.Message, field for field. D
+// is the type of its data (textData, or the message's map), H of its
+// hashflag and R of its reactions: for a plain message (see messageKey),
+// whose hashflag has no hashes and which has no reactions, plainHashflag
+// and struct{}, which encoding/json writes as the empty list and object
+// without walking a slice or a map.
+type messageJSON[D, H, R any] struct {
 	MessageID      string           `json:"messageId"`
 	ChannelID      string           `json:"channelId"`
 	UserID         string           `json:"userId"`
 	Type           chat.MessageType `json:"type"`
-	Data           D                `json:"data"` // textData, or the message's map
+	Data           D                `json:"data"`
 	Tags           []string         `json:"tags"`
 	ParentID       string           `json:"parentId,omitempty"`
 	IsDeleted      bool             `json:"isDeleted"`
@@ -38,12 +47,39 @@ type messageJSON[D any] struct {
 	ChannelSegment int64            `json:"channelSegment"`
 	ChildrenNumber int              `json:"childrenNumber"`
 	FlagCount      int              `json:"flagCount"`
-	Hashflag       chat.Hashflag    `json:"hashflag"`
-	Reactions      map[string]int   `json:"reactions"`
+	Hashflag       H                `json:"hashflag"`
+	Reactions      R                `json:"reactions"`
 	ReactionsCount int              `json:"reactionsCount"`
 	// MentionedUserIDs is the message's list as is (never nil once
 	// presented).
 	MentionedUserIDs []string `json:"mentionedUserIds"`
+}
+
+// The shapes messages are written in.
+type (
+	plainJSON = messageJSON[textData, plainHashflag, struct{}]
+	textJSON  = messageJSON[textData, chat.Hashflag, map[string]int]
+	otherJSON = messageJSON[any, chat.Hashflag, map[string]int]
+)
+
+// plainHashflag is the chat.Hashflag of a plain message: its Hash is
+// empty.
+type plainHashflag struct {
+	Bits   int       `json:"bits"`
+	Hashes int       `json:"hashes"`
+	Hash   [0]uint32 `json:"hash"`
+}
+
+// shape sets *out to m in the shape of out.
+func shape[D, H, R any](out *messageJSON[D, H, R], m *chat.Message, data D, h H, r R, created, updated string, edited *string) {
+	*out = messageJSON[D, H, R]{
+		MessageID: m.MessageID, ChannelID: m.ChannelID, UserID: m.UserID, Type: m.Type,
+		Data: data, Tags: m.Tags, ParentID: m.ParentID, IsDeleted: m.IsDeleted,
+		CreatedAt: created, EditedAt: edited, UpdatedAt: updated,
+		ChannelSegment: m.ChannelSegment, ChildrenNumber: m.ChildrenNumber, FlagCount: m.FlagCount,
+		Hashflag: h, Reactions: r, ReactionsCount: m.ReactionsCount,
+		MentionedUserIDs: m.MentionedUserIDs,
+	}
 }
 
 // textData is the data of a message whose data has the single key "text"
@@ -118,24 +154,41 @@ type cachedMessage struct {
 	enc []byte
 }
 
-// size is about the memory e holds.
-func (e *cachedMessage) size() int {
-	k := &e.key
-	return len(e.enc) + len(k.id) + len(k.channel) + len(k.user) + len(k.parent) + len(k.text) + len(k.typ) +
-		len(k.tags) + len(k.mentions) + 256
+// entryOverhead is what an entry costs besides its strings and encoding:
+// its slot in a generation's entries, which grow by doubling, and in the
+// index map.
+var entryOverhead = 2*int(reflect.TypeFor[cachedMessage]().Size()) + 64
+
+// size is about the memory an entry of key k and encoding enc holds.
+func entrySize(k *messageKey, enc []byte) int {
+	return len(enc) + len(k.id) + len(k.channel) + len(k.user) + len(k.parent) + len(k.text) + len(k.typ) +
+		len(k.tags) + len(k.mentions) + entryOverhead
+}
+
+// arenaChunk is the size of the arrays a generation copies encodings into.
+const arenaChunk = 64 << 10
+
+// generation is one generation of encodedMessages: its entries, found by
+// message id, and the arrays their encodings are copied into. The whole of
+// it is dropped at once, so the encodings share arrays and an entry costs
+// no allocation of its own.
+type generation struct {
+	index map[string]int32 // message id -> ents
+	ents  []cachedMessage
+	arena []byte // the array being filled
+	used  int    // bytes put, replaced entries included (their copies stay in the arrays)
 }
 
 // encodedMessages keeps the encoding of the plain messages answered
 // lately, one entry per message id, in two generations of at most limit
 // bytes each: when the current one is full it becomes the old one and the
-// oldest is dropped; a message found in the old generation moves to the
-// current one. An entry serves a message only when its key is the
+// oldest is dropped; a message found in the old generation is copied into
+// the current one. An entry serves a message only when its key is the
 // message's key, so it is never stale: a changed message has another key,
 // and its new encoding replaces the entry.
 type encodedMessages struct {
 	mu       sync.Mutex
-	cur, old map[string]*cachedMessage
-	used     int // bytes held by cur
+	cur, old *generation
 	limit    int
 }
 
@@ -153,68 +206,91 @@ func (c *encodedMessages) get(keys []messageKey, plain []bool, found [][]byte) {
 			continue
 		}
 		k := &keys[i]
-		if e := c.cur[k.id]; e != nil {
+		if e := c.cur.find(k.id); e != nil {
 			if e.key == *k {
 				found[i] = e.enc
 			}
-		} else if e := c.old[k.id]; e != nil && e.key == *k {
+		} else if e := c.old.find(k.id); e != nil && e.key == *k {
 			found[i] = e.enc
-			c.putLocked(e)
+			c.putLocked(k, e.enc)
 		}
 	}
 }
 
-// put keeps enc[i] as the encoding of keys[i] for every i in add.
+// find returns the entry of message id, or nil.
+func (g *generation) find(id string) *cachedMessage {
+	if g == nil {
+		return nil
+	}
+	if i, ok := g.index[id]; ok {
+		return &g.ents[i]
+	}
+	return nil
+}
+
+// put keeps enc[i] (copied) as the encoding of keys[i] for every i in add.
 func (c *encodedMessages) put(keys []messageKey, add []int, enc [][]byte) {
 	if len(add) == 0 {
 		return
 	}
-	// An entry of its own per message (entries sharing one array would
-	// keep all of it alive for any one of them).
-	entries := make([]*cachedMessage, len(add))
-	for j, i := range add {
-		entries[j] = &cachedMessage{key: keys[i], enc: enc[i]}
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range entries {
-		c.putLocked(e)
+	for _, i := range add {
+		c.putLocked(&keys[i], enc[i])
 	}
 }
 
-func (c *encodedMessages) putLocked(e *cachedMessage) {
-	n := e.size()
+// putLocked copies enc into the current generation as the encoding of k.
+func (c *encodedMessages) putLocked(k *messageKey, enc []byte) {
+	n := entrySize(k, enc)
 	if n > c.limit/8 {
 		return // an unusually large message: encoded each time
 	}
-	if c.cur == nil || c.used+n > c.limit {
-		c.old, c.cur, c.used = c.cur, make(map[string]*cachedMessage), 0
+	g := c.cur
+	if g == nil || g.used+n > c.limit {
+		g = &generation{index: make(map[string]int32)}
+		c.old, c.cur = c.cur, g
 	}
-	if prev := c.cur[e.key.id]; prev != nil {
-		c.used -= prev.size()
+	if len(g.arena)+len(enc) > cap(g.arena) {
+		g.arena = make([]byte, 0, max(arenaChunk, len(enc)))
 	}
-	c.cur[e.key.id] = e
-	c.used += n
+	at := len(g.arena)
+	g.arena = append(g.arena, enc...)
+	e := cachedMessage{key: *k, enc: g.arena[at:len(g.arena):len(g.arena)]}
+	if i, ok := g.index[k.id]; ok {
+		g.ents[i] = e
+	} else {
+		g.index[k.id] = int32(len(g.ents))
+		g.ents = append(g.ents, e)
+	}
+	g.used += n
 }
 
 // empty drops every entry.
 func (c *encodedMessages) empty() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cur, c.old, c.used = nil, nil, 0
+	c.cur, c.old = nil, nil
 }
 
 // pageState is the space one message list is written with.
 type pageState struct {
-	keys  []messageKey
-	plain []bool
-	enc   [][]byte // the encoding of each message
-	add   []int    // the messages to keep in messageCache
-	spans [][2]int // where in the answer each of add is
-	times []byte
-	text  messageJSON[textData]
-	other messageJSON[any]
+	keys   []messageKey
+	plain  []bool
+	enc    [][]byte // the encoding of each message
+	add    []int    // the messages to keep in messageCache
+	spans  [][2]int // where in the answer each of add is
+	times  []byte   // the timestamps of the messages to encode, as JSON strings
+	stamps [][3]stamp
+	edited []string // editedAt of each message to encode, for its pointer
+	plainM plainJSON
+	textM  textJSON
+	otherM otherJSON
 }
+
+// stamp is where in pageState.times a timestamp is, without its quotes;
+// a zero stamp is none.
+type stamp struct{ from, to int }
 
 var pagePool = sync.Pool{New: func() any { return new(pageState) }}
 
@@ -261,6 +337,7 @@ func appendMessages(buf *bytes.Buffer, ms []chat.Message) error {
 		p.keys, p.plain, p.enc = append(p.keys, k), append(p.plain, ok), append(p.enc, nil)
 	}
 	messageCache.get(p.keys, p.plain, p.enc)
+	times := p.stampTimes(ms)
 	var enc *json.Encoder
 	buf.WriteByte('[')
 	for i := range ms {
@@ -275,7 +352,7 @@ func appendMessages(buf *bytes.Buffer, ms []chat.Message) error {
 			enc = json.NewEncoder(buf)
 		}
 		start := buf.Len()
-		if err := p.encode(enc, &ms[i]); err != nil {
+		if err := p.encode(enc, ms, i, times); err != nil {
 			return err
 		}
 		buf.Truncate(buf.Len() - 1) // Encode's newline
@@ -285,51 +362,67 @@ func appendMessages(buf *bytes.Buffer, ms []chat.Message) error {
 	}
 	buf.WriteByte(']')
 	if len(p.add) > 0 {
-		// The encodings to keep, each copied into an array of its own (an
-		// entry holds no more memory than it is counted for).
+		// The encodings to keep: the cache copies them.
 		for j, i := range p.add {
-			p.enc[i] = bytes.Clone(buf.Bytes()[p.spans[j][0]:p.spans[j][1]])
+			p.enc[i] = buf.Bytes()[p.spans[j][0]:p.spans[j][1]]
 		}
 		messageCache.put(p.keys, p.add, p.enc)
 	}
 	return nil
 }
 
-// encode writes m in its wire shape with enc.
-func (p *pageState) encode(enc *json.Encoder, m *chat.Message) error {
-	p.times = m.CreatedAt.AppendJSON(p.times[:0])
-	created := string(p.times[1 : len(p.times)-1])
-	updated := created
-	if !m.UpdatedAt.Equal(m.CreatedAt.Time) {
-		p.times = m.UpdatedAt.AppendJSON(p.times[:0])
-		updated = string(p.times[1 : len(p.times)-1])
+// stampTimes writes the timestamps of the messages to encode (those
+// without an encoding in p.enc) into one string, which it returns, and
+// sets p.stamps to where each one is: one string for the page rather
+// than one per timestamp.
+func (p *pageState) stampTimes(ms []chat.Message) string {
+	p.times, p.stamps = p.times[:0], p.stamps[:0]
+	at := func(t *chat.Time) stamp {
+		from := len(p.times)
+		p.times = t.AppendJSON(p.times)
+		return stamp{from + 1, len(p.times) - 1} // inside the quotes
 	}
+	for i := range ms {
+		var st [3]stamp
+		if m := &ms[i]; p.enc[i] == nil {
+			st[0] = at(&m.CreatedAt)
+			st[1] = st[0]
+			if !m.UpdatedAt.Equal(m.CreatedAt.Time) {
+				st[1] = at(&m.UpdatedAt)
+			}
+			if m.EditedAt != nil {
+				st[2] = at(m.EditedAt)
+			}
+		}
+		p.stamps = append(p.stamps, st)
+	}
+	return string(p.times)
+}
+
+// encode writes ms[i] in its wire shape with enc; times is what
+// stampTimes returned.
+func (p *pageState) encode(enc *json.Encoder, ms []chat.Message, i int, times string) error {
+	m, st := &ms[i], &p.stamps[i]
+	created, updated := times[st[0].from:st[0].to], times[st[1].from:st[1].to]
 	var edited *string
-	if m.EditedAt != nil {
-		p.times = m.EditedAt.AppendJSON(p.times[:0])
-		e := string(p.times[1 : len(p.times)-1])
-		edited = &e
+	if st[2] != (stamp{}) {
+		if p.edited == nil {
+			p.edited = make([]string, 0, len(ms))
+		}
+		p.edited = append(p.edited, times[st[2].from:st[2].to])
+		edited = &p.edited[len(p.edited)-1]
+	}
+	if p.plain[i] {
+		shape(&p.plainM, m, textData{Text: p.keys[i].text}, plainHashflag{Bits: m.Hashflag.Bits, Hashes: m.Hashflag.Hashes},
+			struct{}{}, created, updated, edited)
+		return enc.Encode(&p.plainM)
 	}
 	if t, ok := dataText(m.Data); ok {
-		p.text = messageJSON[textData]{
-			MessageID: m.MessageID, ChannelID: m.ChannelID, UserID: m.UserID, Type: m.Type,
-			Data: textData{Text: t}, Tags: m.Tags, ParentID: m.ParentID, IsDeleted: m.IsDeleted,
-			CreatedAt: created, EditedAt: edited, UpdatedAt: updated,
-			ChannelSegment: m.ChannelSegment, ChildrenNumber: m.ChildrenNumber, FlagCount: m.FlagCount,
-			Hashflag: m.Hashflag, Reactions: m.Reactions, ReactionsCount: m.ReactionsCount,
-			MentionedUserIDs: m.MentionedUserIDs,
-		}
-		return enc.Encode(&p.text)
+		shape(&p.textM, m, textData{Text: t}, m.Hashflag, m.Reactions, created, updated, edited)
+		return enc.Encode(&p.textM)
 	}
-	p.other = messageJSON[any]{
-		MessageID: m.MessageID, ChannelID: m.ChannelID, UserID: m.UserID, Type: m.Type,
-		Data: m.Data, Tags: m.Tags, ParentID: m.ParentID, IsDeleted: m.IsDeleted,
-		CreatedAt: created, EditedAt: edited, UpdatedAt: updated,
-		ChannelSegment: m.ChannelSegment, ChildrenNumber: m.ChildrenNumber, FlagCount: m.FlagCount,
-		Hashflag: m.Hashflag, Reactions: m.Reactions, ReactionsCount: m.ReactionsCount,
-		MentionedUserIDs: m.MentionedUserIDs,
-	}
-	return enc.Encode(&p.other)
+	shape(&p.otherM, m, any(m.Data), m.Hashflag, m.Reactions, created, updated, edited)
+	return enc.Encode(&p.otherM)
 }
 
 // release clears the references p holds and returns it to the pool.
@@ -339,6 +432,8 @@ func (p *pageState) release() {
 	}
 	clear(p.keys[:cap(p.keys)])
 	clear(p.enc[:cap(p.enc)])
-	p.text, p.other = messageJSON[textData]{}, messageJSON[any]{}
+	clear(p.edited[:cap(p.edited)])
+	p.edited = p.edited[:0]
+	p.plainM, p.textM, p.otherM = plainJSON{}, textJSON{}, otherJSON{}
 	pagePool.Put(p)
 }

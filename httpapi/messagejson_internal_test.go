@@ -186,7 +186,7 @@ func messageVariants(t *testing.T, m chat.Message) []messageVariant {
 // field for each (the cache would otherwise serve a message by the
 // encoding of another).
 func TestMessageKeyFields(t *testing.T) {
-	require.Equal(t, reflect.TypeOf(chat.Message{}).NumField(), reflect.TypeOf(messageJSON[any]{}).NumField())
+	require.Equal(t, reflect.TypeOf(chat.Message{}).NumField(), reflect.TypeOf(otherJSON{}).NumField())
 	m := benchMessagePage(t, 4).Messages[1]
 	k, ok := plainKey(&m)
 	require.True(t, ok)
@@ -218,7 +218,7 @@ func TestMessageCacheGenerations(t *testing.T) {
 		require.True(t, ok)
 		keys[i], enc[i] = k, []byte(fmt.Sprintf(`{"n":%d}`, i))
 	}
-	one := (&cachedMessage{key: keys[0], enc: enc[0]}).size()
+	one := entrySize(&keys[0], enc[0])
 	perGen := c.limit / one
 	require.Less(t, perGen, len(msgs)/2, "the page must fill two generations")
 	found := func(i int) []byte {
@@ -230,7 +230,7 @@ func TestMessageCacheGenerations(t *testing.T) {
 	require.Equal(t, enc[0], found(0))
 	for i := 1; i < len(msgs); i++ {
 		c.put(keys, []int{i}, enc)
-		require.LessOrEqual(t, c.used, c.limit)
+		require.LessOrEqual(t, c.cur.used, c.limit)
 	}
 	require.Nil(t, found(0), "pushed out by two generations")
 	last := len(msgs) - 1
@@ -238,25 +238,36 @@ func TestMessageCacheGenerations(t *testing.T) {
 	// The oldest entry of the old generation moves to the current one.
 	var old int
 	for i := range msgs {
-		if c.old[keys[i].id] != nil && c.cur[keys[i].id] == nil {
+		if c.old.find(keys[i].id) != nil && c.cur.find(keys[i].id) == nil {
 			old = i
 			break
 		}
 	}
 	require.NotZero(t, old)
 	require.Equal(t, enc[old], found(old))
-	require.NotNil(t, c.cur[keys[old].id])
+	require.NotNil(t, c.cur.find(keys[old].id))
 	// A changed message: its old encoding is not served, the new one
-	// replaces it.
+	// replaces it; the copy it replaces stays counted (it stays in the
+	// generation's arrays until the generation is dropped).
 	changed := keys[last]
 	changed.children++
 	f := make([][]byte, 1)
 	c.get([]messageKey{changed}, []bool{true}, f)
 	require.Nil(t, f[0])
-	used := c.used
-	c.put([]messageKey{changed}, []int{0}, [][]byte{[]byte(`{"changed":1}`)})
-	require.Equal(t, used-len(enc[last])+len(`{"changed":1}`), c.used)
+	c.empty()
+	c.put(keys, []int{last}, enc)
+	used := c.cur.used
+	newEnc := []byte(`{"changed":1}`)
+	c.put([]messageKey{changed}, []int{0}, [][]byte{newEnc})
+	require.Equal(t, used+entrySize(&changed, newEnc), c.cur.used)
+	require.Len(t, c.cur.ents, 1, "one entry per message")
 	require.Nil(t, found(last))
+	c.get([]messageKey{changed}, []bool{true}, f)
+	require.Equal(t, `{"changed":1}`, string(f[0]))
+	// The cache keeps a copy: the bytes it was given may be reused.
+	newEnc[2] = 'X'
+	c.get([]messageKey{changed}, []bool{true}, f)
+	require.Equal(t, `{"changed":1}`, string(f[0]))
 }
 
 // TestMessageCacheConcurrent writes pages that share messages from many
