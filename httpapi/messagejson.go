@@ -21,8 +21,9 @@ import (
 // (encodedMessages, copied into arrays that each generation of the cache
 // shares) and written again as long as the message is the same. The list
 // around the messages is the list's JSON: `{"messages":[`,
-// the messages separated by commas, `],"users":` with the users as
-// encoding/json writes them, then the paging when there is one. The bytes
+// the messages separated by commas, `],"users":` with the users (encoded
+// at once in userJSON, their shape with the timestamps as strings), then
+// the paging when there is one. The bytes
 // are those of encoding/json on the *chat.MessageList itself
 // (TestMessageListJSON compares them).
 
@@ -155,9 +156,8 @@ type cachedMessage struct {
 }
 
 // entryOverhead is what an entry costs besides its strings and encoding:
-// its slot in a generation's entries, which grow by doubling, and in the
-// index map.
-var entryOverhead = 2*int(reflect.TypeFor[cachedMessage]().Size()) + 64
+// its slot in a generation's entries and in the index map.
+var entryOverhead = int(reflect.TypeFor[cachedMessage]().Size()) + 64
 
 // size is about the memory an entry of key k and encoding enc holds.
 func entrySize(k *messageKey, enc []byte) int {
@@ -173,11 +173,15 @@ const arenaChunk = 64 << 10
 // it is dropped at once, so the encodings share arrays and an entry costs
 // no allocation of its own.
 type generation struct {
-	index map[string]int32 // message id -> ents
-	ents  []cachedMessage
-	arena []byte // the array being filled
-	used  int    // bytes put, replaced entries included (their copies stay in the arrays)
+	index map[string]int32  // message id -> entry number
+	ents  [][]cachedMessage // the entries, entsChunk to an array (never moved once written)
+	arena []byte            // the array being filled
+	used  int               // bytes put, replaced entries included (their copies stay in the arrays)
+	count int               // entries
 }
+
+// entsChunk is how many entries an array of generation.ents holds.
+const entsChunk = 256
 
 // encodedMessages keeps the encoding of the plain messages answered
 // lately, one entry per message id, in two generations of at most limit
@@ -223,9 +227,14 @@ func (g *generation) find(id string) *cachedMessage {
 		return nil
 	}
 	if i, ok := g.index[id]; ok {
-		return &g.ents[i]
+		return g.entry(i)
 	}
 	return nil
+}
+
+// entry returns entry number i.
+func (g *generation) entry(i int32) *cachedMessage {
+	return &g.ents[i/entsChunk][i%entsChunk]
 }
 
 // put keeps enc[i] (copied) as the encoding of keys[i] for every i in add.
@@ -248,6 +257,8 @@ func (c *encodedMessages) putLocked(k *messageKey, enc []byte) {
 	}
 	g := c.cur
 	if g == nil || g.used+n > c.limit {
+		// Sized for entries of about a kilobyte, so that the map seldom
+		// grows while the generation fills.
 		g = &generation{index: make(map[string]int32)}
 		c.old, c.cur = c.cur, g
 	}
@@ -256,13 +267,17 @@ func (c *encodedMessages) putLocked(k *messageKey, enc []byte) {
 	}
 	at := len(g.arena)
 	g.arena = append(g.arena, enc...)
-	e := cachedMessage{key: *k, enc: g.arena[at:len(g.arena):len(g.arena)]}
-	if i, ok := g.index[k.id]; ok {
-		g.ents[i] = e
-	} else {
-		g.index[k.id] = int32(len(g.ents))
-		g.ents = append(g.ents, e)
+	i, ok := g.index[k.id]
+	if !ok {
+		i = int32(g.count)
+		if g.count%entsChunk == 0 {
+			g.ents = append(g.ents, make([]cachedMessage, entsChunk))
+		}
+		g.index[k.id] = i
+		g.count++
 	}
+	e := g.entry(i)
+	e.key, e.enc = *k, g.arena[at:len(g.arena):len(g.arena)]
 	g.used += n
 }
 
@@ -304,7 +319,7 @@ func appendMessageList(buf *bytes.Buffer, l *chat.MessageList) error {
 		return err
 	}
 	buf.WriteString(`,"users":`)
-	if err := appendJSON(buf, l.Users); err != nil {
+	if err := appendUsers(buf, l.Users); err != nil {
 		return err
 	}
 	if l.Paging != nil {
@@ -315,6 +330,84 @@ func appendMessageList(buf *bytes.Buffer, l *chat.MessageList) error {
 	}
 	buf.WriteByte('}')
 	return nil
+}
+
+// userJSON is the wire shape of a chat.User, field for field, with the
+// timestamps as strings (a chat.Time field costs encoding/json a call of
+// its MarshalJSON and a check and copy of what it returns).
+type userJSON struct {
+	UserID       string         `json:"userId"`
+	DisplayName  string         `json:"displayName"`
+	Roles        []string       `json:"roles"`
+	Metadata     map[string]any `json:"metadata"`
+	FlagCount    int            `json:"flagCount"`
+	Hashflag     chat.Hashflag  `json:"hashflag"`
+	IsGlobalBan  bool           `json:"isGlobalBan"`
+	CreatedAt    string         `json:"createdAt"`
+	UpdatedAt    string         `json:"updatedAt"`
+	Online       bool           `json:"online"`
+	LastActiveAt *string        `json:"lastActiveAt"`
+}
+
+// usersState is the space a page's users are written with.
+type usersState struct {
+	times  []byte
+	stamps [][3]stamp
+	out    []userJSON
+	active []string
+}
+
+var usersPool = sync.Pool{New: func() any { return new(usersState) }}
+
+// appendUsers writes us as encoding/json writes the []chat.User (without
+// a newline): in the userJSON shape, the timestamps cut from one string.
+func appendUsers(buf *bytes.Buffer, us []chat.User) error {
+	if us == nil {
+		buf.WriteString("null")
+		return nil
+	}
+	if len(us) == 0 {
+		buf.WriteString("[]")
+		return nil
+	}
+	p := usersPool.Get().(*usersState)
+	p.times, p.stamps, p.out, p.active = p.times[:0], p.stamps[:0], p.out[:0], p.active[:0]
+	at := func(t *chat.Time) stamp {
+		from := len(p.times)
+		p.times = t.AppendJSON(p.times)
+		return stamp{from + 1, len(p.times) - 1}
+	}
+	for i := range us {
+		u := &us[i]
+		st := [3]stamp{at(&u.CreatedAt), at(&u.UpdatedAt)}
+		if u.LastActiveAt != nil {
+			st[2] = at(u.LastActiveAt)
+		}
+		p.stamps = append(p.stamps, st)
+	}
+	times := string(p.times)
+	if cap(p.active) < len(us) {
+		p.active = make([]string, 0, len(us))
+	}
+	for i := range us {
+		u, st := &us[i], &p.stamps[i]
+		var active *string
+		if st[2] != (stamp{}) {
+			p.active = append(p.active, times[st[2].from:st[2].to])
+			active = &p.active[len(p.active)-1]
+		}
+		p.out = append(p.out, userJSON{UserID: u.UserID, DisplayName: u.DisplayName, Roles: u.Roles, Metadata: u.Metadata,
+			FlagCount: u.FlagCount, Hashflag: u.Hashflag, IsGlobalBan: u.IsGlobalBan,
+			CreatedAt: times[st[0].from:st[0].to], UpdatedAt: times[st[1].from:st[1].to],
+			Online: u.Online, LastActiveAt: active})
+	}
+	err := appendJSON(buf, p.out)
+	if cap(p.out) <= 1000 {
+		clear(p.out[:cap(p.out)])
+		clear(p.active[:cap(p.active)])
+		usersPool.Put(p)
+	}
+	return err
 }
 
 // appendJSON appends v as encoding/json encodes it.

@@ -260,7 +260,7 @@ func TestMessageCacheGenerations(t *testing.T) {
 	newEnc := []byte(`{"changed":1}`)
 	c.put([]messageKey{changed}, []int{0}, [][]byte{newEnc})
 	require.Equal(t, used+entrySize(&changed, newEnc), c.cur.used)
-	require.Len(t, c.cur.ents, 1, "one entry per message")
+	require.Equal(t, 1, c.cur.count, "one entry per message")
 	require.Nil(t, found(last))
 	c.get([]messageKey{changed}, []bool{true}, f)
 	require.Equal(t, `{"changed":1}`, string(f[0]))
@@ -312,3 +312,56 @@ type bodyWriter struct {
 func (w *bodyWriter) Header() http.Header         { return w.h }
 func (w *bodyWriter) Write(b []byte) (int, error) { return w.b.Write(b) }
 func (w *bodyWriter) WriteHeader(int)             {}
+
+// TestUserListJSON checks the users of a message list against
+// encoding/json: userJSON has a field for each field of chat.User that
+// shows, and every such field changed, one at a time (found by
+// reflection, so that a field added to chat.User is changed too, or fails
+// here when its type is new), is written as encoding/json writes it.
+func TestUserListJSON(t *testing.T) {
+	typ := reflect.TypeOf(chat.User{})
+	shown := 0
+	for i := 0; i < typ.NumField(); i++ {
+		if typ.Field(i).Tag.Get("json") != "-" {
+			shown++
+		}
+	}
+	require.Equal(t, shown, reflect.TypeOf(userJSON{}).NumField(), "userJSON must have a field for each shown field of chat.User")
+
+	now := chat.NewTime(time.Date(2026, 3, 4, 5, 6, 7, 8e6, time.UTC))
+	base := chat.User{UserID: "u<1>", DisplayName: "Ü & co", Roles: []string{"admin"}, Metadata: map[string]any{"b": 1.5, "a": "<x>"},
+		FlagCount: 2, Hashflag: chat.Hashflag{Bits: 1, Hashes: 1, Hash: []uint32{}}, CreatedAt: now, UpdatedAt: now}
+	other := chat.User{UserID: "v", DisplayName: "v", Roles: []string{}, Metadata: map[string]any{}, CreatedAt: now, UpdatedAt: now}
+	msgs := benchMessagePage(t, 4).Messages[:2]
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		if f.Tag.Get("json") == "-" {
+			continue
+		}
+		v := base
+		v.Roles, v.Metadata = slices.Clone(base.Roles), maps.Clone(base.Metadata)
+		switch x := reflect.ValueOf(&v).Elem().Field(i).Addr().Interface().(type) {
+		case *string:
+			*x += "\u2028"
+		case *[]string:
+			*x = append(*x, "x")
+		case *map[string]any:
+			(*x)["c"] = []any{nil, true}
+		case *int:
+			*x++
+		case *bool:
+			*x = !*x
+		case *chat.Hashflag:
+			x.Hash = []uint32{7}
+		case *chat.Time:
+			*x = chat.NewTime(x.Add(time.Second + time.Millisecond))
+		case **chat.Time:
+			a := chat.NewTime(now.Add(time.Hour))
+			*x = &a
+		default:
+			t.Fatalf("chat.User.%s: no variant for the type %s", f.Name, f.Type)
+		}
+		requireEncoding(t, &chat.MessageList{Messages: msgs, Users: []chat.User{v, other}}, "%s changed", f.Name)
+	}
+	requireEncoding(t, &chat.MessageList{Messages: msgs, Users: []chat.User{base, other, base}}, "unchanged")
+}
