@@ -20,12 +20,12 @@ import (
 // encode empty), and the encoding of a plain message is kept
 // (encodedMessages, copied into arrays that each generation of the cache
 // shares) and written again as long as the message is the same. The list
-// around the messages is the list's JSON: `{"messages":[`,
-// the messages separated by commas, `],"users":` with the users (encoded
-// at once in userJSON, their shape with the timestamps as strings), then
-// the paging when there is one. The bytes
-// are those of encoding/json on the *chat.MessageList itself
-// (TestMessageListJSON compares them).
+// around the messages is the list's JSON: `{"messages":[`, the messages
+// separated by commas, `],"users":` with the users (encoded at once in
+// userJSON, their shape with the timestamps as strings), then the paging
+// when there is one. The bytes are those of encoding/json on the
+// *chat.MessageList itself (TestMessageListJSON and TestUserListJSON
+// compare them).
 
 // messageJSON is the wire shape of a chat.Message, field for field. D
 // is the type of its data (textData, or the message's map), H of its
@@ -159,7 +159,7 @@ type cachedMessage struct {
 // its slot in a generation's entries and in the index map.
 var entryOverhead = int(reflect.TypeFor[cachedMessage]().Size()) + 64
 
-// size is about the memory an entry of key k and encoding enc holds.
+// entrySize is about the memory an entry of key k and encoding enc holds.
 func entrySize(k *messageKey, enc []byte) int {
 	return len(enc) + len(k.id) + len(k.channel) + len(k.user) + len(k.parent) + len(k.text) + len(k.typ) +
 		len(k.tags) + len(k.mentions) + entryOverhead
@@ -257,8 +257,6 @@ func (c *encodedMessages) putLocked(k *messageKey, enc []byte) {
 	}
 	g := c.cur
 	if g == nil || g.used+n > c.limit {
-		// Sized for entries of about a kilobyte, so that the map seldom
-		// grows while the generation fills.
 		g = &generation{index: make(map[string]int32)}
 		c.old, c.cur = c.cur, g
 	}
