@@ -181,6 +181,8 @@ type Service struct {
 	admins adminCache
 	// authUsers caches the users of user tokens (see AuthenticateUser).
 	authUsers userCache
+	// taker takes the deliveries this Service enqueues (TakeDeliveries).
+	taker atomic.Pointer[takerReg]
 }
 
 // New returns a Service over store. It reads or creates the paging key
@@ -304,12 +306,18 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) 
 	ctx = withCaller(ctx)
 	var ev events
 	err := s.store.Update(ctx, func(tx Tx) error {
+		ev.release() // fn runs again: the run before did not commit
 		ev = events{}
 		if err := fn(tx, &ev); err != nil {
 			return err
 		}
 		return s.flushEvents(ctx, tx, &ev)
 	})
+	if err != nil {
+		ev.release()
+	} else {
+		ev.handOver()
+	}
 	if err == nil && ev.enqueued > 0 && s.cfg.OnCommit != nil {
 		s.cfg.OnCommit()
 	}

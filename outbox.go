@@ -3,15 +3,78 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // events collects the events of one transaction; flushEvents turns them
 // into outbox deliveries in the same transaction.
 type events struct {
 	list     []pendingEvent
-	enqueued int
+	enqueued int             // deliveries enqueued for a claim (not leased to a taker)
 	pushes   int             // pushes written to the push outbox
 	buf      [1]pendingEvent // the list's first element: most transactions emit one event
+	// taken are the deliveries leased to taker, the DeliveryTaker of the
+	// Service when the transaction ran, with their webhooks.
+	taker DeliveryTaker
+	taken []*Delivery
+	hooks []*Webhook
+}
+
+// DeliveryTaker is a webhook dispatcher of this process that takes the
+// deliveries its Service enqueues straight from the transactions that
+// enqueue them (Service.TakeDeliveries): such a delivery is stored leased
+// to the taker and handed to it after the commit, so that no claim
+// transaction reads it. When the process ends before the delivery is sent,
+// its lease runs out and any dispatcher sharing the store claims it, as a
+// claimed delivery's. webhook.Dispatcher implements it (Config.Direct).
+type DeliveryTaker interface {
+	// LeaseNew reserves a slot for a new delivery to the webhook and
+	// returns the lease to store with it, or false when the taker takes
+	// none now (the delivery is then stored unleased, for a claim).
+	LeaseNew(webhookID string) (owner string, until time.Time, ok bool)
+	// TakeNew hands over deliveries leased by LeaseNew whose transaction
+	// committed, each with its webhook.
+	TakeNew(ds []*Delivery, hooks []*Webhook)
+	// ReleaseNew gives back the slots of deliveries leased by LeaseNew
+	// whose transaction did not commit.
+	ReleaseNew(ds []*Delivery)
+}
+
+// takerReg is a registered DeliveryTaker.
+type takerReg struct{ t DeliveryTaker }
+
+// TakeDeliveries makes t the taker of the deliveries this Service
+// enqueues from now on (see DeliveryTaker), in place of any other, and
+// returns the function that ends it (it does nothing once another taker
+// replaced t).
+func (s *Service) TakeDeliveries(t DeliveryTaker) (stop func()) {
+	r := &takerReg{t}
+	s.taker.Store(r)
+	return func() { s.taker.CompareAndSwap(r, nil) }
+}
+
+// release gives back the slots of e's leased deliveries (their
+// transaction did not commit) and forgets them.
+func (e *events) release() {
+	if len(e.taken) > 0 {
+		e.taker.ReleaseNew(e.taken)
+	}
+	e.taken, e.hooks = nil, nil
+}
+
+// handOver gives e's leased deliveries, committed, to their taker: copies,
+// so that the taker owns what it is given.
+func (e *events) handOver() {
+	if len(e.taken) == 0 {
+		return
+	}
+	ds := make([]*Delivery, len(e.taken))
+	for i, d := range e.taken {
+		c := *d
+		ds[i] = &c
+	}
+	e.taker.TakeNew(ds, e.hooks)
+	e.taken, e.hooks = nil, nil
 }
 
 // pendingEvent is an event and its data. A *MessageList stands for the
@@ -73,6 +136,10 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 		return err
 	}
 	now := s.Now()
+	var taker DeliveryTaker
+	if r := s.taker.Load(); r != nil {
+		taker = r.t
+	}
 	var ds []*Delivery
 	logged := make([]*Event, 0, len(ev.list))
 	for _, pe := range ev.list {
@@ -92,17 +159,24 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 			}
 			id := s.newID()
 			body := mustJSON(envelopeOf{RequestID: id, WebhookID: h.WebhookID, Event: pe.name, Data: v})
-			ds = append(ds, &Delivery{
+			d := &Delivery{
 				RequestID: id, WebhookID: h.WebhookID, Event: pe.name, Body: body,
 				State: DeliveryPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now,
-			})
+			}
+			if taker != nil {
+				if owner, until, ok := taker.LeaseNew(h.WebhookID); ok {
+					d.LeaseOwner, d.LeaseUntil = owner, TimePtr(until)
+					ev.taker, ev.taken, ev.hooks = taker, append(ev.taken, d), append(ev.hooks, h)
+				}
+			}
+			ds = append(ds, d)
 		}
 	}
 	// The log is appended last: a store may do its ordering work there
 	// (Postgres numbers events after the commit, SQLite under its one
 	// writer).
 	if len(ds) > 0 {
-		ev.enqueued = len(ds)
+		ev.enqueued = len(ds) - len(ev.taken)
 		if err := tx.EnqueueDeliveries(ctx, ds); err != nil {
 			return err
 		}

@@ -42,9 +42,11 @@ type EventWatcher interface {
 // DeliveryWatcher is implemented by stores that can signal, without
 // polling, that webhook deliveries were committed to the outbox. Each call
 // returns a new channel (buffer 1) that receives a value after every
-// commit that inserted, rescheduled or re-queued deliveries (signals may
-// be coalesced), and nothing for other commits; it is closed when ctx is
-// done. The webhook dispatcher claims when it is signalled.
+// commit that inserted pending deliveries without a lease, rescheduled or
+// re-queued deliveries (signals may be coalesced), and nothing for other
+// commits (a delivery inserted leased is its owner's already, see
+// DeliveryTaker); it is closed when ctx is done. The webhook dispatcher
+// claims when it is signalled.
 type DeliveryWatcher interface {
 	WatchDeliveries(ctx context.Context) (<-chan struct{}, error)
 }

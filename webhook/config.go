@@ -118,6 +118,16 @@ type Config struct {
 	// runs on the goroutine recording attempts, so it must be quick (a
 	// metrics counter). Default nil.
 	OnRecorded func(state string)
+	// Direct makes the dispatcher take the deliveries its Service
+	// enqueues straight from the transactions that enqueue them
+	// (chat.DeliveryTaker, Service.TakeDeliveries) while it has free slots
+	// and nothing else due: such a delivery is stored leased to this
+	// dispatcher and handed to it after the commit, so no claim
+	// transaction reads it. A delivery of a process that ends before
+	// sending it is claimed by any dispatcher once its Lease runs out.
+	// One dispatcher per Service takes deliveries (the last started).
+	// Default false.
+	Direct bool
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
 }

@@ -51,6 +51,16 @@ type Dispatcher struct {
 	nextMu sync.Mutex
 	next   timeHeap // retry times this dispatcher scheduled, not yet claimed
 
+	// Direct taking (Config.Direct, see LeaseNew): direct is set while
+	// the loop knows of nothing else due; reserved counts the slots
+	// LeaseNew gave whose deliveries are not yet taken or released, per
+	// webhook under busyMu, in all in nReserved.
+	direct     atomic.Bool
+	reserved   map[string]int
+	nReserved  atomic.Int64
+	stopTaking func()
+	taking     bool // TakeNew dispatches (under mu): from Start until the loop ends
+
 	// Webhook cache, used by the loop goroutine only.
 	hookVersion int64
 	hooks       map[string]*chat.Webhook
@@ -123,20 +133,21 @@ type result struct {
 func New(svc *chat.Service, store chat.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	d := &Dispatcher{
-		svc:     svc,
-		store:   store,
-		cfg:     cfg,
-		client:  cfg.HTTPClient,
-		log:     cfg.Logger.With("component", "webhook", "owner", cfg.Owner),
-		wake:    make(chan struct{}, 1),
-		freed:   make(chan struct{}, 1),
-		results: make(chan *result, cfg.Workers+cfg.Prefetch),
-		done:    make(chan struct{}),
-		hooks:   map[string]*chat.Webhook{},
-		sem:     make(chan struct{}, cfg.Workers),
-		sends:   make(chan item, cfg.Workers+cfg.Prefetch), // capacity
-		queues:  map[string]*hookQueue{},
-		gone:    map[string]*goneHook{},
+		svc:      svc,
+		store:    store,
+		cfg:      cfg,
+		client:   cfg.HTTPClient,
+		log:      cfg.Logger.With("component", "webhook", "owner", cfg.Owner),
+		wake:     make(chan struct{}, 1),
+		freed:    make(chan struct{}, 1),
+		results:  make(chan *result, cfg.Workers+cfg.Prefetch),
+		done:     make(chan struct{}),
+		hooks:    map[string]*chat.Webhook{},
+		sem:      make(chan struct{}, cfg.Workers),
+		sends:    make(chan item, cfg.Workers+cfg.Prefetch), // capacity
+		queues:   map[string]*hookQueue{},
+		gone:     map[string]*goneHook{},
+		reserved: map[string]int{},
 	}
 	if d.client == nil {
 		d.client = cfg.newClient()
@@ -175,6 +186,10 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	d.cancelRun, d.cancelWork = cancelRun, cancelWork
 	d.state = stateRunning
+	if d.cfg.Direct {
+		d.taking = true
+		d.stopTaking = d.svc.TakeDeliveries(d)
+	}
 	go func() {
 		var recorders, senders sync.WaitGroup
 		for range finishers {
@@ -188,6 +203,13 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 			})
 		}
 		d.loop(runCtx, workCtx)
+		d.direct.Store(false)
+		if d.stopTaking != nil {
+			d.stopTaking()
+		}
+		d.mu.Lock()
+		d.taking = false // no dispatch after this: wg.Wait may begin
+		d.mu.Unlock()
 		d.wg.Wait()
 		close(d.sends)
 		senders.Wait()
@@ -297,7 +319,7 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 			// A retry recorded since the last claim.
 			wait = min(wait, max(t.Sub(d.cfg.Now()), 0))
 		}
-		free := d.capacity() - int(d.open.Load())
+		free := d.capacity() - int(d.open.Load()) - int(d.nReserved.Load())
 		if due && free > 0 && free < d.minClaim() && free < d.capacity() {
 			// Under load, slots free up a few at a time: wait briefly
 			// (claimHold at most) for more, so that one claim
@@ -346,6 +368,9 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 				for _, it := range items {
 					d.dispatch(it)
 				}
+				// Nothing else known due: new deliveries may be taken
+				// directly (LeaseNew) until a signal says otherwise.
+				d.direct.Store(d.cfg.Direct && !full && len(limited) == 0)
 				if full {
 					continue // more may be due
 				}
@@ -378,6 +403,11 @@ func (d *Dispatcher) loop(ctx, workCtx context.Context) {
 			due, wakeAt = true, time.Time{}
 		}
 		timer.Stop()
+		if due {
+			// Deliveries may be due for a claim: they go first, so none is
+			// taken directly until a claim has caught up.
+			d.direct.Store(false)
+		}
 	}
 }
 
@@ -513,22 +543,96 @@ func (d *Dispatcher) claim(ctx context.Context, now time.Time, n int) (items []i
 	return items, full, limited, next, nil
 }
 
-// inFlight returns the number of deliveries claimed and not yet ended
-// per webhook. Only the loop adds to the counts, so they can only fall
-// while a claim works from the copy.
+// inFlight returns the number of deliveries claimed, or leased by
+// LeaseNew, and not yet ended per webhook. The loop's claims and LeaseNew
+// add to the counts: while a claim works from the copy, a webhook may get
+// a slot or two more than its limit, which only wait in its queue.
 func (d *Dispatcher) inFlight() map[string]int {
 	d.busyMu.Lock()
 	defer d.busyMu.Unlock()
-	out := make(map[string]int, len(d.queues))
+	out := make(map[string]int, len(d.queues)+len(d.reserved))
 	for id, q := range d.queues {
 		out[id] = q.sending + len(q.waiting)
+	}
+	for id, n := range d.reserved {
+		out[id] += n
 	}
 	return out
 }
 
-// dispatch hands a claimed delivery to a sender, or queues it behind the
-// PerWebhook attempts of its webhook already under way. The loop never
-// holds more than capacity deliveries whose attempts have not ended, and
+// LeaseNew implements chat.DeliveryTaker (Config.Direct): it reserves a
+// slot for a new delivery of the webhook when the dispatcher runs, knows
+// of no other delivery due (its last claim caught up and no signal came
+// since), has a free slot and the webhook is below its limit
+// (PerWebhook+Prefetch) and not gone. The lease ends Lease from now on
+// the dispatcher's clock, as a claim's.
+func (d *Dispatcher) LeaseNew(webhookID string) (string, time.Time, bool) {
+	if !d.direct.Load() {
+		return "", time.Time{}, false
+	}
+	d.busyMu.Lock()
+	defer d.busyMu.Unlock()
+	if d.gone[webhookID] != nil || int(d.open.Load())+int(d.nReserved.Load()) >= d.capacity() {
+		return "", time.Time{}, false
+	}
+	n := d.reserved[webhookID]
+	if q := d.queues[webhookID]; q != nil {
+		n += q.sending + len(q.waiting)
+	}
+	if n >= d.perWebhook() {
+		return "", time.Time{}, false
+	}
+	d.reserved[webhookID]++
+	d.nReserved.Add(1)
+	return d.cfg.Owner, d.cfg.Now().Add(d.cfg.Lease), true
+}
+
+// ReleaseNew implements chat.DeliveryTaker: the slots of deliveries whose
+// transaction did not commit are free again.
+func (d *Dispatcher) ReleaseNew(ds []*chat.Delivery) {
+	d.unreserve(ds)
+	select {
+	case d.freed <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Dispatcher) unreserve(ds []*chat.Delivery) {
+	d.busyMu.Lock()
+	defer d.busyMu.Unlock()
+	for _, dl := range ds {
+		if d.reserved[dl.WebhookID]--; d.reserved[dl.WebhookID] <= 0 {
+			delete(d.reserved, dl.WebhookID)
+		}
+	}
+	d.nReserved.Add(-int64(len(ds)))
+}
+
+// TakeNew implements chat.DeliveryTaker: the committed deliveries leased
+// by LeaseNew are sent as claimed ones are, each until Timeout before its
+// lease ends. Once the dispatcher has stopped it drops them: their leases
+// run out and they are claimed again.
+func (d *Dispatcher) TakeNew(ds []*chat.Delivery, hooks []*chat.Webhook) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.taking {
+		for i, dl := range ds {
+			sendBy := d.cfg.Now().Add(d.cfg.Lease - d.cfg.Timeout)
+			if dl.LeaseUntil != nil {
+				sendBy = dl.LeaseUntil.Add(-d.cfg.Timeout)
+			}
+			d.dispatch(item{d: dl, hook: hooks[i], sendBy: sendBy})
+		}
+	}
+	// After dispatch counted them as open: the slots are never seen free
+	// in between.
+	d.unreserve(ds)
+}
+
+// dispatch hands a claimed delivery (or one taken by TakeNew) to a
+// sender, or queues it behind the PerWebhook attempts of its webhook
+// already under way. The loop's claims and LeaseNew's reservations never
+// make more than capacity deliveries whose attempts have not ended, and
 // there are capacity senders, goroutines that live as long as the
 // dispatcher: every delivery handed over finds one free at once, as when
 // each had a goroutine of its own, which grew its stack on every POST

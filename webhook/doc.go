@@ -72,6 +72,17 @@
 // nudges it; with one that can, leave OnCommit nil (it would cost a second
 // claim per commit).
 //
+// With Config.Direct, the deliveries that the dispatcher's own Service
+// enqueues skip the claim while the dispatcher keeps up (its last claim
+// found nothing more due, it has a free slot and the webhook is below its
+// limit): the transaction stores them leased to it (chat.DeliveryTaker) and
+// the Service hands them over after the commit, so a post with a webhook
+// costs one write transaction fewer. A delivery leased so and never sent
+// (the process ended first) is claimed by any dispatcher once its lease
+// has run out, as a claimed one's; one that did not commit frees its slot.
+// Past the dispatcher's limits, or while deliveries are due for a claim,
+// new ones are stored unleased and claimed in order.
+//
 // # Address safety
 //
 // Webhook URLs must use http or https. Unless Config.AllowPrivate is set,

@@ -225,6 +225,9 @@ func (c *cli) serve(ctx context.Context, cfg *config) (err error) {
 		SignatureHeader: cfg.webhookHeader,
 		Logger:          log,
 		OnRecorded:      func(state string) { m.webhooks.WithLabelValues(state).Inc() },
+		// The deliveries this process enqueues go to its dispatcher
+		// without a claim transaction while it keeps up.
+		Direct: true,
 	})
 
 	senders, err := pushSenders(cfg, svc, log)

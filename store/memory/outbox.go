@@ -62,7 +62,8 @@ func (t *tx) EnqueueDeliveries(_ context.Context, ds []*chat.Delivery) error {
 	for _, d := range ds {
 		if err := insert(t, &t.r().deliveries, d.RequestID, cloneDelivery(d), "delivery"); err != nil {
 			return err
-		} else if d.State == chat.DeliveryPending {
+		} else if d.State == chat.DeliveryPending && d.LeaseOwner == "" {
+			// Due for a claim (a leased one's owner has it already).
 			t.signal |= sigDeliveries
 		}
 	}

@@ -410,13 +410,15 @@ func appendColumns(dst, src []any) ([]any, error) {
 	return dst, nil
 }
 
-// pending returns how many of the deliveries are enqueued pending
-// (enqueueSQL's $5, their states).
+// pending returns how many of the deliveries are enqueued pending and
+// without a lease, due for a claim (enqueueSQL's $5 and $8, their states
+// and lease owners), as enqueueSQL counts them.
 func (d *pendingDeliveries) pending() int {
 	states, _ := d.args[4].(pq.StringArray)
+	owners, _ := d.args[7].(pq.StringArray)
 	n := 0
-	for _, s := range states {
-		if s == chat.DeliveryPending {
+	for i, s := range states {
+		if s == chat.DeliveryPending && (i >= len(owners) || owners[i] == "") {
 			n++
 		}
 	}

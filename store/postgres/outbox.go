@@ -238,14 +238,15 @@ const enqueueDeliveriesCTE = `INSERT INTO {s}deliveries (` + deliveryCols + `)
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
 				$8::text[], $9::text[], $10::text[], $11::int8[], $12::text[], $13::text[])
 				AS x(r, w, e, b, s, a, n, o, l, le, ls, c, u)
-			ON CONFLICT DO NOTHING RETURNING state`
+			ON CONFLICT DO NOTHING RETURNING state, lease_owner`
 
 // enqueueSQL is EnqueueDeliveries's statement: the rows inserted and the
-// pending ones among them.
+// pending ones among them that are due for a claim (not inserted leased:
+// a leased one's owner has it already, see chat.DeliveryTaker).
 const enqueueSQL = `WITH ins AS (
 			` + enqueueDeliveriesCTE + `
 		)
-		SELECT count(*), count(*) FILTER (WHERE state = 'pending') FROM ins`
+		SELECT count(*), count(*) FILTER (WHERE state = 'pending' AND lease_owner = '') FROM ins`
 
 // ClaimDeliveries locks due deliveries with FOR UPDATE SKIP LOCKED, so
 // concurrent claimers in any process pass over each other's rows instead of

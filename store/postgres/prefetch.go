@@ -421,7 +421,7 @@ var appendWithEventsSQL = appendDeferredCTEs + eventsTailSQL("$21")
 // events ($34-$38): a post of a deployment with webhooks is still BEGIN,
 // the post's reads, this statement and COMMIT. It returns, after
 // appendWithEventsSQL's columns, the deliveries inserted and the pending
-// ones among them.
+// ones among them due for a claim (enqueueSQL's count).
 var appendWithDeliveriesSQL = withDeliveries(appendDeferredCTEs, 20)
 
 // withDeliveries is the statement of message writes ctes (parameters $1-$n)
@@ -432,7 +432,7 @@ func withDeliveries(ctes string, n int) string {
 	return ctes + `, dl AS (
 			` + shiftParams(enqueueDeliveriesCTE, n) + `
 		)` + strings.Replace(eventsTailSQL("$"+strconv.Itoa(n+14)), "(SELECT count(*) FROM ins) FROM ev",
-		"(SELECT count(*) FROM ins), (SELECT count(*) FROM dl), (SELECT count(*) FROM dl WHERE state = 'pending') FROM ev", 1)
+		"(SELECT count(*) FROM ins), (SELECT count(*) FROM dl), (SELECT count(*) FROM dl WHERE state = 'pending' AND lease_owner = '') FROM ev", 1)
 }
 
 // shiftParams renumbers the parameters $1-$99 of a statement part by by.

@@ -119,7 +119,8 @@ func (t *tx) EnqueueDeliveries(ctx context.Context, ds []*chat.Delivery) error {
 			body = []byte{}
 		}
 		state := d.State
-		if state == chat.DeliveryPending {
+		if state == chat.DeliveryPending && d.LeaseOwner == "" {
+			// Due for a claim (a leased one's owner has it already).
 			t.signal |= sigDeliveries
 		}
 		if _, err := t.exec(ctx, "INSERT INTO deliveries ("+deliveryCols+") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
