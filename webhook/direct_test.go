@@ -47,8 +47,10 @@ func post(t *testing.T, svc *chat.Service, text string) error {
 // dispatcher's first claim has caught up, the delivery of each of the
 // Service's creates is stored leased to it and handed over after the
 // commit, so that no claim transaction runs for it (polls an hour apart:
-// only a commit signal could make one). Each create here waits for its
-// delivery, so the webhook never reaches its limit.
+// only a commit signal could make one). Each create here waits until the
+// delivery before it is recorded, so the webhook never reaches its limit
+// and no sender holds the dispatcher's lock when LeaseNew runs (it leaves
+// the delivery for a claim rather than wait for that lock).
 func TestDirectDeliveriesNeedNoClaim(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends() {
@@ -62,7 +64,7 @@ func TestDirectDeliveriesNeedNoClaim(t *testing.T) {
 			const n = 20
 			for i := range n {
 				require.NoError(t, post(t, svc, "direct"))
-				require.Eventually(t, func() bool { return rc.total.Load() == int64(i+1) }, patience, time.Millisecond)
+				require.Eventually(t, func() bool { return rc.total.Load() == int64(i+1) && d.InFlight() == 0 }, patience, time.Millisecond)
 			}
 			after := cs.snapshot()
 			t.Logf("%s: transactions of %d creates with direct deliveries: %v", b.name, n, diff(before, after))
@@ -293,7 +295,8 @@ func TestDirectOnlyWhenCaughtUp(t *testing.T) {
 	_, _, ok = d.LeaseNew("w")
 	require.False(t, ok, "a claim under way after a signal")
 	close(gate)
-	require.Eventually(t, d.direct.Load, patience, time.Millisecond, "caught up again after the claim")
+	require.Eventually(t, func() bool { return d.direct.Load() && d.InFlight() == 0 }, patience, time.Millisecond,
+		"caught up again after the claim, its delivery recorded (no sender holds the lock LeaseNew tries)")
 
 	_, _, ok = d.LeaseNew("w")
 	require.True(t, ok)

@@ -567,10 +567,12 @@ func (d *Dispatcher) inFlight() map[string]int {
 // (PerWebhook+Prefetch) and not gone. The lease ends Lease from now on
 // the dispatcher's clock, as a claim's.
 func (d *Dispatcher) LeaseNew(webhookID string) (string, time.Time, bool) {
-	if !d.direct.Load() {
+	// It runs inside the store transaction that enqueues the delivery
+	// (on SQLite, on the one writer): it never waits for busyMu. When
+	// the senders hold it, the delivery is left for a claim.
+	if !d.direct.Load() || !d.busyMu.TryLock() {
 		return "", time.Time{}, false
 	}
-	d.busyMu.Lock()
 	defer d.busyMu.Unlock()
 	if d.gone[webhookID] != nil || int(d.open.Load())+int(d.nReserved.Load()) >= d.capacity() {
 		return "", time.Time{}, false
