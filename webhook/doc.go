@@ -80,8 +80,9 @@
 // costs one write transaction fewer. A delivery leased so and never sent
 // (the process ended first) is claimed by any dispatcher once its lease
 // has run out, as a claimed one's; one that did not commit frees its slot.
-// Past the dispatcher's limits, or while deliveries are due for a claim,
-// new ones are stored unleased and claimed in order.
+// Past the dispatcher's limits, while deliveries are due for a claim, or
+// when its senders hold its lock at that instant (the transaction never
+// waits for it), new ones are stored unleased and claimed in order.
 //
 // # Address safety
 //
