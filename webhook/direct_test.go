@@ -13,10 +13,10 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-// directSetup is a Service over s with a webhook to rc, a channel "c"
-// with member alice, and a started dispatcher with Config.Direct over the
-// same Service.
-func directSetup(t *testing.T, s chat.Store, rc *testReceiver, cfg Config) (*chat.Service, *Dispatcher) {
+// hookedService is a Service over s with a channel "c" with member alice
+// and a webhook to rc, registered after the channel: only the posts'
+// events are delivered.
+func hookedService(t *testing.T, s chat.Store, rc *testReceiver) *chat.Service {
 	t.Helper()
 	ctx := context.Background()
 	svc, err := chat.New(ctx, s, chat.Config{Logger: testLogger()})
@@ -25,7 +25,16 @@ func directSetup(t *testing.T, s chat.Store, rc *testReceiver, cfg Config) (*cha
 	require.NoError(t, err)
 	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
 	require.NoError(t, err)
-	createHook(t, s, rc.URL, "k") // after the channel: only the posts' events are delivered
+	createHook(t, s, rc.URL, "k")
+	return svc
+}
+
+// directSetup is hookedService with a started dispatcher with
+// Config.Direct over the same Service.
+func directSetup(t *testing.T, s chat.Store, rc *testReceiver, cfg Config) (*chat.Service, *Dispatcher) {
+	t.Helper()
+	ctx := context.Background()
+	svc := hookedService(t, s, rc)
 	cfg.Direct = true
 	d := New(svc, s, cfg)
 	require.NoError(t, d.Start(ctx))
@@ -219,16 +228,9 @@ func TestDirectLeaseRunsOut(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			s := b.open(t)
 			rc := newReceiver(t, "k", nil)
-			svc, err := chat.New(ctx, s, chat.Config{Logger: testLogger()})
-			require.NoError(t, err)
-			admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
-			require.NoError(t, err)
-			_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c", Type: chat.ChannelTypeStandard, UserIDs: []string{"alice"}})
-			require.NoError(t, err)
-			createHook(t, s, rc.URL, "k")
+			svc := hookedService(t, s, rc)
 			stop := svc.TakeDeliveries(deadTaker{lease: 300 * time.Millisecond})
 			require.NoError(t, post(t, svc, "orphaned"))
 			stop()
