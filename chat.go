@@ -112,9 +112,10 @@ type Config struct {
 	// handles per transaction. Default DefaultPurgeBatch (500).
 	PurgeBatch int
 	// OnCommit, when not nil, is called after every transaction that
-	// enqueued webhook deliveries committed, and after no other (the
-	// webhook dispatcher's Wake fits here when the store cannot signal by
-	// itself). Default nil.
+	// enqueued webhook deliveries for a claim (not all of them leased to
+	// the DeliveryTaker, see TakeDeliveries) committed, and after no other
+	// (the webhook dispatcher's Wake fits here when the store cannot
+	// signal by itself). Default nil.
 	OnCommit func()
 	// AdminPasswordCost is the bcrypt cost of admin panel passwords
 	// hashed from now on (stored hashes keep theirs). Default
@@ -305,6 +306,12 @@ func NewID() string {
 func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) error {
 	ctx = withCaller(ctx)
 	var ev events
+	committed := false
+	defer func() {
+		if !committed {
+			ev.release() // an error or a panic: nothing was committed
+		}
+	}()
 	err := s.store.Update(ctx, func(tx Tx) error {
 		ev.release() // fn runs again: the run before did not commit
 		ev = events{}
@@ -313,9 +320,8 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, ev *events) error) 
 		}
 		return s.flushEvents(ctx, tx, &ev)
 	})
-	if err != nil {
-		ev.release()
-	} else {
+	if err == nil {
+		committed = true
 		ev.handOver()
 	}
 	if err == nil && ev.enqueued > 0 && s.cfg.OnCommit != nil {
