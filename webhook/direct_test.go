@@ -162,7 +162,7 @@ func listDeliveries(t *testing.T, s chat.Store) []*chat.Delivery {
 // transaction rolls back) while fail is set.
 type failingStore struct {
 	chat.Store
-	fail atomic.Bool
+	fail, panics atomic.Bool
 }
 
 var errInjected = errors.New("injected: the transaction does not commit")
@@ -173,6 +173,9 @@ func (f *failingStore) Update(ctx context.Context, fn func(chat.Tx) error) error
 			return err
 		}
 		if f.fail.Load() && chat.Operation(ctx) == "CreateMessage" {
+			if f.panics.Load() {
+				panic(errInjected)
+			}
 			return errInjected
 		}
 		return nil
@@ -184,7 +187,8 @@ func (f *failingStore) WatchDeliveries(ctx context.Context) (<-chan struct{}, er
 }
 
 // TestDirectReleasedWhenNotCommitted: a create whose transaction does not
-// commit gives back the slot its delivery reserved, and nothing is sent
+// commit (it fails, or its function panics) gives back the slot its
+// delivery reserved, and nothing is sent
 // or stored for it; the next create's delivery is taken and delivered.
 func TestDirectReleasedWhenNotCommitted(t *testing.T) {
 	t.Parallel()
@@ -200,6 +204,10 @@ func TestDirectReleasedWhenNotCommitted(t *testing.T) {
 				require.ErrorIs(t, post(t, svc, "rolled back"), errInjected)
 			}
 			require.Zero(t, d.nReserved.Load(), "the slots of the deliveries rolled back are free")
+			fs.panics.Store(true)
+			require.PanicsWithValue(t, errInjected, func() { _ = post(t, svc, "panicked") })
+			require.Zero(t, d.nReserved.Load(), "the slot of a delivery whose transaction panicked is free")
+			fs.panics.Store(false)
 			require.Empty(t, listDeliveries(t, fs))
 			fs.fail.Store(false)
 			require.NoError(t, post(t, svc, "committed"))
