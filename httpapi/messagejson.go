@@ -301,9 +301,16 @@ type pageState struct {
 	otherM otherJSON
 }
 
-// stamp is where in pageState.times a timestamp is, without its quotes;
-// a zero stamp is none.
+// stamp is where in a buffer of timestamps (pageState.times,
+// usersState.times) one is, without its quotes; a zero stamp is none.
 type stamp struct{ from, to int }
+
+// appendStamp appends t to times as a JSON string and returns where it is.
+func appendStamp(times []byte, t *chat.Time) ([]byte, stamp) {
+	from := len(times)
+	times = t.AppendJSON(times)
+	return times, stamp{from + 1, len(times) - 1} // inside the quotes
+}
 
 var pagePool = sync.Pool{New: func() any { return new(pageState) }}
 
@@ -370,10 +377,9 @@ func appendUsers(buf *bytes.Buffer, us []chat.User) error {
 	}
 	p := usersPool.Get().(*usersState)
 	p.times, p.stamps, p.out, p.active = p.times[:0], p.stamps[:0], p.out[:0], p.active[:0]
-	at := func(t *chat.Time) stamp {
-		from := len(p.times)
-		p.times = t.AppendJSON(p.times)
-		return stamp{from + 1, len(p.times) - 1}
+	at := func(t *chat.Time) (st stamp) {
+		p.times, st = appendStamp(p.times, t)
+		return st
 	}
 	for i := range us {
 		u := &us[i]
@@ -468,10 +474,9 @@ func appendMessages(buf *bytes.Buffer, ms []chat.Message) error {
 // than one per timestamp.
 func (p *pageState) stampTimes(ms []chat.Message) string {
 	p.times, p.stamps = p.times[:0], p.stamps[:0]
-	at := func(t *chat.Time) stamp {
-		from := len(p.times)
-		p.times = t.AppendJSON(p.times)
-		return stamp{from + 1, len(p.times) - 1} // inside the quotes
+	at := func(t *chat.Time) (st stamp) {
+		p.times, st = appendStamp(p.times, t)
+		return st
 	}
 	for i := range ms {
 		var st [3]stamp
