@@ -8,9 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A webhook body is encoded from the event's value (envelopeOf); it must
-// be byte for byte the Envelope of the data the event log holds.
-func TestEnvelopeOfEncodesLikeEnvelope(t *testing.T) {
+// A webhook body is put together from the encoded data (envelopeBody); it
+// must be byte for byte what encoding/json writes for the Envelope of the
+// data the event log holds.
+func TestEnvelopeBodyEncodesLikeEnvelope(t *testing.T) {
 	t.Parallel()
 	now := NewTime(time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC))
 	m := Message{MessageID: "m1", ChannelID: "c", UserID: "u", Type: MessageTypeText, ChannelSegment: 7,
@@ -30,9 +31,12 @@ func TestEnvelopeOfEncodesLikeEnvelope(t *testing.T) {
 			require.NoError(t, err)
 			want, err := json.Marshal(Envelope{RequestID: "r", WebhookID: "w", Event: "e", Data: data})
 			require.NoError(t, err)
-			got, err := json.Marshal(envelopeOf{RequestID: "r", WebhookID: "w", Event: "e", Data: v})
+			require.Equal(t, string(want), string(envelopeBody("r", "w", "e", data)))
+			// Names that encoding/json escapes.
+			want, err = json.Marshal(Envelope{RequestID: "<r&>", WebhookID: "w\"\u2028", Event: "e\n", Data: data})
 			require.NoError(t, err)
-			require.Equal(t, string(want), string(got))
+			require.Equal(t, string(want), string(envelopeBody("<r&>", "w\"\u2028", "e\n", data)))
+			require.True(t, json.Valid(envelopeBody("r", "w", "e", data)))
 		})
 	}
 }
