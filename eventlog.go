@@ -45,6 +45,21 @@ type EventStore interface {
 	DeleteEventsBefore(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
+// RecentEventReader is an optional capability of a Store that keeps the
+// events it committed last in memory (the SQLite store): the hubs read
+// the log right after each commit that wrote events, and are served
+// without a read transaction. RecentEvents returns the events with ids
+// after+1, after+2, ... that it holds, at most limit (no bound when limit
+// <= 0), and stops at the first id it does not hold (an event of another
+// process, one not committed yet, or one too old): nil when it does not
+// hold after+1. What it returns is committed and in the log (or was, until
+// retention deleted it), exactly as ReadEvents would return it; a caller
+// that gets fewer events than it asked for reads the rest from the store
+// (Service.ReadEvents does both).
+type RecentEventReader interface {
+	RecentEvents(after int64, limit int) []*Event
+}
+
 type noEventIDsKey struct{}
 
 // WithoutEventIDs returns a context telling the store that the caller

@@ -19,8 +19,16 @@ func (s *Service) LastEventID(ctx context.Context) (last int64, err error) {
 }
 
 // ReadEvents returns up to limit events of the log with an id greater
-// than after, ascending.
+// than after, ascending. A store that keeps its latest events in memory
+// (RecentEventReader) serves them without a read transaction: then fewer
+// than limit events may come back while the log holds more (those of
+// another process, or of a commit under way); the next call returns them.
 func (s *Service) ReadEvents(ctx context.Context, after int64, limit int) (es []*Event, err error) {
+	if r, ok := s.store.(RecentEventReader); ok && limit > 0 {
+		if es := r.RecentEvents(after, limit); len(es) > 0 {
+			return es, nil
+		}
+	}
 	err = s.store.View(ctx, func(tx Tx) error {
 		es, err = tx.ReadEvents(ctx, after, limit)
 		return err

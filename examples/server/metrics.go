@@ -190,6 +190,16 @@ func (m *metrics) timeStore(s chat.Store) chat.Store {
 	return t
 }
 
+// RecentEvents passes the wrapped store's latest committed events through
+// (chat.RecentEventReader: the hub reads them without a transaction); nil,
+// so that the log is read, when the store keeps none.
+func (s *timedStore) RecentEvents(after int64, limit int) []*chat.Event {
+	if r, ok := s.Store.(chat.RecentEventReader); ok {
+		return r.RecentEvents(after, limit)
+	}
+	return nil
+}
+
 func (s *timedStore) observe(ctx context.Context, kind string, start time.Time) {
 	op := chat.Operation(ctx)
 	if op == "" {

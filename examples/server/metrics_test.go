@@ -247,8 +247,9 @@ func TestMetricsStreamConnections(t *testing.T) {
 
 // TestTimedStoreKeepsInterfaces: the timing wrapper still signals commits
 // (chat.OutboxWatcher), so that the stream hub wakes at once instead of
-// polling, and stays an EphemeralBroker over Postgres (typing across
-// processes) and only there.
+// polling, passes SQLite's recent events through (chat.RecentEventReader),
+// and stays an EphemeralBroker over Postgres (typing across processes)
+// and only there.
 func TestTimedStoreKeepsInterfaces(t *testing.T) {
 	t.Parallel()
 	m := newMetrics(func() int { return 0 }, func() int { return 0 })
@@ -269,6 +270,24 @@ func TestTimedStoreKeepsInterfaces(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no signal after a commit that appended an event")
 	}
+	// The memory store keeps no recent events: the log is read.
+	r, ok := st.(chat.RecentEventReader)
+	require.True(t, ok)
+	require.Nil(t, r.RecentEvents(0, 10))
+
+	// SQLite's recent events stay readable through the wrapper.
+	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "chat.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { sq.Close() })
+	sst := m.timeStore(sq)
+	require.NoError(t, sst.Update(ctx, func(tx chat.Tx) error {
+		return tx.AppendEvents(ctx, []*chat.Event{{Name: chat.EventMessageDidCreate, Data: []byte(`{}`), CreatedAt: chat.NewTime(time.Now())}})
+	}))
+	r, ok = sst.(chat.RecentEventReader)
+	require.True(t, ok)
+	es := r.RecentEvents(0, 10)
+	require.Len(t, es, 1)
+	require.Equal(t, chat.EventMessageDidCreate, es[0].Name)
 
 	dsn := pgtest.URL(t)
 	schema := pgtest.SchemaName()

@@ -23,6 +23,13 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 		if e.ID, err = r.LastInsertId(); err != nil {
 			return translate(err)
 		}
+		if t.write {
+			// Kept for the store's recent events once committed (a
+			// copy: the caller's event is its own).
+			c := *e
+			c.Data = c.Data[:len(c.Data):len(c.Data)]
+			t.events = append(t.events, &c)
+		}
 	}
 	if len(es) > 0 {
 		t.signal |= sigEvents

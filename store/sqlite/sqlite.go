@@ -118,6 +118,8 @@ type Store struct {
 
 	commits, committed atomic.Int64 // see Stats
 
+	recent recentEvents // the events committed last (RecentEvents)
+
 	wmu      sync.Mutex
 	watchers map[*watcher]struct{}
 	closed   bool // under wmu
@@ -566,6 +568,7 @@ func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err e
 	committed = true
 	s.commits.Add(1)
 	s.committed.Add(1)
+	s.recent.add(t.events)
 	if t.signal != 0 {
 		s.notifyOutbox(t.signal)
 	}
@@ -692,6 +695,7 @@ func (s *Store) runOne(w *writerState, r *request) {
 	}
 	s.commits.Add(1)
 	s.committed.Add(1)
+	s.recent.add(t.events)
 	if t.signal != 0 {
 		s.notifyOutbox(t.signal)
 	}
@@ -722,6 +726,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 		return nil
 	}
 	signal := 0
+	var events []*chat.Event // of the members that succeeded
 	abort := func(err error) {
 		if s.inTx() {
 			_ = s.wexec("ROLLBACK")
@@ -748,6 +753,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 				return rs[i+1:]
 			}
 			signal |= t.signal
+			events = append(events, t.events...)
 			continue
 		}
 		// fn failed: undo its writes only. If the database already rolled
@@ -772,6 +778,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 	}
 	s.commits.Add(1)
 	s.committed.Add(int64(len(w.ok)))
+	s.recent.add(events)
 	if signal != 0 {
 		s.notifyOutbox(signal)
 	}

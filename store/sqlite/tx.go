@@ -32,6 +32,9 @@ type tx struct {
 	write  bool
 	done   atomic.Bool
 	signal int // signal kinds to send after commit (sigDeliveries, sigEvents)
+	// events are those appended, for the store's recent events once the
+	// transaction committed (write transactions only).
+	events []*chat.Event
 }
 
 var _ chat.Tx = (*tx)(nil)
