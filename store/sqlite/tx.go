@@ -6,7 +6,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
+	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,6 +110,21 @@ func (t *tx) quickCtx(ctx context.Context) (context.Context, error) {
 // No row is CodeNotFound. Every caller selects by key, so the statement
 // runs with quickCtx.
 func (t *tx) row(ctx context.Context, q string, args []any, dest ...any) error {
+	if _, ok := t.db.(*conn); ok {
+		// On a store connection, through rawList (see keyed).
+		found := false
+		_, err := rawList(t, ctx, func(v []driver.Value) (struct{}, error) {
+			if found {
+				return struct{}{}, nil // QueryRow scans the first row only
+			}
+			found = true
+			return struct{}{}, driverRow(v).Scan(dest...)
+		}, nil, q, args...)
+		if err == nil && !found {
+			err = sql.ErrNoRows
+		}
+		return t.err(ctx, err)
+	}
 	c, err := t.quickCtx(ctx)
 	if err != nil {
 		return err
@@ -133,8 +150,15 @@ func list[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q st
 	return collect(t, ctx, rows, scan)
 }
 
-// keyed is list for a statement bounded by its keys (see quickCtx).
+// keyed is list for a statement bounded by its keys (see quickCtx). On a
+// store connection it runs through rawList, each row scanned from the
+// driver's values (driverRow): a lookup by key costs database/sql about as
+// much again as the driver and SQLite, and a post's transaction makes
+// about ten of them on the one writer.
 func keyed[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	if _, ok := t.db.(*conn); ok {
+		return rawList(t, ctx, func(v []driver.Value) (T, error) { return scan(driverRow(v)) }, scan, q, args...)
+	}
 	c, err := t.quickCtx(ctx)
 	if err != nil {
 		return nil, err
@@ -150,14 +174,23 @@ func keyed[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q s
 // connection directly (the driver's statement cache still serves it) and
 // each row's values go to scan as the driver returns them, without
 // database/sql's Rows and its conversion of every column into a
-// destination (about a tenth of a page read's CPU). Arguments must be
-// strings or integers. A transaction on anything but a store connection
-// (the statement recorder of the query plan test) goes through keyed with
-// rowScan.
+// destination (about a tenth of a page read's CPU). Arguments are
+// converted as database/sql converts them for a driver without a
+// converter of its own (driver.DefaultParameterConverter). A transaction
+// on anything but a store connection (the statement recorder of the query
+// plan test) goes through database/sql with rowScan.
 func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, error), rowScan func(scanner) (T, error), q string, args ...any) ([]T, error) {
 	dbc, ok := t.db.(*conn)
 	if !ok {
-		return keyed(t, ctx, rowScan, q, args...)
+		c, err := t.quickCtx(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := t.db.QueryContext(c, q, args...)
+		if err != nil {
+			return nil, t.err(ctx, err)
+		}
+		return collect(t, ctx, rows, rowScan)
 	}
 	c, err := t.quickCtx(ctx)
 	if err != nil {
@@ -165,8 +198,14 @@ func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, er
 	}
 	named := make([]driver.NamedValue, len(args))
 	for i, a := range args {
-		if n, ok := a.(int); ok {
-			a = int64(n)
+		switch x := a.(type) {
+		case string, int64, []byte, nil:
+		case int:
+			a = int64(x)
+		default:
+			if a, err = driver.DefaultParameterConverter.ConvertValue(a); err != nil {
+				return nil, &chat.Error{Code: chat.CodeInternal, Message: fmt.Sprintf("sqlite: argument %d: %v", i+1, err)}
+			}
 		}
 		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
@@ -212,8 +251,140 @@ func collect[T any](t *tx, ctx context.Context, rows *sql.Rows, scan func(scanne
 	return out, t.err(ctx, rows.Err())
 }
 
-// scanner is *sql.Row or *sql.Rows.
+// scanner is *sql.Row, *sql.Rows or driverRow.
 type scanner interface{ Scan(dest ...any) error }
+
+// driverRow is one row of a statement run through rawList, as the driver
+// returned it: SQLite's values are int64, float64, string, []byte or nil.
+// Scan stores them in the destinations the store's scan functions use as
+// database/sql's Rows.Scan does: the usual pairs (a string into a string,
+// an integer into an integer) directly, every other pair through
+// database/sql's own conversion (sql.Null[T].Scan); a []byte destination
+// gets a copy.
+type driverRow []driver.Value
+
+func (r driverRow) Scan(dest ...any) error {
+	if len(dest) != len(r) {
+		return fmt.Errorf("sqlite: %d destinations for %d columns", len(dest), len(r))
+	}
+	for i, d := range dest {
+		if err := scanValue(d, r[i]); err != nil {
+			return fmt.Errorf("sqlite: column %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// scanValue stores the driver value v in dest (see driverRow).
+func scanValue(dest any, v driver.Value) error {
+	switch d := dest.(type) {
+	case *string:
+		if x, ok := v.(string); ok {
+			*d = x
+			return nil
+		}
+		return convertValue(d, v)
+	case *[]byte:
+		switch x := v.(type) {
+		case []byte:
+			*d = bytes.Clone(x)
+			return nil
+		case nil:
+			*d = nil
+			return nil
+		}
+		return convertValue(d, v)
+	case *int64:
+		if x, ok := v.(int64); ok {
+			*d = x
+			return nil
+		}
+		return convertValue(d, v)
+	case *int:
+		if x, ok := v.(int64); ok && int64(int(x)) == x {
+			*d = int(x)
+			return nil
+		}
+		return convertValue(d, v)
+	case *bool:
+		if x, ok := v.(int64); ok && (x == 0 || x == 1) {
+			*d = x == 1
+			return nil
+		}
+		return convertValue(d, v)
+	case *float64:
+		if x, ok := v.(float64); ok {
+			*d = x
+			return nil
+		}
+		return convertValue(d, v)
+	case *sql.NullString:
+		if x, ok := v.(string); ok {
+			*d = sql.NullString{String: x, Valid: true}
+			return nil
+		}
+		return d.Scan(v)
+	case *sql.NullInt64:
+		if x, ok := v.(int64); ok {
+			*d = sql.NullInt64{Int64: x, Valid: true}
+			return nil
+		}
+		return d.Scan(v)
+	case *any:
+		if b, ok := v.([]byte); ok {
+			v = bytes.Clone(b)
+		}
+		*d = v
+		return nil
+	case sql.Scanner:
+		return d.Scan(v)
+	}
+	// A type of the chat package over a string, an integer or a bool
+	// (chat.ChannelType and the like): by its kind, as database/sql does.
+	if p := reflect.ValueOf(dest); p.Kind() == reflect.Pointer && !p.IsNil() {
+		switch e := p.Elem(); e.Kind() {
+		case reflect.String:
+			switch x := v.(type) {
+			case string:
+				e.SetString(x)
+				return nil
+			case []byte:
+				e.SetString(string(x))
+				return nil
+			}
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			var x int64
+			if err := scanValue(&x, v); err != nil {
+				return err
+			}
+			if e.OverflowInt(x) {
+				return fmt.Errorf("%d overflows %s", x, e.Type())
+			}
+			e.SetInt(x)
+			return nil
+		case reflect.Bool:
+			if x, ok := v.(bool); ok {
+				e.SetBool(x)
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("cannot store %T in %T", v, dest)
+}
+
+// convertValue stores v in d with database/sql's conversion; a NULL is an
+// error, as Rows.Scan makes it for a destination that cannot hold one.
+func convertValue[T any](d *T, v driver.Value) error {
+	var n sql.Null[T]
+	if err := n.Scan(v); err != nil {
+		return err
+	}
+	if !n.Valid {
+		return fmt.Errorf("converting NULL to %T is unsupported", *d)
+	}
+	*d = n.V
+	return nil
+}
 
 // notFound returns a CodeNotFound error naming the missing thing.
 func notFound(what, id string) error {
