@@ -68,6 +68,23 @@ func (t *tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error
 	if err != nil {
 		return nil, err
 	}
+	if dbc, ok := t.db.(*conn); ok {
+		// On the driver connection, as rawList runs its queries.
+		named, err := driverArgs(args)
+		if err != nil {
+			return nil, err
+		}
+		var r driver.Result
+		err = dbc.Raw(func(dc any) error {
+			ec, ok := dc.(driver.ExecerContext)
+			if !ok {
+				return &chat.Error{Code: chat.CodeInternal, Message: "sqlite: driver connection cannot exec"}
+			}
+			r, err = ec.ExecContext(c, q, named)
+			return err
+		})
+		return r, t.err(ctx, err)
+	}
 	r, err := t.db.ExecContext(c, q, args...)
 	return r, t.err(ctx, err)
 }
@@ -196,18 +213,9 @@ func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, er
 	if err != nil {
 		return nil, err
 	}
-	named := make([]driver.NamedValue, len(args))
-	for i, a := range args {
-		switch x := a.(type) {
-		case string, int64, []byte, nil:
-		case int:
-			a = int64(x)
-		default:
-			if a, err = driver.DefaultParameterConverter.ConvertValue(a); err != nil {
-				return nil, &chat.Error{Code: chat.CodeInternal, Message: fmt.Sprintf("sqlite: argument %d: %v", i+1, err)}
-			}
-		}
-		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	named, err := driverArgs(args)
+	if err != nil {
+		return nil, err
 	}
 	var out []T
 	err = dbc.Raw(func(dc any) error {
@@ -236,6 +244,27 @@ func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, er
 		}
 	})
 	return out, t.err(ctx, err)
+}
+
+// driverArgs converts a statement's arguments for the driver as
+// database/sql does for a driver without a converter of its own
+// (driver.DefaultParameterConverter).
+func driverArgs(args []any) ([]driver.NamedValue, error) {
+	named := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		switch x := a.(type) {
+		case string, int64, []byte, nil:
+		case int:
+			a = int64(x)
+		default:
+			var err error
+			if a, err = driver.DefaultParameterConverter.ConvertValue(a); err != nil {
+				return nil, &chat.Error{Code: chat.CodeInternal, Message: fmt.Sprintf("sqlite: argument %d: %v", i+1, err)}
+			}
+		}
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	return named, nil
 }
 
 func collect[T any](t *tx, ctx context.Context, rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
