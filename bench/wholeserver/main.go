@@ -35,8 +35,10 @@
 // and of wrk's p99. After each run it waits until the webhook receiver has
 // had no delivery for a second (at most a minute), so that a run is not
 // charged with the deliveries of the one before, and reports how long
-// deliveries went on after the run ended (a dispatcher that falls behind
-// shows there), beside the server's CPU time per request.
+// deliveries went on after the run ended and how many it received during
+// the run per request (a dispatcher that falls behind shows there: its
+// server's run left part of its work for after it), beside the server's
+// CPU time per request.
 //
 //	go run ./bench/wholeserver                           # both stores, 3 rounds
 //	go run ./bench/wholeserver -stores sqlite -rounds 1 -d 3s
@@ -279,6 +281,7 @@ type result struct {
 	non2xx   int64
 	cpu      time.Duration // server CPU time during the measured run
 	catchUp  time.Duration // webhook deliveries went on this long after it
+	inRun    int64         // webhook deliveries received during it
 	claims   float64       // claim transactions per delivery received, warm-up to settled (-1: not reported)
 }
 
@@ -952,9 +955,9 @@ func (b *bench) wrk(base, token, op string, c, pid int, prof func() error) (resu
 		pwg.Add(1)
 		go func() { defer pwg.Done(); perr = prof() }()
 	}
-	c0 := cpuTime(pid)
+	c0, h0 := cpuTime(pid), b.hooks.Load()
 	out, err := cmd(b.o.duration).CombinedOutput()
-	c1 := cpuTime(pid)
+	c1, h1 := cpuTime(pid), b.hooks.Load()
 	pwg.Wait()
 	if err != nil {
 		return result{}, fmt.Errorf("wrk: %v: %s", err, out)
@@ -964,6 +967,7 @@ func (b *bench) wrk(base, token, op string, c, pid int, prof func() error) (resu
 	}
 	r, err := parseWrk(string(out))
 	r.cpu = c1 - c0
+	r.inRun = h1 - h0
 	return r, err
 }
 
@@ -1091,6 +1095,23 @@ func claimRatio(rs []result) string {
 	return strconv.FormatFloat(vs[len(vs)/2], 'f', 2, 64)
 }
 
+// inRunShare is the median over rs of the webhook deliveries received
+// during a measured run per request of that run ("n/a" for queries, which
+// make none).
+func inRunShare(rs []result) string {
+	var vs []float64
+	for _, r := range rs {
+		if r.requests > 0 && r.inRun > 0 {
+			vs = append(vs, float64(r.inRun)/float64(r.requests))
+		}
+	}
+	if len(vs) == 0 {
+		return "n/a"
+	}
+	slices.Sort(vs)
+	return strconv.FormatFloat(vs[len(vs)/2], 'f', 2, 64)
+}
+
 func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) }
 
 func ms(d time.Duration) string {
@@ -1136,17 +1157,19 @@ func (b *bench) print(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Server CPU time per request (medians; user+system of the server process over the measured run, divided by its requests), "+
+		"webhook deliveries received during the measured run per request (a server whose dispatcher falls behind leaves part of the run's work for after it), "+
 		"and how long webhook deliveries went on after the run ended (medians; the next run waits for them):")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| op | store | conns | %s µs | %s µs | ceiling µs | deliveries after the run, %s → %s | claim transactions per delivery, %s → %s |\n", bn, nn, bn, nn, bn, nn)
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| op | store | conns | %s µs | %s µs | ceiling µs | deliveries in the run per request, %s → %s | deliveries after the run, %s → %s | claim transactions per delivery, %s → %s |\n", bn, nn, bn, nn, bn, nn, bn, nn)
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, op := range b.o.ops {
 		for _, store := range b.o.stores {
 			for _, c := range b.o.conns {
 				_, _, bc, _ := medians(b.results[key{op, store, c, "base"}])
 				_, _, nc, _ := medians(b.results[key{op, store, c, "now"}])
 				_, _, cc, _ := medians(b.results[key{op, "", c, "ceiling"}])
-				fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s → %s s | %s → %s |\n", opName[op], storeName[store], c, bc.Microseconds(), nc.Microseconds(), cc.Microseconds(),
+				fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s → %s | %s → %s s | %s → %s |\n", opName[op], storeName[store], c, bc.Microseconds(), nc.Microseconds(), cc.Microseconds(),
+					inRunShare(b.results[key{op, store, c, "base"}]), inRunShare(b.results[key{op, store, c, "now"}]),
 					seconds(catchUps(b.results[key{op, store, c, "base"}])), seconds(catchUps(b.results[key{op, store, c, "now"}])),
 					claimRatio(b.results[key{op, store, c, "base"}]), claimRatio(b.results[key{op, store, c, "now"}]))
 			}
