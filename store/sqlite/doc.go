@@ -80,6 +80,27 @@
 // dropped without running. Stats reports how many commits carried how many
 // Update calls.
 //
+// # Statements and the event log
+//
+// A transaction's statements run on the driver connection directly
+// (database/sql's Conn.Raw), with the driver's prepared-statement cache:
+// writes, lookups by key and message pages; each row is scanned from the
+// driver's values into the same destinations database/sql would fill, by
+// database/sql's own conversion wherever the value and the destination
+// are not of the same type. database/sql's Rows and argument checks cost
+// about as much CPU again as a lookup by key itself, and a post's
+// transaction makes about ten of them on the one writer. Statements whose
+// work is not bounded by their keys run through database/sql with the
+// caller's context, so that they stop when it ends.
+//
+// The writer keeps the events of the last transactions it committed in
+// memory (1,024 of them, by id) before it signals the commit, and
+// RecentEvents (chat.RecentEventReader) serves them: the event stream
+// hubs, which read the log after every commit signal, then need no read
+// transaction. A read stops before the first id the store does not hold
+// (an event of another process sharing the file, or one too old); the
+// rest comes from the log.
+//
 // # Schema and migrations
 //
 // The schema lives in embedded, numbered SQL files (migrations/NNNN_*.sql,
