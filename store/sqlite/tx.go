@@ -176,6 +176,12 @@ func keyed[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q s
 	if _, ok := t.db.(*conn); ok {
 		return rawList(t, ctx, func(v []driver.Value) (T, error) { return scan(driverRow(v)) }, scan, q, args...)
 	}
+	return keyedSQL(t, ctx, scan, q, args...)
+}
+
+// keyedSQL is keyed through database/sql, for a transaction on anything but
+// a store connection (the statement recorder of the query plan test).
+func keyedSQL[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
 	c, err := t.quickCtx(ctx)
 	if err != nil {
 		return nil, err
@@ -199,15 +205,7 @@ func keyed[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q s
 func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, error), rowScan func(scanner) (T, error), q string, args ...any) ([]T, error) {
 	dbc, ok := t.db.(*conn)
 	if !ok {
-		c, err := t.quickCtx(ctx)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := t.db.QueryContext(c, q, args...)
-		if err != nil {
-			return nil, t.err(ctx, err)
-		}
-		return collect(t, ctx, rows, rowScan)
+		return keyedSQL(t, ctx, rowScan, q, args...)
 	}
 	c, err := t.quickCtx(ctx)
 	if err != nil {
