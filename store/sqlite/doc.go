@@ -94,12 +94,13 @@
 // caller's context, so that they stop when it ends.
 //
 // The writer keeps the events of the last transactions it committed in
-// memory (1,024 of them, by id) before it signals the commit, and
+// memory (1,024 of them, by id, each with at most 8 KiB of data: at most
+// 8 MiB) before it signals the commit, and
 // RecentEvents (chat.RecentEventReader) serves them: the event stream
 // hubs, which read the log after every commit signal, then need no read
 // transaction. A read stops before the first id the store does not hold
-// (an event of another process sharing the file, or one too old); the
-// rest comes from the log.
+// (an event of another process sharing the file, a larger one, or one too
+// old); the rest comes from the log.
 //
 // # Schema and migrations
 //

@@ -12,6 +12,11 @@ import (
 // commits between two of its reads.
 const recentSlots = 1024
 
+// recentMaxData is the largest event data kept: a larger event is read from
+// the log. With it the events kept hold at most 8 MiB of data (about 1 MiB
+// with the events of text messages).
+const recentMaxData = 8 << 10
+
 // recentEvents holds the events the store's writer committed last, each
 // in the slot of its id modulo recentSlots, so that the reads of the log
 // that follow every commit signal (one per hub) need no read transaction.
@@ -22,13 +27,18 @@ type recentEvents struct {
 	slots [recentSlots]*chat.Event
 }
 
-// add keeps committed events (ids set).
+// add keeps committed events (ids set), but those whose data is larger
+// than recentMaxData.
 func (r *recentEvents) add(es []*chat.Event) {
 	if len(es) == 0 {
 		return
 	}
 	r.mu.Lock()
 	for _, e := range es {
+		if len(e.Data) > recentMaxData {
+			r.slots[e.ID%recentSlots] = nil // read from the log
+			continue
+		}
 		r.slots[e.ID%recentSlots] = e
 	}
 	r.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,6 +173,22 @@ func TestRecentEventsBounded(t *testing.T) {
 	require.Len(t, got, recentSlots)
 	require.Equal(t, readLog(t, s, 100), got)
 	require.Equal(t, last, got[len(got)-1].ID)
+}
+
+// An event whose data is larger than recentMaxData is not held: a read
+// stops before it, and the log has it.
+func TestRecentEventsLargeData(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	big := &chat.Event{Name: "big", ChannelID: "c", Data: []byte(`"` + strings.Repeat("x", recentMaxData) + `"`), CreatedAt: chat.NewTime(t0)}
+	appendEvents(t, s, "a")
+	require.NoError(t, s.Update(ctx, func(tx chat.Tx) error { return tx.AppendEvents(ctx, []*chat.Event{big}) }))
+	appendEvents(t, s, "c")
+	require.Equal(t, []string{"a"}, names(s.RecentEvents(0, 0)), "stops before the large event")
+	require.Nil(t, s.RecentEvents(1, 0))
+	require.Equal(t, []string{"c"}, names(s.RecentEvents(2, 0)))
+	require.Equal(t, []string{"a", "big", "c"}, names(readLog(t, s, 0)))
 }
 
 // A reader woken by the store's signal of a commit finds the commit's
