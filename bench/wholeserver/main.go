@@ -1047,6 +1047,17 @@ func medians(rs []result) (rate float64, p99 time.Duration, cpuPerReq time.Durat
 	return median(rates), median(p99s), median(cpus), non2xx
 }
 
+// doneRates is the median over rs of a run's requests per second counted
+// until its last webhook delivery: the rate times d over d plus the time
+// deliveries went on after the run.
+func doneRates(rs []result, d time.Duration) float64 {
+	var vs []float64
+	for _, r := range rs {
+		vs = append(vs, r.rate*d.Seconds()/(d+r.catchUp).Seconds())
+	}
+	return median(vs)
+}
+
 func catchUps(rs []result) time.Duration {
 	var ds []time.Duration
 	for _, r := range rs {
@@ -1158,19 +1169,22 @@ func (b *bench) print(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Server CPU time per request (medians; user+system of the server process over the measured run, divided by its requests), "+
 		"webhook deliveries received during the measured run per request (a server whose dispatcher falls behind leaves part of the run's work for after it), "+
-		"and how long webhook deliveries went on after the run ended (medians; the next run waits for them):")
+		"how long webhook deliveries went on after the run ended (medians; the next run waits for them), "+
+		"and requests per second counted until the run's last delivery (requests ÷ (run + deliveries after)):")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| op | store | conns | %s µs | %s µs | ceiling µs | deliveries in the run per request, %s → %s | deliveries after the run, %s → %s | claim transactions per delivery, %s → %s |\n", bn, nn, bn, nn, bn, nn, bn, nn)
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| op | store | conns | %s µs | %s µs | ceiling µs | deliveries in the run per request, %s → %s | deliveries after the run, %s → %s | req/s until the last delivery, %s → %s | %s/%s | claim transactions per delivery, %s → %s |\n", bn, nn, bn, nn, bn, nn, bn, nn, nn, bn, bn, nn)
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, op := range b.o.ops {
 		for _, store := range b.o.stores {
 			for _, c := range b.o.conns {
 				_, _, bc, _ := medians(b.results[key{op, store, c, "base"}])
 				_, _, nc, _ := medians(b.results[key{op, store, c, "now"}])
 				_, _, cc, _ := medians(b.results[key{op, "", c, "ceiling"}])
-				fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s → %s | %s → %s s | %s → %s |\n", opName[op], storeName[store], c, bc.Microseconds(), nc.Microseconds(), cc.Microseconds(),
+				bd, nd := doneRates(b.results[key{op, store, c, "base"}], b.o.duration), doneRates(b.results[key{op, store, c, "now"}], b.o.duration)
+				fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s → %s | %s → %s s | %s → %s | %.2f | %s → %s |\n", opName[op], storeName[store], c, bc.Microseconds(), nc.Microseconds(), cc.Microseconds(),
 					inRunShare(b.results[key{op, store, c, "base"}]), inRunShare(b.results[key{op, store, c, "now"}]),
 					seconds(catchUps(b.results[key{op, store, c, "base"}])), seconds(catchUps(b.results[key{op, store, c, "now"}])),
+					thousands(bd), thousands(nd), nd/bd,
 					claimRatio(b.results[key{op, store, c, "base"}]), claimRatio(b.results[key{op, store, c, "now"}]))
 			}
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -38,5 +39,25 @@ Transfer/sec:      2.96MB
 	}
 	if median([]float64{3, 1, 2}) != 2 || median([]float64{4, 1, 3, 2}) != 2.5 {
 		t.Fatal("median")
+	}
+}
+
+// A run's rate counted until its last delivery spreads its requests over
+// the run and the deliveries after it; the median is over the runs.
+func TestDoneRates(t *testing.T) {
+	rs := []result{
+		{rate: 1000, catchUp: time.Second},           // 5,000 requests in 6 s
+		{rate: 1200, catchUp: 0},                     // all delivered within the run
+		{rate: 900, catchUp: 500 * time.Millisecond}, // 4,500 in 5.5 s
+	}
+	got := doneRates(rs, 5*time.Second)
+	if math.Abs(got-5000.0/6) > 1e-9 {
+		t.Fatalf("doneRates = %v, want %v (the median of 833.3, 1200 and 818.2)", got, 5000.0/6)
+	}
+	if r := inRunShare([]result{{requests: 100, inRun: 70}, {requests: 100, inRun: 80}, {requests: 100, inRun: 60}}); r != "0.70" {
+		t.Fatalf("inRunShare = %s, want 0.70", r)
+	}
+	if r := inRunShare([]result{{requests: 100}}); r != "n/a" {
+		t.Fatalf("inRunShare without deliveries = %s, want n/a", r)
 	}
 }
