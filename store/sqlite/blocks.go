@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql/driver"
 	"time"
 
 	chat "github.com/chatengine/chat"
@@ -31,33 +30,11 @@ func scanBlock(sc scanner) (*chat.Block, error) {
 	return &b, nil
 }
 
-// scanBlockValues is scanBlock from the driver's values (see rawList).
-func scanBlockValues(v []driver.Value) (*chat.Block, error) {
-	if len(v) != 3 {
-		return nil, errColumns
-	}
-	text := func(x driver.Value) (string, bool) {
-		switch x := x.(type) {
-		case string:
-			return x, true
-		case []byte:
-			return string(x), true
-		}
-		return "", false
-	}
-	u, ok1 := text(v[0])
-	b, ok2 := text(v[1])
-	at, ok3 := v[2].(int64)
-	if !ok1 || !ok2 || !ok3 {
-		return nil, errColumns
-	}
-	return &chat.Block{UserID: u, BlockedID: b, CreatedAt: fromMs(at)}, nil
-}
-
 // ListBlocks implements chat.BlockStore. Every message query of a user
-// asks it (usually to find nothing), so it reads through rawList.
+// asks it (usually to find nothing); keyed runs it on the driver
+// connection.
 func (t *tx) ListBlocks(ctx context.Context, userID string) ([]*chat.Block, error) {
-	return rawList(t, ctx, scanBlockValues, scanBlock, `SELECT user_id, blocked_id, created_at FROM blocks WHERE user_id = ?
+	return keyed(t, ctx, scanBlock, `SELECT user_id, blocked_id, created_at FROM blocks WHERE user_id = ?
 		ORDER BY created_at, blocked_id`, userID)
 }
 
