@@ -78,7 +78,7 @@ func (t *tx) insertChannelTags(ctx context.Context, id string, tags []string) er
 
 // GetChannel implements chat.ChannelStore.
 func (t *tx) GetChannel(ctx context.Context, channelID string) (*chat.Channel, error) {
-	rows, err := keyed(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
+	rows, err := memoKeyed(t, ctx, memoChannels, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (t *tx) NextSegment(ctx context.Context, channelID string, now time.Time) (
 	if k == 0 {
 		return nil, notFound("channel", channelID)
 	}
-	rows, err := keyed(t, ctx, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
+	rows, err := memoKeyed(t, ctx, memoChannels, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func scanChannelUser(sc scanner) (*chat.ChannelUser, error) {
 
 // GetChannelUser implements chat.ChannelStore.
 func (t *tx) GetChannelUser(ctx context.Context, channelID, userID string) (*chat.ChannelUser, error) {
-	rows, err := keyed(t, ctx, scanChannelUser, "SELECT "+channelUserSel+
+	rows, err := memoKeyed(t, ctx, memoChannelUsers, scanChannelUser, "SELECT "+channelUserSel+
 		" FROM channel_users WHERE channel_id = ? AND user_id = ?", channelID, userID)
 	if err != nil {
 		return nil, err

@@ -93,6 +93,15 @@
 // work is not bounded by their keys run through database/sql with the
 // caller's context, so that they stop when it ends.
 //
+// A write transaction remembers the rows of its lookups of a user, a
+// channel, a membership and a role (memo.go): no other connection or
+// process can write while it holds the write lock, so they stay what the
+// database holds until one of its own statements writes their table (the
+// rows of that table are then forgotten; a DELETE, a REPLACE or a schema
+// change forgets them all, as does a savepoint rolled back). The posts of
+// a commit group, often to one channel by a few authors, then read each
+// row once; each caller still gets values of its own.
+//
 // The writer keeps the events of the last transactions it committed in
 // memory (1,024 of them, by id, each with at most 8 KiB of data: at most
 // 8 MiB) before it signals the commit, and

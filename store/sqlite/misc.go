@@ -45,7 +45,7 @@ func (t *tx) GetRoles(ctx context.Context, ids []string) ([]*chat.Role, error) {
 	case 1:
 		// The common case (a post by an admin, whose one role is the
 		// built-in one): a primary key lookup without a JSON argument.
-		return keyed(t, ctx, scanRole, "SELECT role_id, permissions, created_at, updated_at FROM roles WHERE role_id = ?", ids[0])
+		return memoKeyed(t, ctx, memoRoles, scanRole, "SELECT role_id, permissions, created_at, updated_at FROM roles WHERE role_id = ?", ids[0])
 	}
 	return keyed(t, ctx, scanRole, "SELECT role_id, permissions, created_at, updated_at FROM roles WHERE role_id IN "+inIDs+
 		" ORDER BY role_id", jsonIDs(ids))

@@ -97,6 +97,9 @@ type Store struct {
 	// transaction under way (see tx.version), emptied when one begins and
 	// when a savepoint is rolled back. Guarded by wlock.
 	vers map[string]int64
+	// memo are the rows of lookups remembered in the write transaction
+	// under way (memo.go), emptied as vers is. Guarded by wlock.
+	memo map[memoKey]memoEntry
 
 	wdb   *sql.DB // the single write connection's pool (MaxOpenConns 1)
 	wconn *conn   // the write connection, used only by the holder of wlock
@@ -545,6 +548,7 @@ func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err e
 		return translate(err)
 	}
 	clear(s.vers)
+	clear(s.memo)
 	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
 		return translate(err)
 	}
@@ -670,6 +674,7 @@ func (s *Store) runOne(w *writerState, r *request) {
 		return
 	}
 	clear(s.vers)
+	clear(s.memo)
 	if err := s.wexec("BEGIN IMMEDIATE"); err != nil {
 		r.finish(translate(err))
 		return
@@ -716,6 +721,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 	err := s.syncFor(lazy)
 	if err == nil {
 		clear(s.vers)
+		clear(s.memo)
 		err = s.wexec("BEGIN IMMEDIATE")
 	}
 	if err != nil {
@@ -760,6 +766,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 		// back the whole transaction (I/O error, disk full, interrupt),
 		// the earlier requests of this batch are lost too.
 		clear(s.vers) // the member may have bumped a counter
+		clear(s.memo)
 		if rerr := s.wexec("ROLLBACK TO g"); rerr != nil || !s.inTx() {
 			abort(errBatchAborted)
 			r.finish(err)

@@ -45,6 +45,14 @@ var errTxDone = &chat.Error{Code: chat.CodeInternal, Message: "sqlite: transacti
 
 func (t *tx) finish() { t.done.Store(true) }
 
+// forget drops, in a write transaction, the remembered lookups that
+// statement q may change (see memo.go).
+func (t *tx) forget(q string) {
+	if t.write {
+		t.s.forgetReads(q)
+	}
+}
+
 // ctx checks that the transaction is usable and returns the context to run
 // a statement with. Write statements run with a context that is never
 // cancelled: interrupting a write statement may make SQLite roll back the
@@ -64,6 +72,7 @@ func (t *tx) ctx(ctx context.Context) (context.Context, error) {
 }
 
 func (t *tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	t.forget(q)
 	c, err := t.ctx(ctx)
 	if err != nil {
 		return nil, err
@@ -100,6 +109,7 @@ func (t *tx) execN(ctx context.Context, q string, args ...any) (int64, error) {
 }
 
 func (t *tx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	t.forget(q)
 	c, err := t.ctx(ctx)
 	if err != nil {
 		return nil, err
@@ -127,6 +137,7 @@ func (t *tx) quickCtx(ctx context.Context) (context.Context, error) {
 // No row is CodeNotFound. Every caller selects by key, so the statement
 // runs with quickCtx.
 func (t *tx) row(ctx context.Context, q string, args []any, dest ...any) error {
+	t.forget(q)
 	if _, ok := t.db.(*conn); ok {
 		// On a store connection, through rawList (see keyed).
 		found := false
@@ -182,6 +193,7 @@ func keyed[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q s
 // keyedSQL is keyed through database/sql, for a transaction on anything but
 // a store connection (the statement recorder of the query plan test).
 func keyedSQL[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	t.forget(q)
 	c, err := t.quickCtx(ctx)
 	if err != nil {
 		return nil, err
@@ -203,6 +215,7 @@ func keyedSQL[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), 
 // on anything but a store connection (the statement recorder of the query
 // plan test) goes through database/sql with rowScan.
 func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, error), rowScan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	t.forget(q)
 	dbc, ok := t.db.(*conn)
 	if !ok {
 		return keyedSQL(t, ctx, rowScan, q, args...)

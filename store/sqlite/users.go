@@ -87,7 +87,7 @@ func (t *tx) EnsureUsers(ctx context.Context, ids []string, now time.Time) ([]*c
 
 // GetUser implements chat.UserStore.
 func (t *tx) GetUser(ctx context.Context, userID string) (*chat.User, error) {
-	rows, err := keyed(t, ctx, scanUser, "SELECT "+userCols+" FROM users u WHERE u.user_id = ?", userID)
+	rows, err := memoKeyed(t, ctx, memoUsers, scanUser, "SELECT "+userCols+" FROM users u WHERE u.user_id = ?", userID)
 	if err != nil {
 		return nil, err
 	}
