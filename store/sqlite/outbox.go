@@ -301,9 +301,8 @@ func (t *tx) RescheduleDelivery(ctx context.Context, requestID string, nextAttem
 	return nil
 }
 
-// NextDeliveryAt implements chat.OutboxStore.
-// CountDeliveries counts from deliveries_due_idx (state, next_attempt_at,
-// request_id): both counts are ranges of that index.
+// CountDeliveries counts from deliveries_due_idx (next_attempt_at,
+// request_id of the pending deliveries): the whole index and a range of it.
 func (t *tx) CountDeliveries(ctx context.Context, now time.Time) (chat.OutboxBacklog, error) {
 	var b chat.OutboxBacklog
 	err := t.row(ctx, `SELECT
@@ -313,6 +312,8 @@ func (t *tx) CountDeliveries(ctx context.Context, now time.Time) (chat.OutboxBac
 	return b, err
 }
 
+// NextDeliveryAt implements chat.OutboxStore: the first entry of
+// deliveries_due_idx.
 func (t *tx) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
 	var v sql.NullInt64
 	if err := t.row(ctx, "SELECT min(next_attempt_at) FROM deliveries WHERE state = 'pending'", nil, &v); err != nil {

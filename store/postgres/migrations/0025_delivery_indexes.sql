@@ -1,0 +1,5 @@
+-- 0025_delivery_indexes: nothing to do on Postgres.
+--
+-- On SQLite this gives the deliveries a due index of pending deliveries
+-- only (deliveries_pending_idx here has that shape already) and an
+-- ascending index of a webhook's deliveries.
