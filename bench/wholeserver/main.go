@@ -30,9 +30,12 @@
 // then -d per run, at each of -conns connections. The trivial-handler
 // ceiling (a chi handler in a separate process that reads the request and
 // answers a JSON body as long as the real server's answer) runs in the same
-// rounds. Each round runs, per store, the base server then the new one,
-// then the ceiling; the table gives the medians over -rounds of requests/s
-// and of wrk's p99. After each run it waits until the webhook receiver has
+// rounds. Each round runs, per store, the base server then the new one
+// (the new one first in even rounds), then the ceiling; the table gives the
+// medians over -rounds of requests/s and of wrk's p99, and the median of
+// the rounds' ratios (new/base in the same round). Every measured run
+// starts after a sync(2), so that no run pays for the write-back of the
+// pages an earlier one left dirty. After each run it waits until the webhook receiver has
 // had no delivery for a second (at most a minute), so that a run is not
 // charged with the deliveries of the one before, and reports how long
 // deliveries went on after the run ended and how many it received during
@@ -134,7 +137,7 @@ func run(args []string) error {
 	fs.StringVar(&stores, "stores", "sqlite,postgres", "stores: sqlite, postgres")
 	fs.StringVar(&ops, "ops", "create,query", "operations: create (POST /message), query (POST /messages, the newest -page)")
 	fs.StringVar(&conns, "conns", "1,16", "connection counts")
-	fs.IntVar(&o.rounds, "rounds", 3, "rounds (each: per store the base then the new server, then the ceiling)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds (each: per store the base then the new server, the other way round in even rounds, then the ceiling)")
 	fs.DurationVar(&o.duration, "d", 5*time.Second, "duration of each measured run (at most 1m)")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured run before each measured one")
 	fs.IntVar(&o.streams, "streams", 100, "event streams kept open on servers that have /events")
@@ -390,8 +393,15 @@ func (b *bench) run() error {
 	}
 
 	for r := 1; r <= b.o.rounds; r++ {
+		// The order alternates (base first in odd rounds, the new server
+		// first in even ones): a machine that drifts, or a run that
+		// leaves work behind for the next, favours neither.
+		sides := []string{"base", "now"}
+		if r%2 == 0 {
+			sides = []string{"now", "base"}
+		}
 		for _, store := range b.o.stores {
-			for _, side := range []string{"base", "now"} {
+			for _, side := range sides {
 				if err := b.ctx.Err(); err != nil {
 					return err
 				}
@@ -750,6 +760,10 @@ func (b *bench) measureServer(side, bin, store string, round int) error {
 	var reqs int64
 	for _, op := range b.o.ops {
 		for _, c := range b.o.conns {
+			// Each run starts with no dirty page of an earlier one (of
+			// this server or the one before) left for the kernel to
+			// write back while it runs.
+			syscall.Sync()
 			var prof func() error
 			if s.pprof != "" && round == 1 {
 				prof = b.profileDuring(s, fmt.Sprintf("%s-%s-%s-%d.pprof", b.name(side), store, op, c))
@@ -1033,6 +1047,19 @@ func median[T int64 | float64 | time.Duration](v []T) T {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// pairedRatio is the median over the rounds of the new server's requests
+// per second divided by the base's in the same round: a round where the
+// machine ran slower for both weighs like any other.
+func pairedRatio(base, now []result) float64 {
+	var rs []float64
+	for i := range min(len(base), len(now)) {
+		if base[i].rate > 0 {
+			rs = append(rs, now[i].rate/base[i].rate)
+		}
+	}
+	return median(rs)
+}
+
 func medians(rs []result) (rate float64, p99 time.Duration, cpuPerReq time.Duration, non2xx int64) {
 	var rates []float64
 	var p99s, cpus []time.Duration
@@ -1158,8 +1185,9 @@ func (b *bench) print(w io.Writer) {
 				br, bp, _, bbad := medians(b.results[key{op, store, c, "base"}])
 				nr, np, _, nbad := medians(b.results[key{op, store, c, "now"}])
 				cr, _, _, _ := medians(b.results[key{op, "", c, "ceiling"}])
+				ratio := pairedRatio(b.results[key{op, store, c, "base"}], b.results[key{op, store, c, "now"}])
 				fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %.2f | %s → %s | %s | %.3f |\n",
-					opName[op], storeName[store], c, thousands(br), thousands(nr), nr/br, ms(bp), ms(np), thousands(cr), nr/cr)
+					opName[op], storeName[store], c, thousands(br), thousands(nr), ratio, ms(bp), ms(np), thousands(cr), nr/cr)
 				if bbad+nbad > 0 {
 					bad = append(bad, fmt.Sprintf("%s %s %d: %d non-2xx responses (%s %d, %s %d)", op, store, c, bbad+nbad, bn, bbad, nn, nbad))
 				}
@@ -1195,7 +1223,7 @@ func (b *bench) print(w io.Writer) {
 	if len(lf) > 3 {
 		lf = lf[:3]
 	}
-	fmt.Fprintf(w, "wrk -t1 over 127.0.0.1, %v per run after %v of warm-up, %d rounds (per round and store: %s, then %s; then the ceiling), medians; "+
+	fmt.Fprintf(w, "wrk -t1 over 127.0.0.1, %v per run after %v of warm-up, %d rounds (per round and store: %s, then %s, in even rounds the other way round; then the ceiling), medians (the ratio: median of the rounds' ratios); "+
 		"%s, %d CPUs, load average at the end %s.\n",
 		b.o.duration, b.o.warmup, b.o.rounds, bn, nn, runtime.Version(), runtime.NumCPU(), strings.Join(lf, " "))
 	for _, side := range []string{"base", "now"} {

@@ -61,3 +61,21 @@ func TestDoneRates(t *testing.T) {
 		t.Fatalf("inRunShare without deliveries = %s, want n/a", r)
 	}
 }
+
+// The ratio is the median of the rounds' own ratios: a round in which the
+// machine was slow for both servers counts as much as the others.
+func TestPairedRatio(t *testing.T) {
+	base := []result{{rate: 1000}, {rate: 500}, {rate: 1000}}
+	now := []result{{rate: 1100}, {rate: 600}, {rate: 900}}
+	// Round ratios 1.1, 1.2, 0.9: median 1.1 (the medians' ratio would be
+	// 900/1000 = 0.9).
+	if got := pairedRatio(base, now); math.Abs(got-1.1) > 1e-9 {
+		t.Fatalf("pairedRatio = %v, want 1.1", got)
+	}
+	if got := pairedRatio(base[:2], now); math.Abs(got-(1.1+1.2)/2) > 1e-9 {
+		t.Fatalf("pairedRatio of 2 rounds = %v, want 1.15", got)
+	}
+	if got := pairedRatio([]result{{rate: 0}}, []result{{rate: 5}}); got != 0 {
+		t.Fatalf("pairedRatio without a base rate = %v, want 0", got)
+	}
+}
