@@ -17,9 +17,7 @@
 // long a statement waits for a lock held by another process that shares the
 // file before it fails with chat.CodeUnavailable. MaxReadConns (default the
 // larger of 4 and the number of CPUs) bounds the read pool. MaxBatch
-// (default 128) bounds a group commit. CheckpointDelay (default 50 ms) is
-// how soon after a commit the store's own checkpointer copies the
-// write-ahead log into the database file (see Durability).
+// (default 128) bounds a group commit.
 //
 // # Connections and transactions
 //
@@ -49,20 +47,6 @@
 // never happened). The crash test in this package kills a writer with
 // SIGKILL at a random moment and checks that every acknowledged message is
 // present and no half-written one is.
-//
-// A checkpoint copies the pages the log holds into the database file. By
-// default SQLite runs one inside the commit that takes the log past 1,000
-// pages, so the writer, and every Update waiting for it, would also wait
-// for that copy and the fsyncs of the log and the database file. The store
-// runs its checkpoints on a connection of its own instead (checkpoint.go):
-// a passive checkpoint, which never waits for readers or the writer,
-// Options.CheckpointDelay (50 ms) after a commit, the commits of that time
-// sharing it; an idle store runs none. The write connection keeps an
-// automatic checkpoint at 10,000 pages should the log ever grow that far.
-// A negative CheckpointDelay leaves checkpoints to the writer's commits.
-// Durability is the same either way: a commit is durable in the log, and
-// a checkpoint syncs the log before and the database file after copying.
-// Stats counts the checkpoints and what the last one found.
 //
 // # Group commit
 //

@@ -47,13 +47,6 @@ type Options struct {
 	// in one transaction (group commit). The default is 128; 1 disables
 	// group commit.
 	MaxBatch int
-	// CheckpointDelay is how long after a commit the store's own
-	// checkpointer copies the write-ahead log into the database file (a
-	// passive checkpoint on a connection of its own, see the package
-	// documentation), so that the writer's commits do not. The default is
-	// 50 milliseconds; a negative value leaves checkpoints to the writer's
-	// commits, every 1,000 pages of log (SQLite's default).
-	CheckpointDelay time.Duration
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -83,9 +76,6 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if v.MaxBatch < 0 {
 		return v, chat.Errorf(chat.CodeBadRequest, "sqlite: MaxBatch must not be negative")
-	}
-	if v.CheckpointDelay == 0 {
-		v.CheckpointDelay = 50 * time.Millisecond
 	}
 	if v.MaxBatch == 0 {
 		v.MaxBatch = 128
@@ -130,13 +120,6 @@ type Store struct {
 	closeErr   error
 
 	commits, committed atomic.Int64 // see Stats
-	// The checkpointer (checkpoint.go): woken after commits, done when it
-	// has stopped and closed its connection.
-	ckptWake    chan struct{}
-	ckptDone    chan struct{}
-	checkpoints atomic.Int64 // see Stats
-	ckptMu      sync.Mutex
-	ckpt        Checkpoint // the last one (see Stats)
 
 	recent recentEvents // the events committed last (RecentEvents)
 
@@ -216,13 +199,6 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 		wconn.Close()
 		return fail(err)
 	}
-	var cdb *sql.DB
-	if o.CheckpointDelay > 0 {
-		if cdb, err = openCheckpointer(ctx, path, wconn, o.Synchronous); err != nil {
-			wconn.Close()
-			return fail(err)
-		}
-	}
 	rp := url.Values{}
 	rp.Set("_synchronous", o.Synchronous)
 	rp.Set("_busy_timeout", busy)
@@ -232,7 +208,6 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 	rp.Set("_mutex", "no")
 	rdb, err := sql.Open("sqlite3", dsn(path, rp))
 	if err != nil {
-		closeAll(cdb)
 		wconn.Close()
 		return fail(err)
 	}
@@ -244,7 +219,6 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 	rdb.SetConnMaxIdleTime(0)
 	if err := rdb.PingContext(ctx); err != nil {
 		rdb.Close()
-		closeAll(cdb)
 		wconn.Close()
 		return fail(err)
 	}
@@ -256,18 +230,11 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 		watchers:   make(map[*watcher]struct{}),
-		ckptWake:   make(chan struct{}, 1),
-		ckptDone:   make(chan struct{}),
 	}
 	for i := 0; i < o.MaxReadConns; i++ {
 		s.rslots <- nil
 	}
 	go s.writer(&writerState{})
-	if cdb != nil {
-		go s.checkpointer(cdb)
-	} else {
-		close(s.ckptDone)
-	}
 	if err := s.backfillSearch(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -287,27 +254,11 @@ type Stats struct {
 	// Updates is the number of Update calls whose writes were committed.
 	// Updates / Commits is the average group commit size.
 	Updates int64
-	// Checkpoints is the number of checkpoints the store's checkpointer
-	// ran (Options.CheckpointDelay), LastCheckpoint what the last one
-	// found.
-	Checkpoints    int64
-	LastCheckpoint Checkpoint
-}
-
-// Checkpoint is what a checkpoint of the write-ahead log found: the pages
-// in the log, and how many of them are in the database file now (all of
-// them unless a reader still needed an older version of some).
-type Checkpoint struct {
-	LogPages, DonePages int64
 }
 
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
-	s.ckptMu.Lock()
-	last := s.ckpt
-	s.ckptMu.Unlock()
-	return Stats{Commits: s.commits.Load(), Updates: s.committed.Load(),
-		Checkpoints: s.checkpoints.Load(), LastCheckpoint: last}
+	return Stats{Commits: s.commits.Load(), Updates: s.committed.Load()}
 }
 
 // Path returns the database file path the store was opened with.
@@ -321,7 +272,6 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		<-s.writerDone
-		<-s.ckptDone
 		// Wait for a transaction running inline and keep the write
 		// connection for good: later Update calls find it taken, queue,
 		// and fail because the writer has stopped.
@@ -621,7 +571,6 @@ func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err e
 	}
 	committed = true
 	s.commits.Add(1)
-	s.wakeCheckpointer()
 	s.committed.Add(1)
 	s.recent.add(t.events)
 	if t.signal != 0 {
@@ -750,7 +699,6 @@ func (s *Store) runOne(w *writerState, r *request) {
 		return
 	}
 	s.commits.Add(1)
-	s.wakeCheckpointer()
 	s.committed.Add(1)
 	s.recent.add(t.events)
 	if t.signal != 0 {
@@ -836,7 +784,6 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 		return nil
 	}
 	s.commits.Add(1)
-	s.wakeCheckpointer()
 	s.committed.Add(int64(len(w.ok)))
 	s.recent.add(events)
 	if signal != 0 {
