@@ -786,6 +786,8 @@ func (b *bench) measureServer(side, bin, store string, round int) error {
 			}
 			k := key{op, store, c, side}
 			b.results[k] = append(b.results[k], r)
+			b.logf("round %d: %s on %s, %s at %d: %s req/s, p99 %s ms, %d µs CPU/req", round, b.name(side), store, op, c,
+				thousands(r.rate), ms(r.p99), (r.cpu / time.Duration(max(r.requests, 1))).Microseconds())
 		}
 	}
 	b.hooksBySide[side] += b.hooks.Load() - h0
