@@ -207,3 +207,31 @@ func TestWriteTxLookupsForgetRolledBackMembers(t *testing.T) {
 		require.ErrorIs(t, err, errBoom)
 	}
 }
+
+// What a write statement may change, read from its text: the remembered
+// tables it names (channel_users also matches users: both are
+// forgotten), or all of them for a statement that may cascade or change
+// the schema.
+func TestWritesOf(t *testing.T) {
+	for q, want := range map[string]uint8{
+		"UPDATE channels SET message_count = message_count + 1 WHERE channel_id = ?": memoChannels,
+		"INSERT INTO channel_users (channel_id, user_id) VALUES (?,?)":               memoChannelUsers | memoUsers,
+		"UPDATE users SET roles = ? WHERE user_id = ?":                               memoUsers | memoRoles,
+		"INSERT INTO roles (role_id, permissions) VALUES (?,?)":                      memoRoles,
+		"INSERT INTO messages (message_id, data) VALUES (?,?)":                       0,
+		"DELETE FROM flags WHERE kind = ?":                                           memoAll,
+		"INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)":                      memoAll,
+		"PRAGMA optimize": memoAll,
+	} {
+		require.Equal(t, want, writesOf(q), q)
+	}
+	// Each text is read once; the cache stays bounded.
+	s := &Store{memo: map[memoKey]memoEntry{{q: "x"}: {tables: memoUsers}}}
+	for i := range memoWritesMax + 10 {
+		s.forgetReads(fmt.Sprintf("INSERT INTO messages (message_id) VALUES (%d)", i))
+	}
+	require.Len(t, s.memoWrites, memoWritesMax)
+	require.Len(t, s.memo, 1, "no statement named users")
+	s.forgetReads("UPDATE users SET display_name = ?")
+	require.Empty(t, s.memo)
+}

@@ -100,6 +100,9 @@ type Store struct {
 	// memo are the rows of lookups remembered in the write transaction
 	// under way (memo.go), emptied as vers is. Guarded by wlock.
 	memo map[memoKey]memoEntry
+	// memoWrites are the tables each write statement names, for
+	// forgetReads (memo.go). Guarded by wlock.
+	memoWrites map[string]uint8
 
 	wdb   *sql.DB // the single write connection's pool (MaxOpenConns 1)
 	wconn *conn   // the write connection, used only by the holder of wlock

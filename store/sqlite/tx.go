@@ -72,11 +72,11 @@ func (t *tx) ctx(ctx context.Context) (context.Context, error) {
 }
 
 func (t *tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	t.forget(q)
 	c, err := t.ctx(ctx)
 	if err != nil {
 		return nil, err
 	}
+	t.forget(q)
 	if dbc, ok := t.db.(*conn); ok {
 		// On the driver connection, as rawList runs its queries.
 		named, err := driverArgs(args)
@@ -109,11 +109,11 @@ func (t *tx) execN(ctx context.Context, q string, args ...any) (int64, error) {
 }
 
 func (t *tx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	t.forget(q)
 	c, err := t.ctx(ctx)
 	if err != nil {
 		return nil, err
 	}
+	t.forget(q)
 	rows, err := t.db.QueryContext(c, q, args...)
 	return rows, t.err(ctx, err)
 }
@@ -137,7 +137,6 @@ func (t *tx) quickCtx(ctx context.Context) (context.Context, error) {
 // No row is CodeNotFound. Every caller selects by key, so the statement
 // runs with quickCtx.
 func (t *tx) row(ctx context.Context, q string, args []any, dest ...any) error {
-	t.forget(q)
 	if _, ok := t.db.(*conn); ok {
 		// On a store connection, through rawList (see keyed).
 		found := false
@@ -157,6 +156,7 @@ func (t *tx) row(ctx context.Context, q string, args []any, dest ...any) error {
 	if err != nil {
 		return err
 	}
+	t.forget(q)
 	return t.err(ctx, t.db.QueryRowContext(c, q, args...).Scan(dest...))
 }
 
@@ -193,11 +193,11 @@ func keyed[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q s
 // keyedSQL is keyed through database/sql, for a transaction on anything but
 // a store connection (the statement recorder of the query plan test).
 func keyedSQL[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
-	t.forget(q)
 	c, err := t.quickCtx(ctx)
 	if err != nil {
 		return nil, err
 	}
+	t.forget(q)
 	rows, err := t.db.QueryContext(c, q, args...)
 	if err != nil {
 		return nil, t.err(ctx, err)
@@ -215,7 +215,6 @@ func keyedSQL[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), 
 // on anything but a store connection (the statement recorder of the query
 // plan test) goes through database/sql with rowScan.
 func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, error), rowScan func(scanner) (T, error), q string, args ...any) ([]T, error) {
-	t.forget(q)
 	dbc, ok := t.db.(*conn)
 	if !ok {
 		return keyedSQL(t, ctx, rowScan, q, args...)
@@ -224,6 +223,7 @@ func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, er
 	if err != nil {
 		return nil, err
 	}
+	t.forget(q)
 	named, err := driverArgs(args)
 	if err != nil {
 		return nil, err
