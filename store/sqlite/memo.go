@@ -116,10 +116,7 @@ func (s *Store) forgetReads(q string) {
 // write transaction (see above).
 func memoKeyed[T any](t *tx, ctx context.Context, tables uint8, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
 	k, ok := memoKeyOf(q, args)
-	if !ok || !t.write {
-		return keyed(t, ctx, scan, q, args...)
-	}
-	if _, ok := t.db.(*conn); !ok {
+	if _, onConn := t.db.(*conn); !ok || !t.write || !onConn {
 		return keyed(t, ctx, scan, q, args...)
 	}
 	if _, err := t.ctx(ctx); err != nil {
@@ -158,6 +155,8 @@ func memoKeyed[T any](t *tx, ctx context.Context, tables uint8, scan func(scanne
 	return out, nil
 }
 
+// memoKeyOf is the memo's key of statement q with args; ok is false
+// unless args are at most two strings.
 func memoKeyOf(q string, args []any) (memoKey, bool) {
 	k := memoKey{q: q}
 	for i, a := range args {
