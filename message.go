@@ -14,6 +14,23 @@ type MessageList struct {
 	Messages []Message `json:"messages"`
 	Users    []User    `json:"users"`
 	Paging   *Paging   `json:"paging,omitempty"`
+	// encoded is the list's JSON when the Service encoded the list for
+	// its event (see EncodedJSON).
+	encoded []byte
+}
+
+// EncodedJSON returns the list's encoding/json encoding when the Service
+// already made it, for the message.didCreate event of the list that
+// CreateMessage and the other posting methods return: a caller writing
+// the list as JSON (the HTTP API does) need not encode it again. It is nil
+// for every other list. The bytes describe the list as it was returned:
+// after changing the list, encode it anew. They are shared with the event
+// and must not be modified.
+func (l *MessageList) EncodedJSON() []byte {
+	if l == nil {
+		return nil
+	}
+	return l.encoded
 }
 
 // CreateMessageInput is the input of Service.CreateMessage.

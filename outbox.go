@@ -159,6 +159,11 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 			v = MessageEventData{Messages: l.Messages, Users: l.Users}
 		}
 		data := json.RawMessage(mustJSON(v))
+		if l, ok := pe.data.(*MessageList); ok && pe.name == EventMessageDidCreate && l.Paging == nil {
+			// The list a posting method returns as it is (insertMessage
+			// adds it last): its encoding is this event's data.
+			l.encoded = data
+		}
 		chID, userIDs := eventScope(pe.data)
 		logged = append(logged, &Event{Name: pe.name, ChannelID: chID, UserIDs: userIDs, Data: data, CreatedAt: now})
 		if IsInternalEvent(pe.name) {

@@ -41,7 +41,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeMessageList(w http.ResponseWriter, l *chat.MessageList) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
-	err := appendMessageList(buf, l)
+	var err error
+	if b := l.EncodedJSON(); b != nil {
+		buf.Write(b) // a created message: encoded once, for its event
+	} else {
+		err = appendMessageList(buf, l)
+	}
 	if err == nil {
 		buf.WriteByte('\n')
 	}

@@ -314,7 +314,14 @@ func (b *bench) run() error {
 	if err != nil {
 		return err
 	}
-	b.addCleanup(func() { os.RemoveAll(b.work) })
+	b.addCleanup(func() {
+		if b.o.keepServerLogs {
+			// The server directories (logs and databases) are inside.
+			b.logf("kept %s", b.work)
+			return
+		}
+		os.RemoveAll(b.work)
+	})
 	b.results = map[key][]result{}
 	b.noStreams = map[string]bool{}
 	b.streamsOpen = map[string]int{}
@@ -816,7 +823,11 @@ func (b *bench) profileDuring(s *server, file string) func() error {
 		if secs < 1 {
 			secs = 1
 		}
-		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.pprof, secs))
+		kind := "profile"
+		if os.Getenv("TRACE_HACK") != "" {
+			kind, secs = "trace", 2
+		}
+		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", s.pprof, kind, secs))
 		if err != nil {
 			return err
 		}
