@@ -160,8 +160,8 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 		}
 		data := json.RawMessage(mustJSON(v))
 		if l, ok := pe.data.(*MessageList); ok && pe.name == EventMessageDidCreate && l.Paging == nil {
-			// The list a posting method returns as it is (insertMessage
-			// adds it last): its encoding is this event's data.
+			// The list insertMessage returns, not changed after this:
+			// its encoding is this event's data.
 			l.encoded = data
 		}
 		chID, userIDs := eventScope(pe.data)

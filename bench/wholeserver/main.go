@@ -53,7 +53,9 @@
 // checked it out (the file is copied into its temporary worktree); a CPU
 // profile of each measured run of the first round is written to
 // DIR/<server>-<store>-<op>-<conns>.pprof (<server>: -now-name or
-// -base-name). A server given as a binary is not profiled.
+// -base-name); with -trace, an execution trace of 2 s of the run instead,
+// to DIR/<server>-<store>-<op>-<conns>.trace. A server given as a binary
+// is not profiled.
 //
 // It stops by itself: every run is bounded by -d, the whole by -timeout;
 // on the way out (also on an interrupt) it stops the processes it started,
@@ -109,6 +111,7 @@ type options struct {
 	seed, page     int
 	postgres       string
 	profile        string
+	trace          bool
 	timeout        time.Duration
 	keepServerLogs bool
 	repo           string // the repository root holding bench/api.lua
@@ -146,6 +149,7 @@ func run(args []string) error {
 	fs.IntVar(&o.page, "page", 50, "messages per query (1-100)")
 	fs.StringVar(&o.postgres, "postgres", envOr("CHAT_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "Postgres server (127.0.0.1) where a database is created per server start and dropped after (CHAT_BENCH_POSTGRES_URL)")
 	fs.StringVar(&o.profile, "profile", "", "directory for CPU profiles of the first-round runs (servers built here get -tags pprof)")
+	fs.BoolVar(&o.trace, "trace", false, "with -profile: an execution trace of 2 s of each profiled run instead of its CPU profile (go tool trace)")
 	fs.DurationVar(&o.timeout, "timeout", 40*time.Minute, "the whole run stops after this long")
 	fs.BoolVar(&o.keepServerLogs, "server-logs", false, "print each server's log file name and keep it")
 	fs.StringVar(&o.nowName, "now-name", "now", "column name of the new server")
@@ -773,7 +777,11 @@ func (b *bench) measureServer(side, bin, store string, round int) error {
 			syscall.Sync()
 			var prof func() error
 			if s.pprof != "" && round == 1 {
-				prof = b.profileDuring(s, fmt.Sprintf("%s-%s-%s-%d.pprof", b.name(side), store, op, c))
+				ext := ".pprof"
+				if b.o.trace {
+					ext = ".trace"
+				}
+				prof = b.profileDuring(s, fmt.Sprintf("%s-%s-%s-%d%s", b.name(side), store, op, c, ext))
 			}
 			c0, hk0 := claimCount(s.root), b.hooks.Load()
 			r, err := b.wrk(s.base, s.token, op, c, s.cmd.Process.Pid, prof)
@@ -816,7 +824,8 @@ func (b *bench) settle() time.Duration {
 }
 
 // profileDuring returns a function that fetches a CPU profile of the
-// server for the measured run, started while wrk runs.
+// server for the measured run (with -trace, an execution trace of its
+// first 2 s), started while wrk runs.
 func (b *bench) profileDuring(s *server, file string) func() error {
 	return func() error {
 		secs := int(b.o.duration / time.Second)
@@ -824,7 +833,7 @@ func (b *bench) profileDuring(s *server, file string) func() error {
 			secs = 1
 		}
 		kind := "profile"
-		if os.Getenv("TRACE_HACK") != "" {
+		if b.o.trace {
 			kind, secs = "trace", 2
 		}
 		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", s.pprof, kind, secs))
