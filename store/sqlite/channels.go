@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +80,7 @@ func (t *tx) insertChannelTags(ctx context.Context, id string, tags []string) er
 
 // GetChannel implements chat.ChannelStore.
 func (t *tx) GetChannel(ctx context.Context, channelID string) (*chat.Channel, error) {
-	rows, err := memoKeyed(t, ctx, memoChannels, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
+	rows, err := memoKeyed(t, ctx, memoChannels, scanChannel, channelByID, channelID)
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +134,25 @@ func (t *tx) UpdateChannel(ctx context.Context, c *chat.Channel) error {
 	return t.insertChannelTags(ctx, c.ChannelID, c.Tags)
 }
 
+// channelByID is GetChannel's lookup, which write transactions remember.
+const channelByID = "SELECT " + channelCols + " FROM channels c WHERE c.channel_id = ?"
+
+// Positions in channelCols of the columns NextSegment changes.
+const (
+	channelColLastActivity = 8
+	channelColUpdatedAt    = 10
+	channelColMessageCount = 14
+)
+
 // NextSegment implements chat.ChannelStore.
 func (t *tx) NextSegment(ctx context.Context, channelID string, now time.Time) (*chat.Channel, error) {
 	n := ms(chat.NewTime(now))
-	// An UPDATE and a read by key: RETURNING would cost SQLite a
-	// temporary table on every post, more than the read.
+	// The row the transaction remembers, if any: the update's effect on
+	// it is known (no trigger on channels), so it is remembered again as
+	// changed instead of read anew (a post's rules read the channel just
+	// before). An UPDATE with RETURNING would cost SQLite a temporary
+	// table on every post, more than the read it saves.
+	before, remembered := memoRows(t, channelByID, channelID)
 	k, err := t.execN(ctx, `UPDATE channels SET message_count = message_count + 1,
 	last_activity = ?, updated_at = ? WHERE channel_id = ?`, n, n, channelID)
 	if err != nil {
@@ -145,7 +161,15 @@ func (t *tx) NextSegment(ctx context.Context, channelID string, now time.Time) (
 	if k == 0 {
 		return nil, notFound("channel", channelID)
 	}
-	rows, err := memoKeyed(t, ctx, memoChannels, scanChannel, "SELECT "+channelCols+" FROM channels c WHERE c.channel_id = ?", channelID)
+	if remembered && len(before) == 1 {
+		if count, ok := before[0][channelColMessageCount].(int64); ok {
+			row := slices.Clone(before[0])
+			row[channelColMessageCount] = count + 1
+			row[channelColLastActivity], row[channelColUpdatedAt] = n, n
+			memoRemember(t, memoChannels, [][]driver.Value{row}, channelByID, channelID)
+		}
+	}
+	rows, err := memoKeyed(t, ctx, memoChannels, scanChannel, channelByID, channelID)
 	if err != nil {
 		return nil, err
 	}

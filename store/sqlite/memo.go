@@ -155,6 +155,33 @@ func memoKeyed[T any](t *tx, ctx context.Context, tables uint8, scan func(scanne
 	return out, nil
 }
 
+// memoRows returns the driver's values that a write transaction
+// remembers for lookup q with args (not to be changed: clone a row before
+// changing it), and whether it remembers any.
+func memoRows(t *tx, q string, args ...any) ([][]driver.Value, bool) {
+	k, ok := memoKeyOf(q, args)
+	if _, onConn := t.db.(*conn); !ok || !t.write || !onConn {
+		return nil, false
+	}
+	e, ok := t.s.memo[k]
+	return e.rows, ok
+}
+
+// memoRemember makes a write transaction remember rows (the driver's
+// values, of the tables named by tables) as what lookup q with args
+// returns: for a caller that knows what its write did to rows read
+// before it.
+func memoRemember(t *tx, tables uint8, rows [][]driver.Value, q string, args ...any) {
+	k, ok := memoKeyOf(q, args)
+	if _, onConn := t.db.(*conn); !ok || !t.write || !onConn {
+		return
+	}
+	if t.s.memo == nil {
+		t.s.memo = make(map[memoKey]memoEntry)
+	}
+	t.s.memo[k] = memoEntry{tables: tables, rows: rows}
+}
+
 // memoKeyOf is the memo's key of statement q with args; ok is false
 // unless args are at most two strings.
 func memoKeyOf(q string, args []any) (memoKey, bool) {

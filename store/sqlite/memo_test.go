@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,6 +107,15 @@ func TestWriteTxLookupsAnswerAsTheDatabase(t *testing.T) {
 		require.Contains(t, tx.s.memo, memoKey{q: "SELECT " + userCols + " FROM users u WHERE u.user_id = ?", a0: "u1"},
 			"a post's writes name no users table")
 		same("message posted (channel counters)")
+		// The post's update of the channel's counters left the channel
+		// remembered as changed (NextSegment), not forgotten.
+		require.Contains(t, tx.s.memo, memoKey{q: channelByID, a0: "c1"})
+		next, err := tx.NextSegment(ctx, "c1", now.Add(time.Minute))
+		require.NoError(t, err)
+		require.Contains(t, tx.s.memo, memoKey{q: channelByID, a0: "c1"})
+		_, dc, _, _ := direct(t, ctx, tx)
+		require.Equal(t, dc, next)
+		same("a later segment")
 
 		u, err := tx.GetUser(ctx, "u1")
 		require.NoError(t, err)
@@ -206,6 +216,18 @@ func TestWriteTxLookupsForgetRolledBackMembers(t *testing.T) {
 	for _, err := range results {
 		require.ErrorIs(t, err, errBoom)
 	}
+}
+
+// The positions NextSegment changes in a remembered channel row are those
+// of the columns it updates.
+func TestNextSegmentColumns(t *testing.T) {
+	cols := strings.Split(channelCols, ",")
+	for i, c := range cols {
+		cols[i] = strings.TrimSpace(c)
+	}
+	require.Equal(t, "c.last_activity", cols[channelColLastActivity])
+	require.Equal(t, "c.updated_at", cols[channelColUpdatedAt])
+	require.Equal(t, "c.message_count", cols[channelColMessageCount])
 }
 
 // What a write statement may change, read from its text: the remembered
