@@ -85,6 +85,14 @@ func (t *tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error
 		}
 		var r driver.Result
 		err = dbc.Raw(func(dc any) error {
+			st, err := dbc.prepared(dc, q)
+			if err != nil {
+				return err
+			}
+			if se, ok := st.(driver.StmtExecContext); ok && st.NumInput() == len(named) {
+				r, err = se.ExecContext(c, named)
+				return err
+			}
 			ec, ok := dc.(driver.ExecerContext)
 			if !ok {
 				return &chat.Error{Code: chat.CodeInternal, Message: "sqlite: driver connection cannot exec"}
@@ -206,7 +214,7 @@ func keyedSQL[T any](t *tx, ctx context.Context, scan func(scanner) (T, error), 
 }
 
 // rawList is keyed for the hot paths: the statement runs on the driver
-// connection directly (the driver's statement cache still serves it) and
+// connection directly, prepared once (conn.prepared), and
 // each row's values go to scan as the driver returns them, without
 // database/sql's Rows and its conversion of every column into a
 // destination (about a tenth of a page read's CPU). Arguments are
@@ -230,11 +238,18 @@ func rawList[T any](t *tx, ctx context.Context, scan func([]driver.Value) (T, er
 	}
 	var out []T
 	err = dbc.Raw(func(dc any) error {
-		qc, ok := dc.(driver.QueryerContext)
-		if !ok {
+		st, err := dbc.prepared(dc, q)
+		if err != nil {
+			return err
+		}
+		var rows driver.Rows
+		if sq, ok := st.(driver.StmtQueryContext); ok && st.NumInput() == len(named) {
+			rows, err = sq.QueryContext(c, named)
+		} else if qc, ok := dc.(driver.QueryerContext); ok {
+			rows, err = qc.QueryContext(c, q, named)
+		} else {
 			return &chat.Error{Code: chat.CodeInternal, Message: "sqlite: driver connection cannot query"}
 		}
-		rows, err := qc.QueryContext(c, q, named)
 		if err != nil {
 			return err
 		}
