@@ -83,8 +83,10 @@
 // # Statements and the event log
 //
 // A transaction's statements run on the driver connection directly
-// (database/sql's Conn.Raw), with the driver's prepared-statement cache:
-// writes, lookups by key and message pages; each row is scanned from the
+// (database/sql's Conn.Raw), each prepared once per connection and kept
+// (conn.prepared; the driver's own statement cache took a scan, a reset
+// and a finalizer change per run): writes, lookups by key and message
+// pages; each row is scanned from the
 // driver's values into the same destinations database/sql would fill, by
 // database/sql's own conversion wherever the value and the destination
 // are not of the same type. database/sql's Rows and argument checks cost
@@ -100,7 +102,9 @@
 // rows of that table are then forgotten; a DELETE, a REPLACE or a schema
 // change forgets them all, as does a savepoint rolled back). The posts of
 // a commit group, often to one channel by a few authors, then read each
-// row once; each caller still gets values of its own.
+// row once; each caller still gets values of its own. A post's update of
+// its channel's counters keeps the channel remembered, changed as the
+// update changed it (NextSegment).
 //
 // The writer keeps the events of the last transactions it committed in
 // memory (1,024 of them, by id, each with at most 8 KiB of data: at most
