@@ -1073,13 +1073,57 @@ func median[T int64 | float64 | time.Duration](v []T) T {
 // per second divided by the base's in the same round: a round where the
 // machine ran slower for both weighs like any other.
 func pairedRatio(base, now []result) float64 {
+	return median(roundRatios(base, now))
+}
+
+// roundRatios are the new server's requests per second divided by the
+// base's, round by round.
+func roundRatios(base, now []result) []float64 {
 	var rs []float64
 	for i := range min(len(base), len(now)) {
 		if base[i].rate > 0 {
 			rs = append(rs, now[i].rate/base[i].rate)
 		}
 	}
-	return median(rs)
+	return rs
+}
+
+// medianInterval returns an interval that holds the median of what v
+// samples (the ratio a run of endless rounds would find) with probability
+// at least conf, assuming only that the rounds are independent: the k-th
+// smallest and the k-th largest of v for the largest k whose coverage,
+// 1 - 2 P(B < k) for B binomial(len(v), 1/2), is at least conf. ok is
+// false when even the smallest and largest do not reach conf (fewer than
+// 5 values for 0.9).
+func medianInterval(v []float64, conf float64) (lo, hi float64, ok bool) {
+	n := len(v)
+	s := slices.Clone(v)
+	slices.Sort(s)
+	// below[k] = P(B < k) = P(B <= k-1).
+	p := math.Pow(0.5, float64(n)) // P(B = 0)
+	cum := 0.0
+	k := 0
+	for j := 0; j < n/2; j++ {
+		cum += p // now P(B <= j)
+		if 1-2*cum < conf {
+			break
+		}
+		k = j + 1
+		p = p * float64(n-j) / float64(j+1) // P(B = j+1)
+	}
+	if k == 0 {
+		return 0, 0, false
+	}
+	return s[k-1], s[n-k], true
+}
+
+// interval formats medianInterval of the round ratios at 90 %.
+func interval(base, now []result) string {
+	lo, hi, ok := medianInterval(roundRatios(base, now), 0.9)
+	if !ok {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f-%.2f", lo, hi)
 }
 
 func medians(rs []result) (rate float64, p99 time.Duration, cpuPerReq time.Duration, non2xx int64) {
@@ -1198,8 +1242,8 @@ func (b *bench) print(w io.Writer) {
 	opName := map[string]string{"create": "create message", "query": fmt.Sprintf("query %d messages", b.o.page)}
 	storeName := map[string]string{"sqlite": "SQLite", "postgres": "Postgres"}
 	bn, nn := b.name("base"), b.name("now")
-	fmt.Fprintf(w, "| op | store | conns | %s req/s | %s req/s | %s/%s | p99 ms %s → %s | ceiling req/s | %s/ceiling |\n", bn, nn, nn, bn, bn, nn, nn)
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| op | store | conns | %s req/s | %s req/s | %s/%s | 90 %% interval | p99 ms %s → %s | ceiling req/s | %s/ceiling |\n", bn, nn, nn, bn, bn, nn, nn)
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var bad []string
 	for _, op := range b.o.ops {
 		for _, store := range b.o.stores {
@@ -1207,9 +1251,10 @@ func (b *bench) print(w io.Writer) {
 				br, bp, _, bbad := medians(b.results[key{op, store, c, "base"}])
 				nr, np, _, nbad := medians(b.results[key{op, store, c, "now"}])
 				cr, _, _, _ := medians(b.results[key{op, "", c, "ceiling"}])
-				ratio := pairedRatio(b.results[key{op, store, c, "base"}], b.results[key{op, store, c, "now"}])
-				fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %.2f | %s → %s | %s | %.3f |\n",
-					opName[op], storeName[store], c, thousands(br), thousands(nr), ratio, ms(bp), ms(np), thousands(cr), nr/cr)
+				bres, nres := b.results[key{op, store, c, "base"}], b.results[key{op, store, c, "now"}]
+				fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %.2f | %s | %s → %s | %s | %.3f |\n",
+					opName[op], storeName[store], c, thousands(br), thousands(nr), pairedRatio(bres, nres), interval(bres, nres),
+					ms(bp), ms(np), thousands(cr), nr/cr)
 				if bbad+nbad > 0 {
 					bad = append(bad, fmt.Sprintf("%s %s %d: %d non-2xx responses (%s %d, %s %d)", op, store, c, bbad+nbad, bn, bbad, nn, nbad))
 				}
@@ -1245,7 +1290,7 @@ func (b *bench) print(w io.Writer) {
 	if len(lf) > 3 {
 		lf = lf[:3]
 	}
-	fmt.Fprintf(w, "wrk -t1 over 127.0.0.1, %v per run after %v of warm-up, %d rounds (per round and store: %s, then %s, in even rounds the other way round; then the ceiling), medians (the ratio: median of the rounds' ratios); "+
+	fmt.Fprintf(w, "wrk -t1 over 127.0.0.1, %v per run after %v of warm-up, %d rounds (per round and store: %s, then %s, in even rounds the other way round; then the ceiling), medians (the ratio: median of the rounds' ratios; its 90 %% interval: the k-th smallest to the k-th largest round ratio, k from the binomial distribution, for rounds assumed independent); "+
 		"%s, %d CPUs, load average at the end %s.\n",
 		b.o.duration, b.o.warmup, b.o.rounds, bn, nn, runtime.Version(), runtime.NumCPU(), strings.Join(lf, " "))
 	for _, side := range []string{"base", "now"} {

@@ -79,3 +79,32 @@ func TestPairedRatio(t *testing.T) {
 		t.Fatalf("pairedRatio without a base rate = %v, want 0", got)
 	}
 }
+
+// The interval of the median is made of order statistics: for 16 rounds
+// the 5th smallest and 5th largest (coverage 1 - 2 P(B <= 4) = 0.923 for
+// B binomial(16, 1/2); with the 6th, 0.79), for 6 rounds the smallest and
+// largest (0.969; with the 2nd, 0.78), and none for 4 rounds (0.875).
+func TestMedianInterval(t *testing.T) {
+	v := make([]float64, 16)
+	for i := range v {
+		v[i] = float64((i*7)%16) + 1 // 1..16, shuffled
+	}
+	lo, hi, ok := medianInterval(v, 0.9)
+	if !ok || lo != 5 || hi != 12 {
+		t.Fatalf("16 values: %v-%v %v, want 5-12", lo, hi, ok)
+	}
+	lo, hi, ok = medianInterval([]float64{6, 1, 5, 2, 4, 3}, 0.9)
+	if !ok || lo != 1 || hi != 6 {
+		t.Fatalf("6 values: %v-%v %v, want 1-6", lo, hi, ok)
+	}
+	lo, hi, ok = medianInterval([]float64{6, 1, 5, 2, 4, 3}, 0.75)
+	if !ok || lo != 2 || hi != 5 {
+		t.Fatalf("6 values at 0.75: %v-%v %v, want 2-5", lo, hi, ok)
+	}
+	if _, _, ok := medianInterval([]float64{1, 2, 3, 4}, 0.9); ok {
+		t.Fatal("4 values gave an interval at 0.9")
+	}
+	if _, _, ok := medianInterval(nil, 0.9); ok {
+		t.Fatal("no values gave an interval")
+	}
+}
