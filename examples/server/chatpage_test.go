@@ -39,12 +39,16 @@ func findChromium(t *testing.T) string {
 
 // newBrowser starts one headless Chromium with a fresh user data directory
 // and returns its context; every tab made from it with newTab is a
-// separate browser context (its own storage, like a private window).
+// separate browser context (its own storage, like a private window). Its
+// TMPDIR is the test's too: Chromium puts its singleton socket in a
+// directory there, which it removes only on a clean exit, and the test
+// kills it.
 func newBrowser(t *testing.T, chromium string) context.Context {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
 		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
