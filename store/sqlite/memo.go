@@ -115,8 +115,8 @@ func (s *Store) forgetReads(q string) {
 // the tables named by tables (and no other), remembered for the rest of a
 // write transaction (see above).
 func memoKeyed[T any](t *tx, ctx context.Context, tables uint8, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
-	k, ok := memoKeyOf(q, args)
-	if _, onConn := t.db.(*conn); !ok || !t.write || !onConn {
+	k, ok := t.memoKey(q, args)
+	if !ok {
 		return keyed(t, ctx, scan, q, args...)
 	}
 	if _, err := t.ctx(ctx); err != nil {
@@ -148,10 +148,7 @@ func memoKeyed[T any](t *tx, ctx context.Context, tables uint8, scan func(scanne
 	if err != nil {
 		return nil, err
 	}
-	if t.s.memo == nil {
-		t.s.memo = make(map[memoKey]memoEntry)
-	}
-	t.s.memo[k] = memoEntry{tables: tables, rows: rows}
+	t.s.remember(k, memoEntry{tables: tables, rows: rows})
 	return out, nil
 }
 
@@ -159,8 +156,8 @@ func memoKeyed[T any](t *tx, ctx context.Context, tables uint8, scan func(scanne
 // remembers for lookup q with args (not to be changed: clone a row before
 // changing it), and whether it remembers any.
 func memoRows(t *tx, q string, args ...any) ([][]driver.Value, bool) {
-	k, ok := memoKeyOf(q, args)
-	if _, onConn := t.db.(*conn); !ok || !t.write || !onConn {
+	k, ok := t.memoKey(q, args)
+	if !ok {
 		return nil, false
 	}
 	e, ok := t.s.memo[k]
@@ -172,14 +169,26 @@ func memoRows(t *tx, q string, args ...any) ([][]driver.Value, bool) {
 // returns: for a caller that knows what its write did to rows read
 // before it.
 func memoRemember(t *tx, tables uint8, rows [][]driver.Value, q string, args ...any) {
+	if k, ok := t.memoKey(q, args); ok {
+		t.s.remember(k, memoEntry{tables: tables, rows: rows})
+	}
+}
+
+// memoKey is the memo's key of lookup q with args in t; ok is false when
+// t remembers nothing (a read transaction, or one not on a store
+// connection) or the lookup's arguments are not at most two strings.
+func (t *tx) memoKey(q string, args []any) (memoKey, bool) {
 	k, ok := memoKeyOf(q, args)
-	if _, onConn := t.db.(*conn); !ok || !t.write || !onConn {
-		return
+	_, onConn := t.db.(*conn)
+	return k, ok && t.write && onConn
+}
+
+// remember stores e under k in the write transaction's memo.
+func (s *Store) remember(k memoKey, e memoEntry) {
+	if s.memo == nil {
+		s.memo = make(map[memoKey]memoEntry)
 	}
-	if t.s.memo == nil {
-		t.s.memo = make(map[memoKey]memoEntry)
-	}
-	t.s.memo[k] = memoEntry{tables: tables, rows: rows}
+	s.memo[k] = e
 }
 
 // memoKeyOf is the memo's key of statement q with args; ok is false
