@@ -41,7 +41,7 @@ func (r *recorder) QueryRowContext(ctx context.Context, q string, args ...any) *
 
 // bigTables are the tables that grow with use; a plan may read them only
 // through an index.
-var bigTables = []string{"messages", "search_postings", "search_vocab", "user_keys", "channel_keys", "message_tags", "channels", "channel_tags", "channel_users", "users",
+var bigTables = []string{"messages", "search_docs", "search_vocab", "user_keys", "channel_keys", "message_tags", "channels", "channel_tags", "channel_users", "users",
 	"reactions", "reaction_counts", "deliveries", "delivery_attempts", "blobs", "flags", "audit"}
 
 // TestQueryPlans runs the hot queries through the real Tx methods, records
@@ -219,10 +219,10 @@ func TestQueryPlans(t *testing.T) {
 		{"search of every channel, common word driving (index order)", func(tx chat.Tx) error {
 			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"hello", "wor"}, Prefix: true, Limit: 21})
 		}, []string{"SEARCH p USING PRIMARY KEY (word_id=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
-			"SEARCH x EXISTS USING PRIMARY KEY (word_id=? AND created_at=? AND msg=?)"}},
+			"SEARCH x EXISTS USING PRIMARY KEY (word_id=? AND bucket=?)"}},
 		{"search of one channel with few messages", func(tx chat.Tx) error {
 			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"hello", "wor"}, Prefix: true, ChannelID: "c", Limit: 21})
-		}, []string{"SEARCH m USING INDEX messages_segment_idx (channel_id=?)", "SEARCH x EXISTS USING PRIMARY KEY (word_id=? AND created_at=? AND msg=?)"}},
+		}, []string{"SEARCH m USING INDEX messages_segment_idx (channel_id=?)", "SEARCH x EXISTS USING PRIMARY KEY (word_id=? AND bucket=?)"}},
 		{"search of a member's channels with few messages, next page", func(tx chat.Tx) error {
 			return searchPlan(ctx, tx, chat.MessageSearch{Words: []string{"hello"}, MemberOf: "u", Limit: 21,
 				After: &chat.MessageSearchCursor{CreatedAt: now, MessageID: "m"}})
@@ -307,7 +307,7 @@ func scansTable(line, table string) bool {
 	// Aliases used in the adapter's SQL.
 	aliases := map[string]string{"m": "messages", "c": "channels", "u": "users", "cu": "channel_users",
 		"nm": "channel_users", "ct": "channel_tags", "xt": "channel_tags", "mt": "message_tags", "rc": "reaction_counts", "d": "deliveries",
-		"p": "search_postings", "x": "search_postings"}
+		"p": "search_docs", "x": "search_docs"}
 	return aliases[name] == table
 }
 

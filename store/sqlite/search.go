@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +12,9 @@ import (
 	chat "github.com/chatengine/chat"
 )
 
-// searchProbe bounds the count of one word's rows that SearchMessages reads
-// to choose the word that drives a search (see SearchMessages).
+// searchProbe bounds the count of one word's rows of search_docs that
+// SearchMessages reads, and the count of their messages it takes, to
+// choose the word that drives a search (see SearchMessages).
 const searchProbe = 2000
 
 // searchScopeProbe bounds the count of the messages of a search's channels
@@ -33,7 +35,7 @@ func (t *tx) writeUserKeys(ctx context.Context, userID, displayName string, repl
 }
 
 // searchCursor is the meta row holding the rowid of the last message
-// IndexSearch indexed (see migration *_search_postings.sql).
+// IndexSearch indexed (see migration *_message_search_index.sql).
 const searchCursor = "search.indexed"
 
 // DefaultSearchBatch is the number of messages IndexSearch indexes in one
@@ -68,6 +70,14 @@ func (r *wordsRow) words() ([]string, error) {
 	return chat.MessageWords(&m), nil
 }
 
+// searchBucketShift: a row of search_docs holds messages of one bucket
+// of createdAt, created_at >> searchBucketShift (16 ms; see migration
+// *_search_docs.sql). searchBucket is the expression in SQL.
+const (
+	searchBucketShift = 4
+	searchBucket      = ">> 4"
+)
+
 // posting is a message's words to add to the index: its rowid and
 // createdAt (milliseconds).
 type posting struct {
@@ -75,18 +85,49 @@ type posting struct {
 	words          []string
 }
 
+// docsEach returns the table of the rowids of the row of search_docs
+// named a: json_each over its msgs, or over its first alone when msgs is
+// NULL (a row of one message stores its rowid once, in first).
+func docsEach(a string) string {
+	return "json_each(coalesce(" + a + ".msgs, json_array(" + a + ".first)))"
+}
+
+// docsHas returns the condition that the row of search_docs named a
+// holds the message whose rowid is the expression id.
+func docsHas(a, id string) string {
+	return "CASE WHEN " + a + ".msgs IS NULL THEN " + a + ".first = " + id + " ELSE EXISTS (SELECT 1 FROM json_each(" + a + ".msgs) WHERE value = " + id + ") END"
+}
+
+// docsKey is a row of search_docs being written: a word and a bucket.
+type docsKey struct {
+	word   string
+	bucket int64
+}
+
 // addPostings numbers the new words of ps (one statement for all) and
-// stores a row of search_postings for each word of each message (one
-// statement per message).
+// adds the messages of ps to search_docs: one row per word and bucket of
+// ps, holding the rowids of the messages of ps in that bucket that hold
+// the word (msgs NULL when there is one), one statement each. ps is in
+// rowid order, so a row's first rowid is its smallest. A row whose key
+// exists already (a word an edit gives back to the first message of a
+// row) gains the rowids.
 func (t *tx) addPostings(ctx context.Context, ps []posting) error {
 	var words []string
+	var keys []docsKey
+	rows := map[docsKey][]int64{}
 	seen := map[string]bool{}
 	for _, p := range ps {
+		b := p.created >> searchBucketShift
 		for _, w := range p.words {
 			if !seen[w] {
 				seen[w] = true
 				words = append(words, w)
 			}
+			k := docsKey{w, b}
+			if _, ok := rows[k]; !ok {
+				keys = append(keys, k)
+			}
+			rows[k] = append(rows[k], p.rowid)
 		}
 	}
 	if len(words) == 0 {
@@ -95,27 +136,41 @@ func (t *tx) addPostings(ctx context.Context, ps []posting) error {
 	if _, err := t.exec(ctx, "INSERT OR IGNORE INTO search_vocab (word) SELECT value FROM json_each(?)", jsonIDs(words)); err != nil {
 		return err
 	}
-	for _, p := range ps {
-		if len(p.words) == 0 {
-			continue
+	for _, k := range keys {
+		ids := rows[k]
+		var msgs any // NULL: ids[0] alone
+		if len(ids) > 1 {
+			b, err := json.Marshal(ids)
+			if err != nil {
+				return err
+			}
+			msgs = string(b)
 		}
-		if _, err := t.exec(ctx, `INSERT OR IGNORE INTO search_postings (word_id, created_at, msg)
-		SELECT v.id, ?, ? FROM json_each(?) j CROSS JOIN search_vocab v ON v.word = j.value`, p.created, p.rowid, jsonIDs(p.words)); err != nil {
+		if _, err := t.exec(ctx, `INSERT INTO search_docs (word_id, bucket, first, n, msgs)
+		SELECT id, ?, ?, ?, ? FROM search_vocab WHERE word = ?
+		ON CONFLICT (word_id, bucket, first) DO UPDATE SET n = n + excluded.n,
+		msgs = (SELECT json_group_array(value) FROM (SELECT value FROM `+docsEach("search_docs")+` UNION ALL SELECT value FROM `+docsEach("excluded")+`))`,
+			k.bucket, ids[0], len(ids), msgs, k.word); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// removePostings deletes the rows of search_postings of the message
-// (rowid, created) for the words ws.
+// removePostings removes the message (rowid, created) from the rows of
+// search_docs of the words ws, and deletes the rows it leaves empty.
 func (t *tx) removePostings(ctx context.Context, rowid, created int64, ws []string) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	_, err := t.exec(ctx, `DELETE FROM search_postings WHERE word_id IN
-		(SELECT v.id FROM json_each(?) j CROSS JOIN search_vocab v ON v.word = j.value)
-		AND created_at = ? AND msg = ?`, jsonIDs(ws), created, rowid)
+	const words = "word_id IN (SELECT v.id FROM json_each(?) j CROSS JOIN search_vocab v ON v.word = j.value) AND bucket = ?"
+	b := created >> searchBucketShift
+	if _, err := t.exec(ctx, `UPDATE search_docs SET n = n - 1,
+		msgs = (SELECT json_group_array(value) FROM `+docsEach("search_docs")+` WHERE value <> ?)
+		WHERE `+words+` AND EXISTS (SELECT 1 FROM `+docsEach("search_docs")+` WHERE value = ?)`, rowid, jsonIDs(ws), b, rowid); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, "DELETE FROM search_docs WHERE "+words+" AND n = 0", jsonIDs(ws), b)
 	return err
 }
 
@@ -283,18 +338,18 @@ func wordIDCond(col, w string, prefix bool) (string, []any) {
 	return col + " IN (SELECT id FROM search_vocab WHERE " + c + ")", a
 }
 
-// SearchMessages implements chat.SearchStore from search_postings (see
-// migration *_search_postings.sql); messages not yet indexed are not
-// found. A search in one channel, or in a member's channels, that hold
-// fewer than searchProbe messages reads those messages (by channel) and
-// checks each word by a point lookup of its posting, then sorts. Otherwise
-// it counts, for each word, at most searchProbe of its postings and lets
-// the word with the fewest drive: an exact word walks its postings newest
-// first, joined to messages for the scope, and stops at the limit (the
-// messages of the last createdAt millisecond are all read and sorted, so
-// ties follow messageId); a prefix word that drives has fewer than
-// searchProbe postings (or is the only word), whose messages are sorted.
-// Every other word is checked by a point lookup.
+// SearchMessages implements chat.SearchStore from search_docs (see
+// migration *_search_docs.sql); messages not yet indexed are not found. A
+// search in one channel, or in a member's channels, that hold fewer than
+// searchScopeProbe messages reads those messages (by channel) and checks each
+// word by a point lookup (the word's rows of the message's bucket), then
+// sorts. Otherwise it counts, for each word, at most searchProbe of its
+// messages (in at most searchProbe rows) and lets the word with the fewest
+// drive: an exact word walks its rows bucket by bucket, newest first,
+// joined to messages for the scope, sorting each bucket's messages, and
+// stops at the limit; a prefix word that drives has fewer than searchProbe
+// messages (or is the only word), which are sorted. Every other word is
+// checked by a point lookup.
 func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.Message, error) {
 	if len(f.Words) == 0 {
 		return nil, nil
@@ -322,9 +377,10 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	}
 	counted := len(f.Words) > 1 || f.Prefix
 	if counted {
+		probe := strconv.Itoa(searchProbe)
 		for i, w := range f.Words {
 			c, a := wordIDCond("word_id", w, isPrefix(i))
-			cq = append(cq, "(SELECT count(*) FROM (SELECT 1 FROM search_postings WHERE "+c+" LIMIT "+strconv.Itoa(searchProbe)+"))")
+			cq = append(cq, "(SELECT min(coalesce(sum(n), 0), "+probe+") FROM (SELECT n FROM search_docs WHERE "+c+" LIMIT "+probe+"))")
 			cargs = append(cargs, a...)
 		}
 	}
@@ -360,7 +416,7 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 	if isPrefix(d) {
 		// The messages holding a word of the prefix, sorted.
 		c, a := wordIDCond("p.word_id", f.Words[d], true)
-		where := []string{"m.rowid IN (SELECT p.msg FROM search_postings p WHERE " + c + ")"}
+		where := []string{"m.rowid IN (SELECT e.value FROM search_docs p, " + docsEach("p") + " e WHERE " + c + ")"}
 		return t.searchWhere(ctx, f, append(where, scope...), append(a, sargs...), d)
 	}
 	return t.searchWalk(ctx, f, scope, sargs, d)
@@ -389,7 +445,7 @@ func searchFilters(f chat.MessageSearch, skip int) ([]string, []any) {
 			continue
 		}
 		c, a := wordIDCond("x.word_id", w, f.Prefix && i == len(f.Words)-1)
-		where = append(where, "EXISTS (SELECT 1 FROM search_postings x WHERE "+c+" AND x.created_at = m.created_at AND x.msg = m.rowid)")
+		where = append(where, "EXISTS (SELECT 1 FROM search_docs x WHERE "+c+" AND x.bucket = m.created_at "+searchBucket+" AND "+docsHas("x", "m.rowid")+")")
 		args = append(args, a...)
 	}
 	return where, args
@@ -415,77 +471,30 @@ func (t *tx) searchWhere(ctx context.Context, f chat.MessageSearch, where []stri
 	return list(t, ctx, newMessageRow(f.Limit).scan, q, append(args, limitArg(f.Limit))...)
 }
 
-// searchWalk walks the postings of the exact word d newest first (oldest
-// first with Before), joined to messages, to the limit and one more. The
-// walk's order breaks createdAt ties by rowid: the page is sorted by
-// messageId within a millisecond, and when the one more shares the last
-// millisecond of the page, every message of that millisecond is read
-// first, so the page is exact.
+// searchWalk walks the rows of the exact word d bucket by bucket, newest
+// first (oldest first with Before), joined to messages, to the limit.
+// Buckets are ranges of createdAt, so sorting each bucket's messages (by
+// createdAt, then messageId) gives the search order.
 func (t *tx) searchWalk(ctx context.Context, f chat.MessageSearch, scope []string, sargs []any, d int) ([]*chat.Message, error) {
 	c, a := wordIDCond("p.word_id", f.Words[d], false)
 	fw, fa := searchFilters(f, d)
 	where := append(append([]string{c}, scope...), fw...)
 	args := append(append(append([]any{}, a...), sargs...), fa...)
 	if f.After != nil {
-		where = append(where, "p.created_at <= ?")
-		args = append(args, f.After.CreatedAt.UnixMilli())
+		where = append(where, "p.bucket <= ?")
+		args = append(args, f.After.CreatedAt.UnixMilli()>>searchBucketShift)
 	}
 	if f.Before != nil {
-		where = append(where, "p.created_at >= ?")
-		args = append(args, f.Before.CreatedAt.UnixMilli())
+		where = append(where, "p.bucket >= ?")
+		args = append(args, f.Before.CreatedAt.UnixMilli()>>searchBucketShift)
 	}
-	order := " ORDER BY p.created_at DESC, p.msg DESC"
+	order := " ORDER BY p.bucket DESC, m.created_at DESC, m.message_id DESC"
 	if f.Before != nil {
-		order = " ORDER BY p.created_at, p.msg"
+		order = " ORDER BY p.bucket, m.created_at, m.message_id"
 	}
-	base := "SELECT " + messageCols + " FROM search_postings p CROSS JOIN messages m ON m.rowid = p.msg WHERE " + strings.Join(where, " AND ")
-	lim := f.Limit
-	if lim > 0 {
-		lim++ // one more tells whether the last millisecond is whole
-	}
-	page, err := list(t, ctx, newMessageRow(lim).scan, base+order+" LIMIT "+limitParam, append(args, limitArg(lim))...)
-	if err != nil {
-		return nil, err
-	}
-	if f.Limit <= 0 || len(page) <= f.Limit || !page[f.Limit].CreatedAt.Equal(page[f.Limit-1].CreatedAt.Time) {
-		// The page's last millisecond is whole in what was read.
-		sortSearch(page, f.Before != nil)
-		if f.Limit > 0 && len(page) > f.Limit {
-			page = page[:f.Limit]
-		}
-		return page, nil
-	}
-	// The whole last millisecond, then the page in the exact order.
-	page = page[:f.Limit]
-	edge := page[len(page)-1].CreatedAt
-	tie, err := list(t, ctx, newMessageRow(8).scan, base+" AND p.created_at = ?", append(args, ms(edge))...)
-	if err != nil {
-		return nil, err
-	}
-	out := page[:0:0]
-	for _, m := range page {
-		if !m.CreatedAt.Equal(edge.Time) {
-			out = append(out, m)
-		}
-	}
-	out = append(out, tie...)
-	sortSearch(out, f.Before != nil)
-	return out[:min(len(out), f.Limit)], nil
-}
-
-// sortSearch sorts ms newest first (createdAt, then messageId,
-// descending), or oldest first when asc is set.
-func sortSearch(ms []*chat.Message, asc bool) {
-	slices.SortFunc(ms, func(a, b *chat.Message) int {
-		c := a.CreatedAt.Compare(b.CreatedAt.Time)
-		if c == 0 {
-			c = strings.Compare(a.MessageID, b.MessageID)
-		}
-		if asc {
-			return c
-		}
-		return -c
-	})
+	q := "SELECT " + messageCols + " FROM search_docs p, " + docsEach("p") + " e CROSS JOIN messages m ON m.rowid = e.value WHERE " +
+		strings.Join(where, " AND ") + order + " LIMIT " + limitParam
+	return list(t, ctx, newMessageRow(f.Limit).scan, q, append(args, limitArg(f.Limit))...)
 }
 
 // backfillBatch is the number of users indexed per

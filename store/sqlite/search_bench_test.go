@@ -42,11 +42,11 @@ func BenchmarkSearch(b *testing.B) {
 	if !storetest.SearchFixtureReady(ctx, s, n) {
 		start := time.Now()
 		must(b, storetest.BuildSearchFixture(ctx, s, n, 10_000))
-		var words int64
-		must(b, s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM search_postings").Scan(&words))
+		var rows, words int64
+		must(b, s.rdb.QueryRowContext(ctx, "SELECT count(*), sum(n) FROM search_docs").Scan(&rows, &words))
 		fi, err := os.Stat(path)
 		must(b, err)
-		b.Logf("fixture: %d messages, %d postings, %d MB, built in %v", n, words, fi.Size()>>20, time.Since(start).Round(time.Second))
+		b.Logf("fixture: %d messages, %d postings in %d rows, %d MB, built in %v", n, words, rows, fi.Size()>>20, time.Since(start).Round(time.Second))
 	}
 	storetest.BenchSearch(b, s, n)
 }

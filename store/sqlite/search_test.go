@@ -41,7 +41,7 @@ func TestSearchBackfill(t *testing.T) {
 				return err
 			}
 		}
-		for _, q := range []string{"DELETE FROM user_keys", "DELETE FROM search_postings",
+		for _, q := range []string{"DELETE FROM user_keys", "DELETE FROM search_docs",
 			"INSERT INTO meta (key, value) VALUES ('search.backfill', '')", "UPDATE meta SET value = '0' WHERE key = 'search.indexed'"} {
 			if _, err := tx.exec(ctx, q); err != nil {
 				return err

@@ -1,0 +1,6 @@
+-- 0026_search_docs: nothing to do on Postgres.
+--
+-- On SQLite this stores the message search index in rows of several
+-- messages (one per word and 16 ms of createdAt per indexer batch) instead
+-- of one row per word of each message. Postgres indexes a message in the
+-- transaction that writes it (the search column and its GIN index).
