@@ -367,7 +367,7 @@ func (t *tx) SearchMessages(ctx context.Context, f chat.MessageSearch) ([]*chat.
 		sargs = append(sargs, f.MemberOf)
 	}
 	// One statement counts, at most to their probes, the scope's messages
-	// and each word's postings (a single exact word drives whatever its
+	// and each word's messages (a single exact word drives whatever its
 	// count: it is not counted).
 	var cq []string
 	var cargs []any
