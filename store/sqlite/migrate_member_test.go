@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,6 +13,23 @@ import (
 	"github.com/chatengine/chat/internal/migrate"
 )
 
+// migratedBefore returns a database file migrated up to the migration
+// named name (not included), and the database open on it (closed at the
+// test's end).
+func migratedBefore(t *testing.T, name string) (string, *sql.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "chat.db")
+	db, err := sql.Open("sqlite3", dsn(path, nil))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	ms, err := migrations()
+	require.NoError(t, err)
+	i := slices.IndexFunc(ms, func(m migrate.Migration) bool { return m.Name == name })
+	require.GreaterOrEqual(t, i, 0, name)
+	require.NoError(t, migrate.Run(context.Background(), db, dialect, ms[:i]))
+	return path, db
+}
+
 // TestMigrateMemberIndex upgrades a database written before migration 4:
 // the relations that exist then get their channel's created_at, so the
 // user's channels come in channel order through the new index.
@@ -19,14 +37,7 @@ func TestMigrateMemberIndex(t *testing.T) {
 	t.Parallel()
 	requireCgo(t)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "chat.db")
-	db, err := sql.Open("sqlite3", dsn(path, nil))
-	require.NoError(t, err)
-	defer db.Close()
-	ms, err := migrations()
-	require.NoError(t, err)
-	require.Equal(t, "channel_users_member_idx", ms[3].Name)
-	require.NoError(t, migrate.Run(ctx, db, dialect, ms[:3]))
+	path, db := migratedBefore(t, "channel_users_member_idx")
 	conn, err := db.Conn(ctx)
 	require.NoError(t, err)
 	for _, q := range []string{

@@ -2,17 +2,14 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	chat "github.com/chatengine/chat"
-	"github.com/chatengine/chat/internal/migrate"
 )
 
 // docsRows returns the rows of search_docs of word: "bucket first n msgs"
@@ -79,15 +76,10 @@ func TestSearchDocsRows(t *testing.T) {
 	n, err := s.IndexSearch(ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
+	var ids string
+	require.NoError(t, s.rdb.QueryRow("SELECT json_group_array(rowid) FROM (SELECT rowid FROM messages ORDER BY rowid)").Scan(&ids))
 	var rowids []int64
-	rows, err := s.rdb.Query("SELECT rowid FROM messages ORDER BY rowid")
-	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		rowids = append(rowids, id)
-	}
-	require.NoError(t, rows.Err())
+	require.NoError(t, json.Unmarshal([]byte(ids), &rowids))
 	require.Len(t, rowids, 5)
 	b0, b1 := t0.UnixMilli()>>searchBucketShift, later.UnixMilli()>>searchBucketShift
 	require.Less(t, b0, b1)
@@ -150,14 +142,7 @@ func TestMigrateSearchDocs(t *testing.T) {
 	t.Parallel()
 	requireCgo(t)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "chat.db")
-	db, err := sql.Open("sqlite3", dsn(path, nil))
-	require.NoError(t, err)
-	defer db.Close()
-	ms, err := migrations()
-	require.NoError(t, err)
-	require.Equal(t, "search_docs", ms[25].Name)
-	require.NoError(t, migrate.Run(ctx, db, dialect, ms[:25]))
+	path, db := migratedBefore(t, "search_docs")
 	// Messages a0-a2 in one bucket, a3 in the next, b0 without the word;
 	// a4 stored but not yet indexed.
 	at := []int64{16000, 16001, 16015, 16016, 16002, 16003}
