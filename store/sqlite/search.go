@@ -72,11 +72,11 @@ func (r *wordsRow) words() ([]string, error) {
 
 // searchBucketShift: a row of search_docs holds messages of one bucket
 // of createdAt, created_at >> searchBucketShift (16 ms; see migration
-// *_search_docs.sql). searchBucket is the expression in SQL.
-const (
-	searchBucketShift = 4
-	searchBucket      = ">> 4"
-)
+// *_search_docs.sql, which groups the older index the same way).
+const searchBucketShift = 4
+
+// searchBucket is the shift of a createdAt to its bucket in SQL.
+var searchBucket = ">> " + strconv.Itoa(searchBucketShift)
 
 // posting is a message's words to add to the index: its rowid and
 // createdAt (milliseconds).
