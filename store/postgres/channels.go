@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,18 @@ func scanChannel(r scanner) (*chat.Channel, error) {
 	c.MuteTimeout = ctp(mute)
 	c.LastActivity, c.CreatedAt, c.UpdatedAt = ct(last), ct(created), ct(updated)
 	return &c, nil
+}
+
+// copyChannel returns a copy of c that shares nothing with it.
+func copyChannel(c *chat.Channel) *chat.Channel {
+	v := *c
+	v.Metadata = cloneJSONMap(c.Metadata)
+	v.Tags = slices.Clone(c.Tags)
+	if c.MuteTimeout != nil {
+		m := *c.MuteTimeout
+		v.MuteTimeout = &m
+	}
+	return &v
 }
 
 func (t *tx) channels(ctx context.Context, tmpl string, args ...any) ([]*chat.Channel, error) {

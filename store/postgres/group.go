@@ -246,7 +246,7 @@ func (s *Store) lead(name string, q *group, self *member) outcome {
 	floor := ""                  // the greatest of them
 	ctx := context.WithoutCancel(self.ctx)
 	runs := sortedRuns(append([]*member{self}, s.take(q, maxGroup-1, ran, floor)...))
-	grp.readAhead(ctx, runs, ran)
+	grp.readAhead(ctx, runs)
 	fallback, anyOK := false, false
 	for i := 0; i < len(runs) && !fallback; i++ {
 		r := runs[i]
@@ -270,7 +270,7 @@ func (s *Store) lead(name string, q *group, self *member) outcome {
 		}
 		if i == len(runs)-1 && !fallback && len(runs) < maxGroup {
 			batch := sortedRuns(s.take(q, maxGroup-len(runs), ran, floor))
-			grp.readAhead(ctx, batch, ran)
+			grp.readAhead(ctx, batch)
 			runs = append(runs, batch...)
 		}
 	}

@@ -113,8 +113,9 @@ func post(svc *chat.Service, user string) error {
 
 // TestCommitGroupPosts: posts to one channel that arrive while a post to
 // it is running share its transaction: one COMMIT for all of them, every
-// message inserted by that one transaction with its own segment, and two
-// statements per post between the group's BEGIN and COMMIT.
+// message inserted by that one transaction with its own segment, and three
+// statements between the group's BEGIN and COMMIT: the first post's
+// reads, the others' read together, and one write for all.
 func TestCommitGroupPosts(t *testing.T) {
 	const n = 8
 	h, svc, _ := groupFixture(t, n)
@@ -126,7 +127,7 @@ func TestCommitGroupPosts(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 	require.Equal(t, int64(1), h.commits.Load()-commits, "one COMMIT for the group")
-	require.Equal(t, int64(2*n), h.StatementCount()-stmts, "the post's reads and its message with its event, per post")
+	require.Equal(t, int64(3), h.StatementCount()-stmts, "the first post's reads, the others' reads, one write")
 	msgs, segs, txs, counter := channelCounts(t, h.Store)
 	require.Equal(t, []int{n, n, 1, n}, []int{msgs, segs, txs, counter})
 	require.Zero(t, h.waiting("c"))
@@ -881,4 +882,151 @@ func requireCounts(t *testing.T, s *Store, msgs int) {
 		WHERE c.message_count <> (SELECT count(DISTINCT channel_segment) FROM `+s.prefix+`messages m WHERE m.channel_id = c.channel_id)
 		OR (SELECT count(*) FROM `+s.prefix+`messages m WHERE m.channel_id = c.channel_id) <> c.message_count`).Scan(&bad))
 	require.Zero(t, bad)
+}
+
+// channelSeen is what a post's rules read of its channel in a group.
+type channelSeen struct {
+	name     string
+	count    int64
+	activity time.Time
+	stmts    int64 // statements the post's reads ran
+}
+
+// postSeeing is postBody at now that records in seen what the post's
+// rules read of its channel after PrefetchPost.
+func postSeeing(h *heldStore, m *chat.Message, now time.Time, seen *channelSeen) func(context.Context, chat.Tx) error {
+	return func(ctx context.Context, tx chat.Tx) error {
+		n0 := h.StatementCount()
+		if err := tx.(chat.PostPrefetcher).PrefetchPost(ctx, m.ChannelID, m.UserID); err != nil {
+			return err
+		}
+		c, err := tx.GetChannel(ctx, m.ChannelID)
+		if err != nil {
+			return err
+		}
+		*seen = channelSeen{name: c.DisplayName, count: c.MessageCount, activity: c.LastActivity.Time, stmts: h.StatementCount() - n0}
+		if _, err := tx.(chat.MessageAppender).AppendMessage(ctx, m, now); err != nil {
+			return err
+		}
+		return tx.AppendEvents(ctx, []*chat.Event{{Name: chat.EventMessageDidCreate, ChannelID: m.ChannelID,
+			UserIDs: []string{"u"}, Data: []byte(`{"id":"` + m.MessageID + `"}`), CreatedAt: chat.NewTime(now)}})
+	}
+}
+
+// channelRow returns a channel's counter, activity and update times.
+func channelRow(t *testing.T, h *heldStore, id string) (count int64, activity, updated time.Time) {
+	t.Helper()
+	require.NoError(t, h.db.QueryRow(`SELECT message_count, last_activity, updated_at FROM `+h.prefix+`channels
+		WHERE channel_id = $1`, id).Scan(&count, &activity, &updated))
+	return
+}
+
+// TestCommitGroupOneChannel: posts to one channel in one group read the
+// channel as the posts before them left it without reading it again (the
+// first post's reads, the others' read together, one write), and store
+// exactly the rows that the same posts one after the other store: the
+// same messages with consecutive segments, the channel's counter and the
+// last post's activity time, and the events in the posts' order.
+func TestCommitGroupOneChannel(t *testing.T) {
+	h := readsFixture(t, "a", "solo")
+	base := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	const n = 4
+	reads := make([][2]string, n)
+	fns := make([]func(context.Context, chat.Tx) error, n)
+	seen := make([]channelSeen, n)
+	for i := range n {
+		m := richMessage(fmt.Sprintf("a%d", i), "a")
+		reads[i] = [2]string{"a", "u"}
+		fns[i] = postSeeing(h, m, base.Add(time.Duration(i)*time.Second), &seen[i])
+	}
+	commits, stmts := h.commits.Load(), h.StatementCount()
+	require.Equal(t, []error{nil, nil, nil, nil}, heldUpdates(t, h, reads, fns...))
+	require.Equal(t, int64(1), h.commits.Load()-commits)
+	require.Equal(t, int64(3), h.StatementCount()-stmts, "a0's reads, the others' read together, one write")
+	for i, s := range seen {
+		require.Equal(t, int64(i), s.count, "post %d sees the posts before it", i)
+		if i > 0 {
+			require.Equal(t, base.Add(time.Duration(i-1)*time.Second), s.activity.UTC(), "post %d", i)
+		}
+	}
+	for i := range n {
+		require.NoError(t, postAs(h, richMessage(fmt.Sprintf("solo%d", i), "solo")))
+	}
+	row := func(id string) string {
+		var s string
+		require.NoError(t, h.db.QueryRow(`SELECT (to_jsonb(m) - 'message_id' - 'channel_id')::text FROM `+h.prefix+`messages m
+			WHERE message_id = $1`, id).Scan(&s))
+		return s
+	}
+	for i := range n {
+		require.Equal(t, row(fmt.Sprintf("solo%d", i)), row(fmt.Sprintf("a%d", i)), "segment %d", i+1)
+	}
+	count, activity, updated := channelRow(t, h, "a")
+	require.Equal(t, int64(n), count)
+	require.Equal(t, base.Add((n-1)*time.Second), activity.UTC(), "the last post's")
+	require.Equal(t, activity, updated)
+	var order []string
+	for i := 0; len(order) < 2*n; i++ {
+		require.Less(t, i, 10000, "the relay moved %v", order)
+		time.Sleep(time.Millisecond)
+		order = column(t, h, `SELECT convert_from(data, 'UTF8') FROM `+h.prefix+`events ORDER BY id`)
+	}
+	require.Equal(t, []string{`{"id":"a0"}`, `{"id":"a1"}`, `{"id":"a2"}`, `{"id":"a3"}`}, order[:n])
+}
+
+// TestCommitGroupOneChannelWrittenAtOnce: in a group of posts to one
+// channel, a post whose message is written at once (it mentions a user)
+// writes the posts waiting before it and leaves the channel as its
+// statement returned it; a member's write to the channel makes the post
+// after it read the channel again. Each post reads the channel as the
+// members before it left it, and the group stores every message with its
+// own segment.
+func TestCommitGroupOneChannelWrittenAtOnce(t *testing.T) {
+	h := readsFixture(t, "a")
+	base := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	msg := func(i int) *chat.Message {
+		m := richMessage(fmt.Sprintf("a%d", i), "a")
+		if i == 1 {
+			m.MentionedUserIDs = []string{"nobody"}
+		}
+		return m
+	}
+	seen := make([]channelSeen, 5)
+	fns := []func(context.Context, chat.Tx) error{
+		postSeeing(h, msg(0), base, &seen[0]),
+		postSeeing(h, msg(1), base.Add(time.Second), &seen[1]),
+		postSeeing(h, msg(2), base.Add(2*time.Second), &seen[2]),
+		func(ctx context.Context, tx chat.Tx) error {
+			if err := postSeeing(h, msg(3), base.Add(3*time.Second), &seen[3])(ctx, tx); err != nil {
+				return err
+			}
+			c, err := tx.GetChannel(ctx, "a")
+			if err != nil {
+				return err
+			}
+			c.DisplayName = "renamed"
+			return tx.UpdateChannel(ctx, c)
+		},
+		postSeeing(h, msg(4), base.Add(4*time.Second), &seen[4]),
+	}
+	reads := [][2]string{{"a", "u"}, {"a", "u"}, {"a", "u"}, {"a", "u"}, {"a", "u"}}
+	commits := h.commits.Load()
+	require.Equal(t, []error{nil, nil, nil, nil, nil}, heldUpdates(t, h, reads, fns...))
+	require.Equal(t, int64(1), h.commits.Load()-commits)
+	for i, s := range seen {
+		require.Equal(t, int64(i), s.count, "post %d sees the posts before it", i)
+		if i > 0 {
+			require.Equal(t, base.Add(time.Duration(i-1)*time.Second), s.activity.UTC(), "post %d", i)
+		}
+	}
+	require.Equal(t, int64(0), seen[2].stmts, "a2's reads served after a1's write")
+	require.Equal(t, "renamed", seen[4].name)
+	require.Equal(t, int64(1), seen[4].stmts, "a4 reads the channel again")
+	segs := column(t, h, `SELECT message_id || ' ' || channel_segment FROM `+h.prefix+`messages ORDER BY channel_segment`)
+	require.Equal(t, []string{"a0 1", "a1 2", "a2 3", "a3 4", "a4 5"}, segs)
+	require.Equal(t, []string{"nobody a1 2"}, column(t, h, `SELECT user_id || ' ' || message_id || ' ' || channel_segment FROM `+
+		h.prefix+`message_mentions`))
+	count, activity, _ := channelRow(t, h, "a")
+	require.Equal(t, int64(5), count)
+	require.Equal(t, base.Add(4*time.Second), activity.UTC())
 }

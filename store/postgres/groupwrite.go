@@ -16,23 +16,29 @@ import (
 // Posts of a commit group transaction (group.go) read and write together.
 //
 // Reads: the Service announces a post's reads (chat.WithPostReads). Before
-// a batch of members runs, the posts among them to channels the
-// transaction has not run read what their rules read in one statement
-// (groupPrefetchSQL, the channels locked in the order of their ids), and
-// each post's PrefetchPost is answered from its row unless a statement
-// that may have changed those rows ran since (epoch).
+// a batch of members runs, the posts among them read what their rules
+// read in one statement (groupPrefetchSQL, the channels locked in the
+// order of their ids), and each post's PrefetchPost is answered from its
+// row unless a statement that may have changed those rows ran since
+// (epoch). A post writes only its channel's row among those rows (its
+// message counter and activity times), and the transaction holds that
+// row's lock from its first read on: a post to a channel the transaction
+// has posted to is answered with the channel as those posts left it
+// (channelAfter, what deferAppend counted or appendSQL returned), so the
+// posts to one busy channel read no more than posts to many.
 //
 // Writes: a post's AppendMessage is deferred after its reads
 // (deferAppend), and its EnqueueDeliveries and AppendEvents then run
 // neither: the message, its deliveries and its events wait in the group's
 // groupPosts, and one statement (groupAppendSQL) writes those of every
 // waiting post, in their order, before the next statement that could see
-// them: any statement but the reads of posts to other channels, which
-// read only those channels' rows, their members and the authors. The
-// group's COMMIT comes after. A group of posts to n channels is thus
-// BEGIN, one or two reads, one write and COMMIT. When a read or the write
-// fails, the group falls back as for any failed statement: it is rolled
-// back and every post runs alone.
+// them: any statement but the reads ahead and the reads of posts to
+// channels without a waiting post, which read only those channels' rows,
+// their members and the authors. The group's COMMIT comes after. A group
+// of posts to one channel or to n channels is thus BEGIN, one or two
+// reads, one write and COMMIT. When a read or the write fails, the group
+// falls back as for any failed statement: it is rolled back and every
+// post runs alone.
 
 // groupPosts are the posts of a group transaction whose writes wait.
 type groupPosts struct {
@@ -45,6 +51,42 @@ type groupPosts struct {
 	// changed rows read ahead (writes, touchesAhead, not postStatement):
 	// rows read in an older epoch are not served.
 	epoch int
+	// after holds, by channel, the row as the transaction's posts to it
+	// left it.
+	after map[string]channelAfter
+}
+
+// channelAfter is a channel's row after the transaction's last post to
+// it, known in epoch.
+type channelAfter struct {
+	c     *chat.Channel
+	epoch int
+}
+
+// posted records c, a channel's row after a post of the transaction.
+func (g *groupPosts) posted(c *chat.Channel) {
+	if g.after == nil {
+		g.after = make(map[string]channelAfter)
+	}
+	g.after[c.ChannelID] = channelAfter{c: copyChannel(c), epoch: g.epoch}
+}
+
+// served returns the row to answer a post's reads with, from row, read
+// ahead in the current epoch: row itself when the transaction has not
+// posted to the channel, else row with the channel as those posts left
+// it. ok is false when that is not known (a statement that may have
+// changed the channel ran after the last post to it).
+func (g *groupPosts) served(channelID string, row *prefetchRow) (out *prefetchRow, ok bool) {
+	a, posted := g.after[channelID]
+	switch {
+	case !posted:
+		return row, true
+	case a.epoch != g.epoch || row.p.channel == nil:
+		return nil, false
+	}
+	r := *row
+	r.p.channel, r.p.locked = copyChannel(a.c), copyChannel(a.c)
+	return &r, true
 }
 
 // readAhead are the rows of a post read with other posts' before its
@@ -55,9 +97,10 @@ type readAhead struct {
 	epoch             int
 }
 
-// groupPrefetchSQL is prefetchUpdateSQL for posts to distinct channels
-// ($1) by authors ($2), a row for each in their order: the channels are
-// locked in the order of their ids, then the authors' relations to them.
+// groupPrefetchSQL is prefetchUpdateSQL for posts to channels ($1, one
+// channel may come several times) by authors ($2), a row for each in their
+// order: the channels are locked in the order of their ids, then the
+// authors' relations to them.
 var groupPrefetchSQL = `WITH x AS MATERIALIZED (
 		SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(c, u, ord)
 	), c AS MATERIALIZED (
@@ -104,26 +147,24 @@ func touchesAhead(tmpl string) bool {
 
 // readAhead reads, in one statement, the rows of the posts of batch (runs
 // about to run, in the order of their keys) that announced their reads
-// (chat.WithPostReads), the first of each channel the transaction has not
-// run, up to the first run to another channel that did not announce them:
-// no lock is taken out of the order of the keys. Fewer than two are left
-// to read their own.
-func (g *groupPosts) readAhead(ctx context.Context, batch []*groupRun, ran map[string]bool) {
+// (chat.WithPostReads), up to the first run that did not: no lock is taken
+// out of the order of the keys. A post alone is left to read its own
+// unless a post to its channel waits for its write (its own read would
+// write that first).
+func (g *groupPosts) readAhead(ctx context.Context, batch []*groupRun) {
 	var runs []*groupRun
 	var chans, users []string
-	seen := make(map[string]bool)
 	for _, r := range batch {
-		if r.m.ctx.Err() != nil || seen[r.m.key] || ran[r.m.key] {
-			continue // runs nothing, or on a channel held already
+		if r.m.ctx.Err() != nil {
+			continue // runs nothing
 		}
 		c, u, ok := chat.PostReads(r.m.ctx)
 		if !ok || c != r.m.key {
 			break
 		}
-		seen[c] = true
 		runs, chans, users = append(runs, r), append(chans, c), append(users, u)
 	}
-	if len(runs) < 2 {
+	if len(runs) == 0 || len(runs) == 1 && !g.keys[chans[0]] {
 		return
 	}
 	rows := make([]*prefetchRow, 0, len(runs))
@@ -222,11 +263,11 @@ func emptyIfNil(a []string) []string {
 	return a
 }
 
-// groupAppendSQL writes the messages of posts to distinct channels ($1, a
-// JSON array of groupPostRow) as appendWithEventsSQL writes one, and
-// their events ($2-$6, as appendEventsSQL's, every post's in turn). It
-// returns each event's key, the log's last id and the count of message
-// rows inserted.
+// groupAppendSQL writes the messages of posts ($1, a JSON array of
+// groupPostRow, in their order; one channel may come several times) as
+// appendWithEventsSQL writes one each, and their events ($2-$6, as
+// appendEventsSQL's, every post's in turn). It returns each event's key,
+// the log's last id and the count of message rows inserted.
 var groupAppendSQL = groupAppendCTEs + eventsTailSQL("$2")
 
 // groupAppendWithDeliveriesSQL is groupAppendSQL with the posts'
@@ -235,22 +276,29 @@ var groupAppendSQL = groupAppendCTEs + eventsTailSQL("$2")
 // columns, the deliveries inserted and the pending ones among them.
 var groupAppendWithDeliveriesSQL = withDeliveries(groupAppendCTEs, 1)
 
-// groupAppendCTEs are the message writes of groupAppendSQL ($1).
+// groupAppendCTEs are the message writes of groupAppendSQL ($1). A
+// channel's counter grows by its posts (n.k, the last one's rank k), each
+// post's segment is the counter before them plus its rank, and the
+// activity times are the last post's, as appendSQL run post after post
+// leaves them.
 const groupAppendCTEs = `WITH x AS MATERIALIZED (
-		SELECT * FROM json_to_recordset($1::json) AS x(i integer, channel_id text, at timestamptz,
+		SELECT x.*, count(*) OVER (PARTITION BY x.channel_id ORDER BY x.i) AS k
+		FROM json_to_recordset($1::json) AS x(i integer, channel_id text, at timestamptz,
 			message_id text, user_id text, type text, data json, tags text[], parent_id text,
 			is_deleted boolean, created_at timestamptz, edited_at timestamptz, updated_at timestamptz,
 			children_number integer, flag_count integer, hashflag json, reactions jsonb,
 			reactions_count integer, words text[], mentioned text[])
+	), n AS (
+		SELECT DISTINCT ON (channel_id) channel_id, at, k FROM x ORDER BY channel_id, i DESC
 	), c AS (
 		UPDATE {s}channels ch
-		SET message_count = ch.message_count + 1, last_activity = x.at, updated_at = x.at
-		FROM x WHERE ch.channel_id = x.channel_id
-		RETURNING ch.channel_id, ch.message_count, ch.is_closed
+		SET message_count = ch.message_count + n.k, last_activity = n.at, updated_at = n.at
+		FROM n WHERE ch.channel_id = n.channel_id
+		RETURNING ch.channel_id, ch.message_count - n.k AS before, ch.is_closed
 	), ins AS (
 		INSERT INTO {s}messages (` + messageCols + `, search)
 		SELECT x.message_id, c.channel_id, x.user_id, x.type, x.data, x.tags, x.parent_id,
-			x.is_deleted, x.created_at, x.edited_at, x.updated_at, c.message_count,
+			x.is_deleted, x.created_at, x.edited_at, x.updated_at, c.before + x.k,
 			x.children_number, x.flag_count, x.hashflag, x.reactions, x.reactions_count, x.mentioned,
 			array_to_tsvector(x.words)
 		FROM x JOIN c ON c.channel_id = x.channel_id WHERE NOT c.is_closed

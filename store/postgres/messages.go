@@ -189,6 +189,9 @@ func (t *tx) appendNow(ctx context.Context, messageID, channelID string, args []
 		return nil, chat.Errorf(chat.CodeNotFound, "channel %q not found", channelID)
 	}
 	t.lockedChannel(channelID)
+	if t.grp != nil {
+		t.grp.posted(c)
+	}
 	if c.IsClosed {
 		return c, nil
 	}

@@ -95,11 +95,14 @@ var nPrefetchCols = nChannelCols + nCUCols + nUserCols + 4
 func (t *tx) PrefetchPost(ctx context.Context, channelID, userID string) error {
 	if a := t.ahead; a != nil {
 		t.ahead = nil
-		// Served unless a statement may have changed the rows since, or
-		// a post to the channel waits for its write (groupwrite.go).
-		if a.channelID == channelID && a.userID == userID && a.epoch == t.grp.epoch && !t.grp.keys[channelID] {
-			t.installPrefetch(channelID, userID, a.row)
-			return nil
+		// Served unless a statement may have changed the rows since,
+		// with the channel as the transaction's posts to it left it
+		// (groupwrite.go).
+		if a.channelID == channelID && a.userID == userID && a.epoch == t.grp.epoch {
+			if row, ok := t.grp.served(channelID, a.row); ok {
+				t.installPrefetch(channelID, userID, row)
+				return nil
+			}
 		}
 	}
 	tmpl := prefetchViewSQL
@@ -376,6 +379,7 @@ func (t *tx) deferAppend(m *chat.Message, now time.Time, args []any) *chat.Chann
 	t.pend = &pendingAppend{messageID: m.MessageID, channelID: m.ChannelID, parentID: m.ParentID, segment: c.MessageCount, args: args}
 	if t.grp != nil {
 		t.pend.row = postRow(m, now, args)
+		t.grp.posted(c)
 	}
 	return c
 }
