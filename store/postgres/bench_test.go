@@ -445,6 +445,79 @@ func BenchmarkVsRaw32(b *testing.B) {
 	}
 }
 
+// BenchmarkCreate32Sustained is BenchmarkVsRaw32's create side held for
+// a while: 32 goroutines calling Service.CreateMessage, each to its own
+// channel, for CHAT_BENCH_DURATION (default 10s) per iteration, against
+// one store. BenchmarkVsRaw32's rounds of 1,024 creates end before the
+// tables that churn (events_pending, emptied by the relay) hold many
+// deleted rows; this one runs in the state a busy server is in. It
+// reports creates per second and the CPU time per create of this process
+// and of the server's backends.
+//
+//	go test -run '^$' -bench Create32Sustained -benchtime 1x ./store/postgres/
+func BenchmarkCreate32Sustained(b *testing.B) {
+	const writers = 32
+	d := 10 * time.Second
+	if v := os.Getenv("CHAT_BENCH_DURATION"); v != "" {
+		var err error
+		d, err = time.ParseDuration(v)
+		require.NoError(b, err)
+	}
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, testDSN(b), &postgres.Options{Schema: newSchema(b), MaxOpenConns: writers + 8})
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	svc, err := chat.New(ctx, s, chat.Config{})
+	require.NoError(b, err)
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
+	require.NoError(b, err)
+	for w := 0; w < writers; w++ {
+		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(w),
+			Type: chat.ChannelTypeStandard, UserIDs: []string{"u" + strconv.Itoa(w)}})
+		require.NoError(b, err)
+	}
+	var created atomic.Int64
+	var took time.Duration
+	g0, p0 := cpuSeconds(b, s.DB())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		end := start.Add(d)
+		var wg sync.WaitGroup
+		var failed atomic.Value
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(end) {
+					_, err := svc.CreateMessage(ctx, "u"+strconv.Itoa(w), chat.CreateMessageInput{ChannelID: "c" + strconv.Itoa(w),
+						Type: chat.MessageTypeText, Data: chat.TextData("hello, this is a benchmark message of a typical length")})
+					if err != nil {
+						failed.Store(err)
+						return
+					}
+					created.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		took += time.Since(start)
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	g1, p1 := cpuSeconds(b, s.DB())
+	n := float64(created.Load())
+	b.ReportMetric(n/took.Seconds(), "creates/s")
+	if g1 > g0 {
+		b.ReportMetric((g1-g0)/n*1e6, "go-µs/create")
+	}
+	if p1 > p0 {
+		b.ReportMetric((p1-p0)/n*1e6, "pg-µs/create")
+	}
+}
+
 // cpuSeconds returns the CPU time (user and system) used so far by this
 // process and by the server processes of the connections to the current
 // database, read from /proc; 0 for what /proc does not show. Processes

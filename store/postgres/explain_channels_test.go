@@ -47,7 +47,11 @@ func explainBoth(t *testing.T, ctx context.Context, db *sql.DB, sqlText string, 
 	defer func() { _, _ = conn.ExecContext(context.Background(), "DEALLOCATE page; RESET plan_cache_mode") }()
 	_, err = conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan")
 	require.NoError(t, err)
-	require.NoError(t, conn.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) EXECUTE page("+strings.Join(lits, ", ")+")").Scan(&raw))
+	exec := "EXECUTE page"
+	if len(lits) > 0 {
+		exec += "(" + strings.Join(lits, ", ") + ")"
+	}
+	require.NoError(t, conn.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+exec).Scan(&raw))
 	return custom, parsePlan(t, raw)
 }
 

@@ -18,6 +18,7 @@ type planNode struct {
 	NodeType  string     `json:"Node Type"`
 	IndexName string     `json:"Index Name"`
 	Relation  string     `json:"Relation Name"`
+	Parent    string     `json:"Parent Relationship"` // InitPlan, SubPlan, Outer, ...
 	Plans     []planNode `json:"Plans"`
 }
 

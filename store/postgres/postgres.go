@@ -100,8 +100,9 @@ type Store struct {
 	sqlMu sync.RWMutex
 	sqls  map[string]*statement // by template
 
-	w  watchers
-	rl relayer
+	w     watchers
+	rl    relayer
+	churn churn // rows deleted from tables that churn (vacuum.go)
 
 	bg       context.Context // background prepares; cancelled by Close
 	bgCancel context.CancelFunc
@@ -409,8 +410,10 @@ func (t *tx) verdict(ctx context.Context, err error) error {
 
 // committed does what follows the commit of t's writes: it wakes the
 // local dispatchers, notifies the other processes' ones, and has the
-// events appended moved to the log.
+// events appended moved to the log; it counts the push batches deleted
+// (vacuum.go).
 func (s *Store) committed(ctx context.Context, t *tx) {
+	s.churned("push_batches", t.pushBatchesDeleted)
 	if t.queued {
 		s.w.signal(sigDeliveries)
 	}
@@ -618,6 +621,8 @@ type tx struct {
 	s     *Store
 	tx    *sql.Tx
 	write bool // an Update transaction
+
+	pushBatchesDeleted int // by ExpandPushBatches: churned after the commit (vacuum.go)
 
 	// heldChannels holds the channels whose rows this transaction has
 	// locked (read by id, written, or locked before their relations).

@@ -164,18 +164,13 @@ func (t *tx) EnqueuePushBatch(ctx context.Context, b *chat.PushBatch) error {
 	return err
 }
 
-// ExpandPushBatches implements chat.PushStore in one statement: the
+// expandPushBatchesSQL is ExpandPushBatches's statement: the
 // batches are taken with FOR UPDATE SKIP LOCKED and deleted, their pushes
-// inserted.
-func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
-	var lim any
-	if limit > 0 {
-		lim = limit
-	}
-	var n int
-	err := t.queryRow(ctx, `WITH b AS (
-			DELETE FROM {s}push_batches WHERE message_id IN (
-				SELECT message_id FROM {s}push_batches ORDER BY created_at, message_id LIMIT $1 FOR UPDATE SKIP LOCKED)
+// inserted. The table churns like events_pending and is deleted from the
+// same way, through its primary key only (relayMoveSQL).
+const expandPushBatchesSQL = `WITH b AS (
+			DELETE FROM {s}push_batches WHERE message_id = ANY (ARRAY(
+				SELECT message_id FROM {s}push_batches ORDER BY created_at, message_id LIMIT $1 FOR UPDATE SKIP LOCKED))
 			RETURNING message_id, channel_id, title, body, user_ids, device_ids, created_at
 		), ins AS (
 			INSERT INTO {s}pushes (push_id, message_id, channel_id, user_id, device_id, title, body, state,
@@ -186,7 +181,20 @@ func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
 			JOIN {s}devices dv ON dv.device_id = x.d
 			ON CONFLICT DO NOTHING
 		)
-		SELECT count(*) FROM b`, []any{lim}, &n)
+		SELECT count(*) FROM b`
+
+// ExpandPushBatches implements chat.PushStore in one statement
+// (expandPushBatchesSQL).
+func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
+	var lim any
+	if limit > 0 {
+		lim = limit
+	}
+	var n int
+	err := t.queryRow(ctx, expandPushBatchesSQL, []any{lim}, &n)
+	if err == nil {
+		t.pushBatchesDeleted += n
+	}
 	return n, err
 }
 

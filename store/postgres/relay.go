@@ -283,6 +283,15 @@ func (s *Store) relayAll(ctx context.Context) (int, error) {
 // nothing, and nothing is deleted or inserted: the pass is run again with
 // a fresh snapshot. Rows are returned as (key, id), followed by one row
 // (0, rows read but not moved because of such a conflict).
+//
+// events_pending churns: every row is deleted soon after its insert, so
+// between two vacuums most of its pages hold only dead rows, and the
+// planner, without statistics that say so, would delete "seq IN (SELECT
+// seq FROM p)" with a hash join over a sequential scan that reads every
+// one of those pages on every pass (thousands of pages at a few thousand
+// events a second). The pass therefore reads and deletes through the
+// primary key only: in key order with LIMIT, and "seq = ANY (ARRAY(...))",
+// which no plan serves but by the index.
 const relayMoveSQL = `WITH p AS MATERIALIZED (
 		SELECT seq, name, channel_id, user_ids, data, created_at
 		FROM {s}events_pending ORDER BY seq LIMIT $1
@@ -293,7 +302,7 @@ const relayMoveSQL = `WITH p AS MATERIALIZED (
 		WHERE EXISTS (SELECT 1 FROM p) AND last_id = (SELECT last_id FROM v)
 		RETURNING last_id - (SELECT count(*) FROM p) AS base
 	), d AS (
-		DELETE FROM {s}events_pending WHERE seq IN (SELECT seq FROM p) AND EXISTS (SELECT 1 FROM h)
+		DELETE FROM {s}events_pending WHERE seq = ANY (ARRAY(SELECT seq FROM p)) AND EXISTS (SELECT 1 FROM h)
 	), ins AS (
 		INSERT INTO {s}events (id, name, channel_id, user_ids, data, created_at, pending_seq)
 		SELECT (SELECT base FROM h) + row_number() OVER (ORDER BY seq), name, channel_id, user_ids,
@@ -354,6 +363,7 @@ func (s *Store) relayPass(ctx context.Context) (int, error) {
 			continue // another process's pass committed meanwhile
 		}
 		if len(moved) > 0 {
+			s.churned("events_pending", len(moved))
 			r := &s.rl
 			r.mu.Lock()
 			for _, m := range moved {
@@ -366,6 +376,11 @@ func (s *Store) relayPass(ctx context.Context) (int, error) {
 		return len(moved), nil
 	}
 }
+
+// relayPendingSQL tells whether a pending row is visible, through the
+// primary key (min is read from the index's first live entry): EXISTS
+// over the table would scan its dead pages (relayMoveSQL).
+const relayPendingSQL = `SELECT min(seq) IS NOT NULL FROM {s}events_pending`
 
 // pollRelay moves, every relayPoll, the pending rows that no writer
 // relayed. It runs from the first Watch call until Close. A look that
@@ -382,7 +397,7 @@ func (s *Store) pollRelay() {
 		}
 		ctx, cancel := context.WithTimeout(s.bg, relayWait)
 		var pending bool
-		err := s.db.QueryRowContext(ctx, s.stmt(`SELECT EXISTS (SELECT 1 FROM {s}events_pending)`).sql).Scan(&pending)
+		err := s.db.QueryRowContext(ctx, s.stmt(relayPendingSQL).sql).Scan(&pending)
 		if err == nil && pending {
 			s.rl.mu.Lock()
 			need := s.rl.started + 1
