@@ -356,23 +356,11 @@ func BenchmarkVsRaw(b *testing.B) {
 //	go test -run '^$' -bench VsRaw32 -benchtime 5x ./store/postgres/
 func BenchmarkVsRaw32(b *testing.B) {
 	const writers, perRound = 32, 1024
-	dsn := testDSN(b)
 	ctx := context.Background()
 	groups, _ := strconv.Atoi(os.Getenv("CHAT_BENCH_COMMIT_GROUPS"))
-	s, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: newSchema(b), MaxOpenConns: writers + 8, CommitGroups: groups})
-	require.NoError(b, err)
-	b.Cleanup(func() { s.Close() })
-	svc, err := chat.New(ctx, s, chat.Config{})
-	require.NoError(b, err)
-	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
-	require.NoError(b, err)
-	for w := 0; w < writers; w++ {
-		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(w),
-			Type: chat.ChannelTypeStandard, UserIDs: []string{"u" + strconv.Itoa(w)}})
-		require.NoError(b, err)
-	}
+	s, svc := writersFixture(b, writers, groups)
 	q := pq.QuoteIdentifier(s.Schema())
-	_, err = s.DB().Exec(`CREATE TABLE ` + q + `.raw_messages (LIKE ` + q + `.messages INCLUDING DEFAULTS INCLUDING INDEXES)`)
+	_, err := s.DB().Exec(`CREATE TABLE ` + q + `.raw_messages (LIKE ` + q + `.messages INCLUDING DEFAULTS INCLUDING INDEXES)`)
 	require.NoError(b, err)
 	raw, err := s.DB().Prepare(`INSERT INTO ` + q + `.raw_messages
 		(message_id, channel_id, user_id, type, data, tags, created_at, updated_at, channel_segment)
@@ -445,6 +433,27 @@ func BenchmarkVsRaw32(b *testing.B) {
 	}
 }
 
+// writersFixture opens a store on a new schema with the given commit
+// group queues (Options.CommitGroups) and a Service on it, with an admin
+// and, for each of n writers, a channel "c<i>" whose member is "u<i>".
+func writersFixture(b *testing.B, n, groups int) (*postgres.Store, *chat.Service) {
+	b.Helper()
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, testDSN(b), &postgres.Options{Schema: newSchema(b), MaxOpenConns: n + 8, CommitGroups: groups})
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	svc, err := chat.New(ctx, s, chat.Config{})
+	require.NoError(b, err)
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
+	require.NoError(b, err)
+	for w := 0; w < n; w++ {
+		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(w),
+			Type: chat.ChannelTypeStandard, UserIDs: []string{"u" + strconv.Itoa(w)}})
+		require.NoError(b, err)
+	}
+	return s, svc
+}
+
 // BenchmarkCreate32Sustained is BenchmarkVsRaw32's create side held for
 // a while: 32 goroutines calling Service.CreateMessage, each to its own
 // channel, for CHAT_BENCH_DURATION (default 10s) per iteration, against
@@ -464,18 +473,7 @@ func BenchmarkCreate32Sustained(b *testing.B) {
 		require.NoError(b, err)
 	}
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, testDSN(b), &postgres.Options{Schema: newSchema(b), MaxOpenConns: writers + 8})
-	require.NoError(b, err)
-	b.Cleanup(func() { s.Close() })
-	svc, err := chat.New(ctx, s, chat.Config{})
-	require.NoError(b, err)
-	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
-	require.NoError(b, err)
-	for w := 0; w < writers; w++ {
-		_, err := svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "c" + strconv.Itoa(w),
-			Type: chat.ChannelTypeStandard, UserIDs: []string{"u" + strconv.Itoa(w)}})
-		require.NoError(b, err)
-	}
+	s, svc := writersFixture(b, writers, 0)
 	var created atomic.Int64
 	var took time.Duration
 	g0, p0 := cpuSeconds(b, s.DB())
