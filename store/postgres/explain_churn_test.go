@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -54,7 +55,11 @@ func TestExplainChurnedTables(t *testing.T) {
 	// and looked at after the churn.
 	early, err := db.Conn(ctx)
 	require.NoError(t, err)
-	defer early.Close()
+	defer func() {
+		// The connection goes back to the shared pool as it came.
+		_, _ = early.ExecContext(context.Background(), "DEALLOCATE early0; DEALLOCATE early1; DEALLOCATE early2; RESET plan_cache_mode")
+		early.Close()
+	}()
 	_, err = early.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan")
 	require.NoError(t, err)
 	explainEarly := func(i int) planNode {
