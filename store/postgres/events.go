@@ -178,12 +178,20 @@ func (t *tx) LastEventID(ctx context.Context) (int64, error) {
 	return last, err
 }
 
-// DeleteEventsBefore implements chat.EventStore.
+// deleteEventsSQL deletes up to $2 of the oldest events created before $1,
+// the rows its subquery chose through the primary key ("= ANY
+// (ARRAY(...))"): with "IN (SELECT ...)" a generic plan joins the batch
+// with a sequential scan of the whole table, even with fresh statistics
+// (the planner cannot know the batch is small). It runs unprepared
+// (plannedEachRun).
+const deleteEventsSQL = `DELETE FROM {s}events WHERE id = ANY (ARRAY(
+		SELECT id FROM {s}events WHERE created_at < $1 ORDER BY id LIMIT $2))`
+
+// DeleteEventsBefore implements chat.EventStore (deleteEventsSQL).
 func (t *tx) DeleteEventsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	n, err := t.exec(ctx, `DELETE FROM {s}events WHERE id IN
-		(SELECT id FROM {s}events WHERE created_at < $1 ORDER BY id LIMIT $2)`, before.UTC(), limit)
+	n, err := t.exec(ctx, deleteEventsSQL, before.UTC(), limit)
 	return int(n), err
 }

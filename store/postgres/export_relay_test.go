@@ -1,12 +1,27 @@
 package postgres
 
-// ChurnQueries returns the schema-qualified SQL of the statements that
-// read and delete the tables written and emptied all the time
-// (events_pending, push_batches), by name.
-func (s *Store) ChurnQueries() map[string]string {
-	return map[string]string{
-		"relay pass":          s.stmt(relayMoveSQL).sql,
-		"relay poll":          s.stmt(relayPendingSQL).sql,
-		"expand push batches": s.stmt(expandPushBatchesSQL).sql,
-	}
+// batchDeletes are the statements that delete rows in batches, by name:
+// those that empty the tables written and emptied all the time
+// (events_pending, push_batches, and the relay's poll of events_pending)
+// and the retention deletes (events, stream_tickets, pushes).
+var batchDeletes = map[string]string{
+	"relay pass":             relayMoveSQL,
+	"relay poll":             relayPendingSQL,
+	"expand push batches":    expandPushBatchesSQL,
+	"delete old events":      deleteEventsSQL,
+	"delete expired tickets": deleteTicketsSQL,
+	"delete finished pushes": deleteFinishedPushesSQL,
 }
+
+// BatchDeleteQueries returns the schema-qualified SQL of batchDeletes.
+func (s *Store) BatchDeleteQueries() map[string]string {
+	out := map[string]string{}
+	for name, tmpl := range batchDeletes {
+		out[name] = s.stmt(tmpl).sql
+	}
+	return out
+}
+
+// PlannedEachRun reports whether the batch delete of that name runs
+// without a prepared statement, planned at each run.
+func PlannedEachRun(name string) bool { return plannedEachRun[batchDeletes[name]] }

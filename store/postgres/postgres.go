@@ -696,6 +696,19 @@ func (t *tx) lockRows() string {
 // lockClause is what lockRows appends in an Update.
 const lockClause = " FOR NO KEY UPDATE"
 
+// plannedEachRun are the statements run without a prepared statement, so
+// that the server plans each run with its arguments and the tables as
+// they are then: the retention deletes, of tables that grow from empty.
+// Their generic plan, cached on a connection while the table was small,
+// could scan the whole table for every batch of 1,000 once it holds
+// millions of rows (TestExplainChurnedTables: the finished pushes' did).
+// They run seldom, and planning costs less than one such scan.
+var plannedEachRun = map[string]bool{
+	deleteEventsSQL:         true,
+	deleteTicketsSQL:        true,
+	deleteFinishedPushesSQL: true,
+}
+
 // txStmt returns the statement of a template bound to the transaction, or
 // nil and the SQL text when it is to run unprepared.
 func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
@@ -718,7 +731,7 @@ func (t *tx) txStmt(ctx context.Context, tmpl string) (*sql.Stmt, string) {
 	if t.grp != nil && st.writes && !postStatement(tmpl) && touchesAhead(tmpl) {
 		t.grp.epoch++ // the rows read ahead may have changed
 	}
-	if t.s.opt.NoPrepare {
+	if t.s.opt.NoPrepare || plannedEachRun[tmpl] {
 		return nil, st.sql
 	}
 	if p := t.s.prepared(st); p != nil {

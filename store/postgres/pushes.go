@@ -198,14 +198,19 @@ func (t *tx) ExpandPushBatches(ctx context.Context, limit int) (int, error) {
 	return n, err
 }
 
-// DeleteFinishedPushes implements chat.PushStore (pushes_finished_idx).
+// deleteFinishedPushesSQL deletes up to $2 of the oldest pushes finished
+// before $1, chosen through pushes_finished_idx and deleted through the
+// primary key (deleteEventsSQL).
+const deleteFinishedPushesSQL = `DELETE FROM {s}pushes WHERE push_id = ANY (ARRAY(SELECT push_id FROM {s}pushes
+		WHERE state <> 'pending' AND updated_at < $1 ORDER BY updated_at, push_id LIMIT $2))`
+
+// DeleteFinishedPushes implements chat.PushStore (deleteFinishedPushesSQL).
 func (t *tx) DeleteFinishedPushes(ctx context.Context, before time.Time, limit int) (int, error) {
 	var lim any
 	if limit > 0 {
 		lim = limit
 	}
-	n, err := t.exec(ctx, `DELETE FROM {s}pushes WHERE push_id IN (SELECT push_id FROM {s}pushes
-		WHERE state <> 'pending' AND updated_at < $1 ORDER BY updated_at, push_id LIMIT $2)`, msTime(before), lim)
+	n, err := t.exec(ctx, deleteFinishedPushesSQL, msTime(before), lim)
 	return int(n), err
 }
 

@@ -289,9 +289,10 @@ func (s *Store) relayAll(ctx context.Context) (int, error) {
 // planner, without statistics that say so, would delete "seq IN (SELECT
 // seq FROM p)" with a hash join over a sequential scan that reads every
 // one of those pages on every pass (thousands of pages at a few thousand
-// events a second). The pass therefore reads and deletes through the
-// primary key only: in key order with LIMIT, and "seq = ANY (ARRAY(...))",
-// which no plan serves but by the index.
+// events a second). The pass therefore deletes with "seq = ANY
+// (ARRAY(...))", which the planner serves through the primary key, with
+// the generic plan made on the empty table too (TestExplainChurnedTables
+// checks those plans).
 const relayMoveSQL = `WITH p AS MATERIALIZED (
 		SELECT seq, name, channel_id, user_ids, data, created_at
 		FROM {s}events_pending ORDER BY seq LIMIT $1

@@ -40,12 +40,16 @@ func (t *tx) TakeTicket(ctx context.Context, hash string) (*chat.StreamTicket, e
 	return &tk, nil
 }
 
-// DeleteTicketsBefore implements chat.TicketStore.
+// deleteTicketsSQL deletes up to $2 tickets that expired before $1,
+// through the primary key (deleteEventsSQL).
+const deleteTicketsSQL = `DELETE FROM {s}stream_tickets WHERE hash = ANY (ARRAY(
+		SELECT hash FROM {s}stream_tickets WHERE expires_at < $1 ORDER BY expires_at LIMIT $2))`
+
+// DeleteTicketsBefore implements chat.TicketStore (deleteTicketsSQL).
 func (t *tx) DeleteTicketsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	n, err := t.exec(ctx, `DELETE FROM {s}stream_tickets WHERE hash IN
-		(SELECT hash FROM {s}stream_tickets WHERE expires_at < $1 ORDER BY expires_at LIMIT $2)`, before.UTC(), limit)
+	n, err := t.exec(ctx, deleteTicketsSQL, before.UTC(), limit)
 	return int(n), err
 }
