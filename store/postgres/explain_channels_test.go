@@ -26,6 +26,22 @@ func explainBoth(t *testing.T, ctx context.Context, db *sql.DB, sqlText string, 
 	conn, err := db.Conn(ctx)
 	require.NoError(t, err)
 	defer conn.Close()
+	_, err = conn.ExecContext(ctx, "PREPARE page AS "+sqlText)
+	require.NoError(t, err, sqlText)
+	defer func() { _, _ = conn.ExecContext(context.Background(), "DEALLOCATE page; RESET plan_cache_mode") }()
+	_, err = conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan")
+	require.NoError(t, err)
+	require.NoError(t, conn.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+executeText(t, "page", args)).Scan(&raw))
+	return custom, parsePlan(t, raw)
+}
+
+// executeText returns the EXECUTE of the prepared statement name with
+// args as quoted literals (EXPLAIN EXECUTE takes no bound parameters).
+func executeText(t *testing.T, name string, args []any) string {
+	t.Helper()
+	if len(args) == 0 {
+		return "EXECUTE " + name
+	}
 	lits := make([]string, len(args))
 	for i, a := range args {
 		if v, ok := a.(driver.Valuer); ok {
@@ -42,17 +58,7 @@ func explainBoth(t *testing.T, ctx context.Context, db *sql.DB, sqlText string, 
 			lits[i] = pq.QuoteLiteral(fmt.Sprint(v))
 		}
 	}
-	_, err = conn.ExecContext(ctx, "PREPARE page AS "+sqlText)
-	require.NoError(t, err, sqlText)
-	defer func() { _, _ = conn.ExecContext(context.Background(), "DEALLOCATE page; RESET plan_cache_mode") }()
-	_, err = conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan")
-	require.NoError(t, err)
-	exec := "EXECUTE page"
-	if len(lits) > 0 {
-		exec += "(" + strings.Join(lits, ", ") + ")"
-	}
-	require.NoError(t, conn.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+exec).Scan(&raw))
-	return custom, parsePlan(t, raw)
+	return "EXECUTE " + name + "(" + strings.Join(lits, ", ") + ")"
 }
 
 // TestExplainMemberChannels builds an ANALYZE'd fixture (20,000 channels;

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,15 +75,7 @@ func TestExplainChurnedTables(t *testing.T) {
 	require.NoError(t, err)
 	explainEarly := func(i int) planNode {
 		var raw []byte
-		c := cases[i]
-		exec := "EXECUTE early" + strconv.Itoa(i)
-		if len(c.args) > 0 {
-			lits := make([]string, len(c.args))
-			for j, a := range c.args {
-				lits[j] = pq.QuoteLiteral(fmt.Sprint(a))
-			}
-			exec += "(" + strings.Join(lits, ", ") + ")"
-		}
+		exec := executeText(t, "early"+strconv.Itoa(i), cases[i].args)
 		require.NoError(t, early.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+exec).Scan(&raw))
 		return parsePlan(t, raw)
 	}
