@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,6 +98,91 @@ func BenchmarkRawInsert(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	})
+}
+
+// BenchmarkCreateService is what the example server's store does for
+// POST /message at 16 connections, without HTTP: 16 goroutines calling
+// Service.CreateMessage, all to one channel, without a webhook and with
+// one registered (each create then also enqueues its delivery; no
+// dispatcher runs, so they stay pending). -benchtime sets the count of creates (e.g. 20000x). It
+// reports creates per second, Update calls per commit, and, from
+// /proc/self/io where there is one, the bytes and the write system calls
+// per create of the whole process (the write-ahead log's frames, each a
+// header and a page, and the checkpoints' copies into the database file).
+//
+//	go test -run '^$' -bench CreateService -benchtime 20000x ./store/sqlite/
+func BenchmarkCreateService(b *testing.B) {
+	for _, hooks := range []int{0, 1} {
+		b.Run(fmt.Sprintf("webhooks=%d", hooks), func(b *testing.B) { benchCreateService(b, hooks) })
+	}
+}
+
+func benchCreateService(b *testing.B, hooks int) {
+	const writers = 16
+	ctx := context.Background()
+	s := newStore(b, nil)
+	svc, err := chat.New(ctx, s, chat.Config{})
+	must(b, err)
+	admin, _, err := svc.CreateAdmin(ctx, "", "ops", "")
+	must(b, err)
+	_, err = svc.CreateChannel(ctx, admin.UserID, chat.CreateChannelInput{ChannelID: "bench",
+		Type: chat.ChannelTypeStandard, UserIDs: []string{admin.UserID}})
+	must(b, err)
+	for i := 0; i < hooks; i++ {
+		_, err = svc.CreateWebhook(ctx, admin.UserID, fmt.Sprintf("https://hooks.example.com/chat/%d", i), nil)
+		must(b, err)
+	}
+	io0, haveIO := procIO()
+	st0 := s.Stats()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if _, err := svc.CreateMessage(ctx, admin.UserID, chat.CreateMessageInput{ChannelID: "bench",
+					Type: chat.MessageTypeText, Data: chat.TextData(benchText)}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "creates/s")
+	st := s.Stats()
+	b.ReportMetric(float64(st.Updates-st0.Updates)/float64(st.Commits-st0.Commits), "updates/commit")
+	if io1, ok := procIO(); ok && haveIO {
+		b.ReportMetric(float64(io1[0]-io0[0])/n, "bytes-written/create")
+		b.ReportMetric(float64(io1[1]-io0[1])/n, "write-calls/create")
+	}
+}
+
+// procIO returns the bytes this process passed to write system calls and
+// the count of those calls (wchar and syscw of /proc/self/io); ok is false
+// where there is no such file.
+func procIO() (v [2]int64, ok bool) {
+	raw, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return v, false
+	}
+	found := 0
+	for _, l := range strings.Split(string(raw), "\n") {
+		k, val, _ := strings.Cut(l, ": ")
+		i := slices.Index([]string{"wchar", "syscw"}, k)
+		if i < 0 {
+			continue
+		}
+		if v[i], err = strconv.ParseInt(val, 10, 64); err != nil {
+			return v, false
+		}
+		found++
+	}
+	return v, found == 2
 }
 
 // BenchmarkVsRaw measures the store and the raw ceiling in alternating
