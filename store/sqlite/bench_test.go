@@ -104,11 +104,12 @@ func BenchmarkRawInsert(b *testing.B) {
 // POST /message at 16 connections, without HTTP: 16 goroutines calling
 // Service.CreateMessage, all to one channel, without a webhook and with
 // one registered (each create then also enqueues its delivery; no
-// dispatcher runs, so they stay pending). -benchtime sets the count of creates (e.g. 20000x). It
-// reports creates per second, Update calls per commit, and, from
-// /proc/self/io where there is one, the bytes and the write system calls
-// per create of the whole process (the write-ahead log's frames, each a
-// header and a page, and the checkpoints' copies into the database file).
+// dispatcher runs, so they stay pending). -benchtime sets the count of
+// creates (e.g. 20000x). It reports creates per second, Update calls per
+// commit, and, from /proc/self/io where there is one, the bytes and the
+// write system calls per create of the whole process (the write-ahead
+// log's frames, each a header and a page, and the checkpoints' copies
+// into the database file).
 //
 //	go test -run '^$' -bench CreateService -benchtime 20000x ./store/sqlite/
 func BenchmarkCreateService(b *testing.B) {
