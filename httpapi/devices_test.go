@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -129,8 +130,13 @@ func testDevices(t *testing.T, e *env) {
 		require.NoError(t, err)
 	}
 	// fcm-0 registered again: now the most recent, so fcm-1 is the oldest.
+	// Registration times have millisecond resolution (registrations within
+	// one millisecond are ordered by device id): each of the next two
+	// registrations starts in a later millisecond than the one before.
+	laterMillisecond()
 	_, err = e.c.RegisterDevice(bg, "carol", chat.ProviderFirebase, "fcm-0")
 	require.NoError(t, err)
+	laterMillisecond()
 	last, err := e.c.RegisterDevice(bg, "carol", chat.ProviderFirebase, "fcm-25")
 	require.NoError(t, err)
 	ds, err = e.c.ListDevices(bg, "carol")
@@ -308,4 +314,13 @@ func TestPushVAPIDKey(t *testing.T) {
 	want, err := e.svc.PushVAPIDKey()
 	require.NoError(t, err)
 	require.Equal(t, want.PublicKey, k)
+}
+
+// laterMillisecond returns once the clock has reached the millisecond
+// after the current one.
+func laterMillisecond() {
+	ms := time.Now().UnixMilli()
+	for time.Now().UnixMilli() <= ms {
+		time.Sleep(100 * time.Microsecond)
+	}
 }
