@@ -608,8 +608,11 @@ type OutboxStore interface {
 	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, quota DeliveryQuota) ([]*Delivery, error)
 	// FinishDelivery records an attempt and moves the delivery to state
 	// (delivered, failed, or pending again at nextAttemptAt), clearing the
-	// lease. It returns CodeConflict when the delivery is no longer leased
-	// by owner (the lease expired and another dispatcher took it).
+	// lease. The attempt is recorded with the delivery's webhookId and
+	// event (a's, when set, are those) and, when a.Attempt is 0, the number
+	// of attempts the delivery has with it. It returns CodeConflict when
+	// the delivery is no longer leased by owner (the lease expired and
+	// another dispatcher took it).
 	FinishDelivery(ctx context.Context, owner string, a *DeliveryAttempt, state string, nextAttemptAt time.Time) error
 	// GetDelivery returns one delivery or CodeNotFound.
 	GetDelivery(ctx context.Context, requestID string) (*Delivery, error)

@@ -188,61 +188,60 @@ func (t *tx) ClaimDeliveries(ctx context.Context, owner string, now time.Time, l
 	return ds, nil
 }
 
-// FinishDelivery implements chat.OutboxStore. The attempt's webhookId,
-// event and number default to the delivery's; nextAttemptAt is kept only
-// when the delivery goes back to pending; a zero a.At keeps updatedAt.
+// FinishDelivery implements chat.OutboxStore. The attempt's number
+// defaults to the delivery's attempts after this one, its webhookId and
+// event are the delivery's; nextAttemptAt is kept only when the delivery
+// goes back to pending; a zero a.At keeps updatedAt.
+//
+// The delivery's row holds its latest attempt (migration 0027), and
+// delivery_attempts the earlier ones: recording an attempt first moves the
+// attempt the row holds, if any, into delivery_attempts. A first attempt
+// (a.Attempt 1, as a dispatcher numbers it from the claimed row) skips
+// that statement unless the row turns out to hold an attempt already, so
+// a delivery that succeeds at once is one UPDATE.
 func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryAttempt, state string, nextAttemptAt time.Time) error {
 	var at any
 	if !a.At.IsZero() {
 		at = ms(a.At)
 	}
+	const leased = ` WHERE request_id = ? AND state = 'pending' AND lease_owner = ? AND lease_owner != ''`
+	const moveLatest = `INSERT INTO delivery_attempts (request_id, webhook_id, event, attempt, status_code,
+	latency_ms, error, at) SELECT request_id, webhook_id, event, last_attempt, last_status, last_latency_ms,
+	last_error, last_attempt_at FROM deliveries` + leased + ` AND last_attempt_at IS NOT NULL`
 	const finish = `UPDATE deliveries SET state = ?, attempts = attempts + 1,
 	next_attempt_at = CASE WHEN ? = 'pending' THEN ? ELSE next_attempt_at END,
-	lease_owner = '', lease_until = NULL, last_error = ?, last_status = ?, updated_at = coalesce(?, updated_at)
-	WHERE request_id = ? AND state = 'pending' AND lease_owner = ? AND lease_owner != ''`
-	args := []any{state, state, ms(chat.NewTime(nextAttemptAt)), a.Error, a.StatusCode, at, a.RequestID, owner}
-	var webhookID, event string
-	var attempts int
-	var err error
-	if a.WebhookID != "" && a.Event != "" && a.Attempt != 0 {
-		// The attempt names everything it records (a dispatcher's does):
-		// no RETURNING, which costs SQLite a temporary table per run.
-		var n int64
-		if n, err = t.execN(ctx, finish, args...); err == nil && n == 0 {
-			err = notFound("delivery", a.RequestID)
-		}
-	} else {
-		err = t.row(ctx, finish+" RETURNING webhook_id, event, attempts", args, &webhookID, &event, &attempts)
-	}
-	if chat.ErrorCode(err) == chat.CodeNotFound {
-		var c int
-		if err := t.row(ctx, "SELECT count(*) FROM deliveries WHERE request_id = ?", []any{a.RequestID}, &c); err != nil {
+	lease_owner = '', lease_until = NULL, last_error = ?, last_status = ?, updated_at = coalesce(?, updated_at),
+	last_attempt = CASE WHEN ? > 0 THEN ? ELSE attempts + 1 END, last_latency_ms = ?, last_attempt_at = ?` + leased
+	args := []any{state, state, ms(chat.NewTime(nextAttemptAt)), a.Error, a.StatusCode, at,
+		a.Attempt, a.Attempt, a.LatencyMs, ms(a.At), a.RequestID, owner}
+	first := a.Attempt == 1
+	for {
+		q := finish
+		if first {
+			q += " AND last_attempt_at IS NULL"
+		} else if _, err := t.exec(ctx, moveLatest, a.RequestID, owner); err != nil {
 			return err
 		}
-		if c == 0 {
-			return notFound("delivery", a.RequestID)
+		n, err := t.execN(ctx, q, args...)
+		if err != nil {
+			return err
 		}
-		return &chat.Error{Code: chat.CodeConflict, Message: "delivery " + a.RequestID + " is no longer leased by " + owner}
+		if n > 0 {
+			return nil
+		}
+		if !first {
+			break
+		}
+		first = false // the row may hold an attempt: move it, then try again
 	}
-	if err != nil {
+	var c int
+	if err := t.row(ctx, "SELECT count(*) FROM deliveries WHERE request_id = ?", []any{a.RequestID}, &c); err != nil {
 		return err
 	}
-	if a.WebhookID != "" {
-		webhookID = a.WebhookID
+	if c == 0 {
+		return notFound("delivery", a.RequestID)
 	}
-	if a.Event != "" {
-		event = a.Event
-	}
-	attempt := a.Attempt
-	if attempt == 0 {
-		attempt = attempts
-	}
-	if _, err := t.exec(ctx, `INSERT INTO delivery_attempts (request_id, webhook_id, event, attempt, status_code,
-	latency_ms, error, at) VALUES (?,?,?,?,?,?,?,?)`,
-		a.RequestID, webhookID, event, attempt, a.StatusCode, a.LatencyMs, a.Error, ms(a.At)); err != nil {
-		return err
-	}
-	return nil
+	return &chat.Error{Code: chat.CodeConflict, Message: "delivery " + a.RequestID + " is no longer leased by " + owner}
 }
 
 // GetDelivery implements chat.OutboxStore.
@@ -273,7 +272,8 @@ func (t *tx) ListDeliveries(ctx context.Context, webhookID, beforeRequestID stri
 	return list(t, ctx, scanDelivery, q.String(), args...)
 }
 
-// ListAttempts implements chat.OutboxStore.
+// ListAttempts implements chat.OutboxStore: the earlier attempts from
+// delivery_attempts, then the latest, which the delivery's row holds.
 func (t *tx) ListAttempts(ctx context.Context, requestID string) ([]*chat.DeliveryAttempt, error) {
 	return list(t, ctx, func(sc scanner) (*chat.DeliveryAttempt, error) {
 		var a chat.DeliveryAttempt
@@ -283,8 +283,13 @@ func (t *tx) ListAttempts(ctx context.Context, requestID string) ([]*chat.Delive
 		}
 		a.At = fromMs(at)
 		return &a, nil
-	}, `SELECT request_id, webhook_id, event, attempt, status_code, latency_ms, error, at
-	FROM delivery_attempts WHERE request_id = `+textParam+` ORDER BY id`, requestID)
+	}, `SELECT request_id, webhook_id, event, attempt, status_code, latency_ms, error, at FROM (
+		SELECT 0 AS k, id, request_id, webhook_id, event, attempt, status_code, latency_ms, error, at
+		FROM delivery_attempts WHERE request_id = `+textParam+`
+		UNION ALL
+		SELECT 1, 0, request_id, webhook_id, event, last_attempt, last_status, last_latency_ms, last_error, last_attempt_at
+		FROM deliveries WHERE request_id = `+textParam+` AND last_attempt_at IS NOT NULL)
+	ORDER BY k, id`, requestID, requestID)
 }
 
 // RescheduleDelivery implements chat.OutboxStore.

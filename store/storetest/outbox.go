@@ -26,6 +26,7 @@ var outboxCases = []tcase{
 	{"FinishDelivered", testFinishDelivered},
 	{"FinishRetryThenFailed", testFinishRetry},
 	{"FinishConflict", testFinishConflict},
+	{"AttemptsListed", testAttemptsListed},
 	{"FinishDeliveries", testFinishDeliveries},
 	{"ListDeliveries", testListDeliveries},
 	{"Reschedule", testReschedule},
@@ -332,6 +333,34 @@ func testFinishConflict(t *testing.T, e *env) {
 	require.Empty(t, read(e, func(tx chat.Tx) ([]*chat.DeliveryAttempt, error) { return tx.ListAttempts(e.ctx, "b") }))
 }
 
+// testAttemptsListed: every recorded attempt is listed, in order, whatever
+// number its caller gave it; a number of 0 becomes the delivery's attempts
+// with it, and an attempt without webhookId and event gets the delivery's.
+func testAttemptsListed(t *testing.T, e *env) {
+	e.createWebhooks(webhook("w", 0))
+	e.enqueue(newDelivery("a", "w", at(0), at(0)))
+	e.claim("o1", at(1), lease, 1)
+	a1 := attempt("a", 1, 500, "first", 2)
+	require.NoError(t, e.finish("o1", a1, chat.DeliveryPending, at(10)))
+	e.claim("o2", at(10), lease, 1)
+	a2 := attempt("a", 1, 502, "numbered 1 again", 11)
+	require.NoError(t, e.finish("o2", a2, chat.DeliveryPending, at(20)))
+	e.claim("o3", at(20), lease, 1)
+	a3 := &chat.DeliveryAttempt{RequestID: "a", StatusCode: 204, LatencyMs: 7, At: at(21)}
+	require.NoError(t, e.finish("o3", a3, chat.DeliveryDelivered, chat.Time{}))
+	d := e.delivery("a")
+	require.Equal(t, 3, d.Attempts)
+	require.Equal(t, 204, d.LastStatus)
+	require.Empty(t, d.LastError)
+	got := read(e, func(tx chat.Tx) ([]*chat.DeliveryAttempt, error) { return tx.ListAttempts(e.ctx, "a") })
+	require.Len(t, got, 3)
+	require.Equal(t, cAttempt(t, a1), cAttempt(t, got[0]))
+	require.Equal(t, cAttempt(t, a2), cAttempt(t, got[1]))
+	want := *a3
+	want.WebhookID, want.Event, want.Attempt = "w", chat.EventMessageDidCreate, 3
+	require.Equal(t, cAttempt(t, &want), cAttempt(t, got[2]))
+}
+
 // chat.FinishDeliveries (the adapter's DeliveryFinisher when it has one)
 // records a batch exactly as FinishDelivery one by one: per-item outcomes,
 // attempts in order, retries, and nothing for the items it refuses.
@@ -455,6 +484,10 @@ func testReschedule(t *testing.T, e *env) {
 	require.Equal(t, []string{"a"}, deliveryIDs(e.claim("o2", at(150), lease, 10)))
 	requireConflict(t, e.finish("o1", attempt("a", 2, 200, "", 151), chat.DeliveryDelivered, chat.Time{}))
 	require.NoError(t, e.finish("o2", attempt("a", 2, 200, "", 151), chat.DeliveryDelivered, chat.Time{}))
+	attempts := read(e, func(tx chat.Tx) ([]*chat.DeliveryAttempt, error) { return tx.ListAttempts(e.ctx, "a") })
+	require.Len(t, attempts, 2, "the attempt before the redelivery is kept")
+	require.Equal(t, cAttempt(t, attempt("a", 1, 200, "", 2)), cAttempt(t, attempts[0]))
+	require.Equal(t, cAttempt(t, attempt("a", 2, 200, "", 151)), cAttempt(t, attempts[1]))
 
 	err := e.s.Update(e.ctx, func(tx chat.Tx) error { return tx.RescheduleDelivery(e.ctx, "missing", base) })
 	requireNotFound(t, err, "RescheduleDelivery")

@@ -1,0 +1,6 @@
+-- 0027_delivery_last_attempt: nothing to do on Postgres.
+--
+-- On SQLite a delivery's row holds its latest attempt and
+-- delivery_attempts the earlier ones, so that recording a first attempt
+-- writes one row instead of two. Here the finish statement updates the
+-- delivery and inserts its attempt row in one statement (finishManySQL).
