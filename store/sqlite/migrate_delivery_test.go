@@ -18,21 +18,13 @@ func TestMigrateDeliveryLastAttempt(t *testing.T) {
 	requireCgo(t)
 	ctx := context.Background()
 	path, db := migratedBefore(t, "delivery_last_attempt")
-	for _, q := range []string{
+	execAll(t, db,
 		`INSERT INTO deliveries (request_id, webhook_id, event, body, state, attempts, next_attempt_at,
 			lease_owner, lease_until, last_error, last_status, created_at, updated_at)
 			VALUES ('a', 'w', 'message.didCreate', '{}', 'pending', 1, 5000, 'o', 70000, 'HTTP 500', 500, 1000, 2000)`,
 		`INSERT INTO delivery_attempts (request_id, webhook_id, event, attempt, status_code, latency_ms, error, at)
-			VALUES ('a', 'w', 'message.didCreate', 1, 500, 12, 'HTTP 500', 2000)`,
-	} {
-		_, err := db.ExecContext(ctx, q)
-		require.NoError(t, err)
-	}
-	require.NoError(t, db.Close())
-
-	s, err := Open(ctx, path, nil)
-	require.NoError(t, err)
-	defer s.Close()
+			VALUES ('a', 'w', 'message.didCreate', 1, 500, 12, 'HTTP 500', 2000)`)
+	s := upgrade(t, path, db)
 	list := func() []*chat.DeliveryAttempt {
 		var as []*chat.DeliveryAttempt
 		require.NoError(t, s.View(ctx, func(tx chat.Tx) (err error) {

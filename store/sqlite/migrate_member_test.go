@@ -30,6 +30,26 @@ func migratedBefore(t *testing.T, name string) (string, *sql.DB) {
 	return path, db
 }
 
+// execAll runs the statements on db, in order.
+func execAll(t *testing.T, db *sql.DB, qs ...string) {
+	t.Helper()
+	for _, q := range qs {
+		_, err := db.ExecContext(context.Background(), q)
+		require.NoError(t, err, q)
+	}
+}
+
+// upgrade closes db and opens the store on path, which runs the
+// migrations db has not had; the store is closed at the test's end.
+func upgrade(t *testing.T, path string, db *sql.DB) *Store {
+	t.Helper()
+	require.NoError(t, db.Close())
+	s, err := Open(context.Background(), path, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // TestMigrateMemberIndex upgrades a database written before migration 4:
 // the relations that exist then get their channel's created_at, so the
 // user's channels come in channel order through the new index.

@@ -155,20 +155,12 @@ func TestMigrateSearchDocs(t *testing.T) {
 			VALUES (?, ?, 'c', ?, 'u', 'text', '', ?, ?, ?)`, i+1, id, i+1, text, at[i], at[i])
 		require.NoError(t, err)
 	}
-	for _, q := range []string{
+	execAll(t, db,
 		"INSERT INTO search_vocab (id, word) VALUES (1, 'apple'), (2, 'pie'), (3, 'banana')",
 		`INSERT INTO search_postings (word_id, created_at, msg) VALUES (1, 16000, 1), (2, 16000, 1), (1, 16001, 2), (2, 16001, 2),
 			(1, 16015, 3), (2, 16015, 3), (1, 16016, 4), (2, 16016, 4), (3, 16002, 5)`,
-		"UPDATE meta SET value = '5' WHERE key = 'search.indexed'",
-	} {
-		_, err := db.ExecContext(ctx, q)
-		require.NoError(t, err)
-	}
-	require.NoError(t, db.Close())
-
-	s, err := Open(ctx, path, nil)
-	require.NoError(t, err)
-	defer s.Close()
+		"UPDATE meta SET value = '5' WHERE key = 'search.indexed'")
+	s := upgrade(t, path, db)
 	require.Equal(t, []string{"1000 1 3 [1,2,3]", "1001 4 1 NULL"}, docsRows(t, s, "apple"))
 	require.Equal(t, []string{"1000 5 1 NULL"}, docsRows(t, s, "banana"))
 	require.Equal(t, []string{"a3", "a2", "a1", "a0"}, searchIDs(t, s, chat.MessageSearch{Words: []string{"apple", "pie"}}))
