@@ -38,7 +38,11 @@ func newVersion(t *testing.T, ms []migrate.Migration, name string) int {
 // testSchema returns a fresh schema name, dropped when the test ends.
 func testSchema(t *testing.T, db *sql.DB) string {
 	schema := pgtest.SchemaName()
-	t.Cleanup(func() { _, _ = db.Exec("DROP SCHEMA IF EXISTS " + pq.QuoteIdentifier(schema) + " CASCADE") })
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP SCHEMA IF EXISTS " + pq.QuoteIdentifier(schema) + " CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
 	return schema
 }
 
@@ -97,7 +101,7 @@ func TestMigrateLegacyNumbering(t *testing.T) {
 	ctx := context.Background()
 	db, err := sql.Open("postgres", pgtest.URL(t))
 	require.NoError(t, err)
-	defer db.Close()
+	t.Cleanup(func() { _ = db.Close() }) // after the cleanups below, which use db
 	ms, err := migrations()
 	require.NoError(t, err)
 	fresh := testSchema(t, db)
@@ -160,7 +164,7 @@ func TestMigrateRecords(t *testing.T) {
 	ctx := context.Background()
 	db, err := sql.Open("postgres", pgtest.URL(t))
 	require.NoError(t, err)
-	defer db.Close()
+	t.Cleanup(func() { _ = db.Close() }) // after the cleanups below, which use db
 	schema := testSchema(t, db)
 	table := pq.QuoteIdentifier(schema) + ".chat_migrations"
 	require.NoError(t, Migrate(ctx, db, schema))
@@ -186,13 +190,17 @@ func TestMigrateWithoutCreate(t *testing.T) {
 	ctx := context.Background()
 	db, err := sql.Open("postgres", pgtest.URL(t))
 	require.NoError(t, err)
-	defer db.Close()
+	t.Cleanup(func() { _ = db.Close() }) // after the cleanups below, which use db
 	schema := testSchema(t, db)
 	require.NoError(t, Migrate(ctx, db, schema))
 	role, qs := pq.QuoteIdentifier(pgtest.SchemaName()), pq.QuoteIdentifier(schema)
 	_, err = db.Exec("CREATE ROLE " + role + " NOLOGIN")
 	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = db.Exec("DROP OWNED BY " + role + "; DROP ROLE " + role) })
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP OWNED BY " + role + "; DROP ROLE " + role); err != nil {
+			t.Errorf("dropping role %s: %v", role, err)
+		}
+	})
 	_, err = db.Exec("GRANT USAGE ON SCHEMA " + qs + " TO " + role + "; GRANT SELECT ON " + qs + ".chat_migrations TO " + role)
 	require.NoError(t, err)
 

@@ -30,12 +30,16 @@ func TestMigrateMemberIndex(t *testing.T) {
 	ctx := context.Background()
 	db, err := sql.Open("postgres", dsn)
 	require.NoError(t, err)
-	defer db.Close()
+	t.Cleanup(func() { _ = db.Close() }) // after the schema's drop below, which uses db
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "chat_test_" + hex.EncodeToString(b[:])
 	qs := pq.QuoteIdentifier(schema)
-	t.Cleanup(func() { _, _ = db.Exec("DROP SCHEMA IF EXISTS " + qs + " CASCADE") })
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP SCHEMA IF EXISTS " + qs + " CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
 
 	ms, err := migrations()
 	require.NoError(t, err)
