@@ -214,25 +214,18 @@ func (t *tx) FinishDelivery(ctx context.Context, owner string, a *chat.DeliveryA
 	last_attempt = CASE WHEN ? > 0 THEN ? ELSE attempts + 1 END, last_latency_ms = ?, last_attempt_at = ?` + leased
 	args := []any{state, state, ms(chat.NewTime(nextAttemptAt)), a.Error, a.StatusCode, at,
 		a.Attempt, a.Attempt, a.LatencyMs, ms(a.At), a.RequestID, owner}
-	first := a.Attempt == 1
-	for {
-		q := finish
-		if first {
-			q += " AND last_attempt_at IS NULL"
-		} else if _, err := t.exec(ctx, moveLatest, a.RequestID, owner); err != nil {
+	if a.Attempt == 1 {
+		// Nothing to move when the row holds no attempt; when it does
+		// (or the delivery is not leased), the general path below runs.
+		if n, err := t.execN(ctx, finish+" AND last_attempt_at IS NULL", args...); err != nil || n > 0 {
 			return err
 		}
-		n, err := t.execN(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			return nil
-		}
-		if !first {
-			break
-		}
-		first = false // the row may hold an attempt: move it, then try again
+	}
+	if _, err := t.exec(ctx, moveLatest, a.RequestID, owner); err != nil {
+		return err
+	}
+	if n, err := t.execN(ctx, finish, args...); err != nil || n > 0 {
+		return err
 	}
 	var c int
 	if err := t.row(ctx, "SELECT count(*) FROM deliveries WHERE request_id = ?", []any{a.RequestID}, &c); err != nil {
