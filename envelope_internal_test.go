@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A webhook body is put together from the encoded data (envelopeBody); it
+// A webhook body is put together from the encoded data (EnvelopeBody); it
 // must be byte for byte what encoding/json writes for the Envelope of the
 // data the event log holds.
 func TestEnvelopeBodyEncodesLikeEnvelope(t *testing.T) {
@@ -31,12 +31,12 @@ func TestEnvelopeBodyEncodesLikeEnvelope(t *testing.T) {
 			require.NoError(t, err)
 			want, err := json.Marshal(Envelope{RequestID: "r", WebhookID: "w", Event: "e", Data: data})
 			require.NoError(t, err)
-			require.Equal(t, string(want), string(envelopeBody("r", "w", "e", data)))
+			require.Equal(t, string(want), string(EnvelopeBody("r", "w", "e", data)))
 			// Names that encoding/json escapes.
 			want, err = json.Marshal(Envelope{RequestID: "<r&>", WebhookID: "w\"\u2028", Event: "e\n", Data: data})
 			require.NoError(t, err)
-			require.Equal(t, string(want), string(envelopeBody("<r&>", "w\"\u2028", "e\n", data)))
-			require.True(t, json.Valid(envelopeBody("r", "w", "e", data)))
+			require.Equal(t, string(want), string(EnvelopeBody("<r&>", "w\"\u2028", "e\n", data)))
+			require.True(t, json.Valid(EnvelopeBody("r", "w", "e", data)))
 		})
 	}
 }

@@ -155,10 +155,14 @@ type Delivery struct {
 	NextAttemptAt Time   `json:"nextAttemptAt"`
 	LeaseOwner    string `json:"-"`
 	LeaseUntil    *Time  `json:"-"`
-	LastError     string `json:"lastError,omitempty"`
-	LastStatus    int    `json:"lastStatus"`
-	CreatedAt     Time   `json:"createdAt"`
-	UpdatedAt     Time   `json:"updatedAt"`
+	// Deferred marks a delivery that the store keeps with its event until
+	// its first attempt is recorded (DeliveryDeferrer): its attempt is
+	// recorded with FinishDeferred (FinishDeliveries does).
+	Deferred   bool   `json:"-"`
+	LastError  string `json:"lastError,omitempty"`
+	LastStatus int    `json:"lastStatus"`
+	CreatedAt  Time   `json:"createdAt"`
+	UpdatedAt  Time   `json:"updatedAt"`
 }
 
 // DeliveryAttempt records one POST of a delivery.

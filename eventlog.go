@@ -22,6 +22,11 @@ type Event struct {
 	UserIDs   []string        `json:"-"`
 	Data      json.RawMessage `json:"data"`
 	CreatedAt Time            `json:"createdAt"`
+	// Deferred are the deliveries of the event leased to a taker, for a
+	// store with the DeliveryDeferrer capability to keep with the event.
+	// Set by the Service; other stores ignore it, and ReadEvents leaves
+	// it empty.
+	Deferred []DeferredDelivery `json:"-"`
 }
 
 // EventStore is the event log.

@@ -40,6 +40,41 @@ type DeliveryTaker interface {
 	ReleaseNew(ds []*Delivery)
 }
 
+// DeliveryDeferrer is an optional capability of a Tx (the SQLite store's):
+// a delivery leased to a DeliveryTaker is not written to the outbox with
+// the change that caused it, but kept with its event (Event.Deferred), and
+// stored once, in its final state, when its first attempt is recorded
+// (FinishDeferred). A delivery that is never recorded (its process ended,
+// or its taker stopped or stalled) is written to the outbox by the store,
+// pending and leased as it was, once its lease has run out, and is claimed
+// then as a claimed delivery whose dispatcher died. Until its attempt is
+// recorded, a deferred delivery is not in the outbox (GetDelivery and
+// ListDeliveries do not see it). Such a delivery carries Deferred.
+type DeliveryDeferrer interface {
+	// DefersDeliveries reports whether the transaction keeps the
+	// deliveries leased to a taker with their events.
+	DefersDeliveries() bool
+	// FinishDeferred records the first attempt a of the deferred delivery
+	// d, as FinishDelivery records an attempt of a stored one: the
+	// delivery is stored in state with the attempt. When the store wrote
+	// it to the outbox meanwhile (its lease ran out), the attempt is
+	// recorded as FinishDelivery records it for owner: CodeConflict when
+	// another dispatcher leased it since. CodeNotFound when its webhook is
+	// gone.
+	FinishDeferred(ctx context.Context, owner string, d *Delivery, a *DeliveryAttempt, state string, nextAttemptAt time.Time) error
+}
+
+// DeferredDelivery is a delivery that a store with the DeliveryDeferrer
+// capability keeps with its event until its first attempt is recorded:
+// the rest of the delivery follows from the event (its body is
+// EnvelopeBody(RequestID, WebhookID, event name, event data)).
+type DeferredDelivery struct {
+	RequestID  string
+	WebhookID  string
+	LeaseOwner string
+	LeaseUntil time.Time
+}
+
 // takerReg is a registered DeliveryTaker.
 type takerReg struct{ t DeliveryTaker }
 
@@ -123,13 +158,15 @@ type envelopeHead struct {
 	Event     string `json:"event"`
 }
 
-// envelopeBody returns the JSON of Envelope{requestID, webhookID, event,
-// data} for data that encoding/json wrote: the head's encoding with the
-// data added as its last member. These are the bytes json.Marshal writes
-// for the Envelope, without the scan and copy that encoding/json makes of
-// a json.RawMessage, or the second encoding of the event's value (half of
-// the encoding work of a post's transaction).
-func envelopeBody(requestID, webhookID, event string, data []byte) []byte {
+// EnvelopeBody returns the body of a delivery: the JSON of
+// Envelope{requestID, webhookID, event, data} for data that encoding/json
+// wrote (an Event's Data): the head's encoding with the data added as its
+// last member. These are the bytes json.Marshal writes for the Envelope,
+// without the scan and copy that encoding/json makes of a
+// json.RawMessage, or the second encoding of the event's value (half of
+// the encoding work of a post's transaction). A store rebuilds the body of
+// a deferred delivery (DeliveryDeferrer) with it.
+func EnvelopeBody(requestID, webhookID, event string, data []byte) []byte {
 	head := mustJSON(envelopeHead{RequestID: requestID, WebhookID: webhookID, Event: event})
 	b := make([]byte, 0, len(head)+len(`,"data":`)+len(data))
 	b = append(b, head[:len(head)-1]...) // without its closing brace
@@ -148,10 +185,15 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 	}
 	now := s.Now()
 	var taker DeliveryTaker
+	deferring := false
 	if r := s.taker.Load(); r != nil {
 		taker = r.t
+		if dd, ok := tx.(DeliveryDeferrer); ok {
+			deferring = dd.DefersDeliveries()
+		}
 	}
 	var ds []*Delivery
+	leased := 0 // of ds
 	logged := make([]*Event, 0, len(ev.list))
 	for _, pe := range ev.list {
 		v := pe.data
@@ -165,7 +207,8 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 			l.encoded = data
 		}
 		chID, userIDs := eventScope(pe.data)
-		logged = append(logged, &Event{Name: pe.name, ChannelID: chID, UserIDs: userIDs, Data: data, CreatedAt: now})
+		e := &Event{Name: pe.name, ChannelID: chID, UserIDs: userIDs, Data: data, CreatedAt: now}
+		logged = append(logged, e)
 		if IsInternalEvent(pe.name) {
 			continue // for the processes' hubs only, never for webhooks
 		}
@@ -174,7 +217,7 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 				continue
 			}
 			id := s.newID()
-			body := envelopeBody(id, h.WebhookID, pe.name, data)
+			body := EnvelopeBody(id, h.WebhookID, pe.name, data)
 			d := &Delivery{
 				RequestID: id, WebhookID: h.WebhookID, Event: pe.name, Body: body,
 				State: DeliveryPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now,
@@ -183,6 +226,15 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 				if owner, until, ok := taker.LeaseNew(h.WebhookID); ok {
 					d.LeaseOwner, d.LeaseUntil = owner, TimePtr(until)
 					ev.taker, ev.taken, ev.hooks = taker, append(ev.taken, d), append(ev.hooks, h)
+					if deferring {
+						// Kept with the event until its attempt is
+						// recorded (DeliveryDeferrer).
+						d.Deferred = true
+						e.Deferred = append(e.Deferred, DeferredDelivery{
+							RequestID: id, WebhookID: h.WebhookID, LeaseOwner: owner, LeaseUntil: until})
+						continue
+					}
+					leased++
 				}
 			}
 			ds = append(ds, d)
@@ -192,7 +244,7 @@ func (s *Service) flushEvents(ctx context.Context, tx Tx, ev *events) error {
 	// (Postgres numbers events after the commit, SQLite under its one
 	// writer).
 	if len(ds) > 0 {
-		ev.enqueued = len(ds) - len(ev.taken)
+		ev.enqueued = len(ds) - leased
 		if err := tx.EnqueueDeliveries(ctx, ds); err != nil {
 			return err
 		}

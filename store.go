@@ -520,10 +520,13 @@ type WebhookStore interface {
 }
 
 // DeliveryFinish is one attempt to record with FinishDeliveries.
+// Delivery is the delivery attempted; it is needed only for a deferred one
+// (Delivery.Deferred, see DeliveryDeferrer) and may be nil otherwise.
 type DeliveryFinish struct {
 	Attempt       *DeliveryAttempt
 	State         string
 	NextAttemptAt time.Time
+	Delivery      *Delivery
 }
 
 // DeliveryFinisher is an optional capability of a Tx: FinishDeliveries
@@ -544,6 +547,9 @@ type DeliveryFinisher interface {
 // nil, or the CodeConflict or CodeNotFound error of that item; any other
 // error is returned as the second result.
 func FinishDeliveries(ctx context.Context, tx Tx, owner string, fs []DeliveryFinish) ([]error, error) {
+	if hasDeferred(fs) {
+		return finishWithDeferred(ctx, tx, owner, fs)
+	}
 	if f, ok := tx.(DeliveryFinisher); ok && len(fs) > 1 && distinctRequests(fs) {
 		return f.FinishDeliveries(ctx, owner, fs)
 	}
@@ -554,6 +560,48 @@ func FinishDeliveries(ctx context.Context, tx Tx, owner string, fs []DeliveryFin
 			return nil, err
 		}
 		errs[i] = err
+	}
+	return errs, nil
+}
+
+func hasDeferred(fs []DeliveryFinish) bool {
+	for _, f := range fs {
+		if f.Delivery != nil && f.Delivery.Deferred {
+			return true
+		}
+	}
+	return false
+}
+
+// finishWithDeferred records fs, some of them deferred deliveries
+// (FinishDeferred), the others as FinishDeliveries does.
+func finishWithDeferred(ctx context.Context, tx Tx, owner string, fs []DeliveryFinish) ([]error, error) {
+	dd, ok := tx.(DeliveryDeferrer)
+	if !ok {
+		return nil, Errorf(CodeInternal, "a deferred delivery's attempt to record in a store that does not defer deliveries")
+	}
+	errs := make([]error, len(fs))
+	var rest []DeliveryFinish
+	var at []int // rest[i] is fs[at[i]]
+	for i, f := range fs {
+		if f.Delivery == nil || !f.Delivery.Deferred {
+			rest, at = append(rest, f), append(at, i)
+			continue
+		}
+		err := dd.FinishDeferred(ctx, owner, f.Delivery, f.Attempt, f.State, f.NextAttemptAt)
+		if c := ErrorCode(err); err != nil && c != CodeConflict && c != CodeNotFound {
+			return nil, err
+		}
+		errs[i] = err
+	}
+	if len(rest) > 0 {
+		restErrs, err := FinishDeliveries(ctx, tx, owner, rest)
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range restErrs {
+			errs[at[i]] = e
+		}
 	}
 	return errs, nil
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,4 +231,96 @@ func startChild(t *testing.T, test string, env ...string) (*bufio.Scanner, func(
 		})
 	})
 	return bufio.NewScanner(out), kill
+}
+
+// Environment of the child process of TestCrashDeferred.
+const (
+	crash3ChildEnv = "WEBHOOK_CRASH3_CHILD" // SQLite file path
+	crash3URLEnv   = "WEBHOOK_CRASH3_URL"
+	crash3Messages = 3
+)
+
+// TestCrashDeferred: a process posts through a Service whose dispatcher
+// takes the deliveries directly, on SQLite, which keeps them with their
+// events (chat.DeliveryDeferrer), and is killed with SIGKILL while their
+// POSTs are under way: nothing of them is in the outbox. A new process on
+// the same file stores them once the dead store's row has lapsed and their
+// leases have run out, and delivers each one with the requestId and the
+// body of the attempt made before the crash.
+func TestCrashDeferred(t *testing.T) {
+	if path := os.Getenv(crash3ChildEnv); path != "" {
+		crash3Child(t, path)
+		return
+	}
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	var up atomic.Bool
+	var mu sync.Mutex
+	before := map[string][]byte{} // requestId -> body, sent before the crash
+	rc := newReceiver(t, "k", func(w http.ResponseWriter, r *http.Request, id string, attempt int) bool {
+		if up.Load() {
+			return false
+		}
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		before[id] = body
+		mu.Unlock()
+		<-r.Context().Done() // held until the child dies
+		return true
+	})
+	path := filepath.Join(t.TempDir(), "chat.db")
+	sc, kill := startChild(t, "TestCrashDeferred", crash3ChildEnv+"="+path, crash3URLEnv+"="+rc.URL)
+	committed := false
+	for sc.Scan() {
+		if sc.Text() == "committed" {
+			committed = true
+			break
+		}
+	}
+	require.True(t, committed, "the child reports its commits")
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(before) == crash3Messages
+	}, patience, time.Millisecond, "every delivery is under way")
+	kill() // SIGKILL: no cleanup, no Stop, no attempt recorded
+	up.Store(true)
+
+	s := openSQLite(t, path)
+	require.Empty(t, listDeliveries(t, s), "the deliveries were kept with their events")
+	start(t, s, testConfig(func(c *Config) { c.PollInterval = 50 * time.Millisecond }))
+	ids := make([]string, 0, crash3Messages)
+	for id := range before {
+		ids = append(ids, id)
+	}
+	require.Eventually(t, func() bool { return len(listDeliveries(t, s)) == crash3Messages }, patience, 10*time.Millisecond,
+		"stored once the dead store's row lapsed and the leases ran out")
+	states := waitStates(t, s, ids)
+	for _, id := range ids {
+		require.Equal(t, chat.DeliveryDelivered, states[id].State)
+		require.Equal(t, 1, rc.deliveredCount(id), "delivered once after the crash")
+		hs := rc.hitsOf(id)
+		require.Len(t, hs, 2, "the attempt before the crash and the one after")
+		require.Equal(t, string(before[id]), string(hs[1].body), "the same body")
+		require.Equal(t, string(before[id]), string(states[id].Body))
+	}
+}
+
+// crash3Child posts through a Service with a direct dispatcher that has
+// caught up, reports the commits and waits to be killed.
+func crash3Child(t *testing.T, path string) {
+	s := openSQLite(t, path)
+	rc := &testReceiver{Server: &httptest.Server{URL: os.Getenv(crash3URLEnv)}}
+	svc, d := directSetup(t, s, rc, testConfig(func(c *Config) {
+		c.Timeout, c.Lease, c.PollInterval = 2*time.Second, 3*time.Second, time.Hour
+	}))
+	require.Eventually(t, d.direct.Load, patience, time.Millisecond, "the first claim caught up")
+	for range crash3Messages {
+		require.NoError(t, post(t, svc, "deferred"))
+	}
+	require.Empty(t, listDeliveries(t, s), "taken directly: kept with the events")
+	fmt.Println("committed")
+	time.Sleep(time.Minute) // killed long before
+	t.Fatal("the parent did not kill the child")
 }

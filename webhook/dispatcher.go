@@ -125,6 +125,11 @@ type result struct {
 	abandon bool   // hard stop: record nothing, the lease will expire
 }
 
+// finish is what r records.
+func (r *result) finish() chat.DeliveryFinish {
+	return chat.DeliveryFinish{Attempt: &r.attempt, State: r.state, NextAttemptAt: r.next, Delivery: r.d}
+}
+
 // New returns a Dispatcher over store, the store of svc (or a wrapper of
 // it): it claims and records deliveries in store, and disables a webhook
 // whose receiver answered 410 Gone through svc (Service.DisableWebhook,
@@ -776,7 +781,7 @@ func (d *Dispatcher) finish(ctx context.Context, batch []*result) {
 	var lost []error
 	fs := make([]chat.DeliveryFinish, len(live))
 	for i, r := range live {
-		fs[i] = chat.DeliveryFinish{Attempt: &r.attempt, State: r.state, NextAttemptAt: r.next}
+		fs[i] = r.finish()
 	}
 	err := d.store.Update(chat.WithLazyCommit(chat.WithOperation(ctx, OpFinish)), func(tx chat.Tx) error {
 		// One statement for the whole batch where the store can.
@@ -820,7 +825,11 @@ func leaseLost(err error) bool {
 
 // finishOne records one attempt.
 func (d *Dispatcher) finishOne(ctx context.Context, tx chat.Tx, r *result) error {
-	return tx.FinishDelivery(ctx, d.cfg.Owner, &r.attempt, r.state, r.next)
+	errs, err := chat.FinishDeliveries(ctx, tx, d.cfg.Owner, []chat.DeliveryFinish{r.finish()})
+	if err != nil {
+		return err
+	}
+	return errs[0]
 }
 
 // disableHook disables the webhook of a result that asks for it (410),

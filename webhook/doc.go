@@ -84,6 +84,18 @@
 // when its senders hold its lock at that instant (the transaction never
 // waits for it), new ones are stored unleased and claimed in order.
 //
+// On SQLite (chat.DeliveryDeferrer) a delivery taken so is not even written
+// to the outbox by its transaction: it is kept in its event's row and
+// inserted once, in its final state with its attempt, when the attempt is
+// recorded: a post with a webhook writes its delivery once instead of
+// inserting it and updating it. The store inserts such a delivery, pending
+// and leased as it was, when its lease runs out unrecorded (the dispatcher
+// stopped or stalled), when the store closes, and, after a crash, from the
+// next process that opens the file once the crashed one's row has lapsed
+// (5 seconds) and the lease has run out: the same requestId and body, sent
+// again. Until then the delivery log (GET /webhooks/{id}/deliveries) does
+// not list it.
+//
 // # Address safety
 //
 // Webhook URLs must use http or https. Unless Config.AllowPrivate is set,

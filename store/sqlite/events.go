@@ -15,19 +15,25 @@ func (t *tx) AppendEvents(ctx context.Context, es []*chat.Event) error {
 	for _, e := range es {
 		// The id is the row's rowid (INTEGER PRIMARY KEY): the insert's
 		// last insert rowid, without RETURNING (a temporary table per run).
-		r, err := t.exec(ctx, `INSERT INTO events (name, channel_id, user_ids, data, created_at) VALUES (?,?,?,?,?)`,
-			e.Name, e.ChannelID, jsonIDs(e.UserIDs), []byte(e.Data), ms(e.CreatedAt))
+		deferred, err := t.deferredOf(ctx, e)
+		if err != nil {
+			return err
+		}
+		r, err := t.exec(ctx, `INSERT INTO events (name, channel_id, user_ids, data, created_at, deferred) VALUES (?,?,?,?,?,?)`,
+			e.Name, e.ChannelID, jsonIDs(e.UserIDs), []byte(e.Data), ms(e.CreatedAt), deferred)
 		if err != nil {
 			return err
 		}
 		if e.ID, err = r.LastInsertId(); err != nil {
 			return translate(err)
 		}
+		t.noteDeferred(e, e.ID)
 		if t.write {
 			// Kept for the store's recent events once committed (a
 			// copy: the caller's event is its own).
 			c := *e
 			c.Data = c.Data[:len(c.Data):len(c.Data)]
+			c.Deferred = nil
 			t.events = append(t.events, &c)
 		}
 	}
@@ -75,10 +81,16 @@ func (t *tx) LastEventID(ctx context.Context) (int64, error) {
 	return seq.Int64, err
 }
 
-// DeleteEventsBefore implements chat.EventStore.
+// DeleteEventsBefore implements chat.EventStore. It keeps the events
+// whose deferred deliveries a store may still have to insert: those after
+// the smallest resolved_through of deferred_owners.
 func (t *tx) DeleteEventsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	// An event with deferred deliveries that a lapsed owner row may still
+	// need is kept (deferred.go).
 	n, err := t.execN(ctx, `DELETE FROM events WHERE id IN
-		(SELECT id FROM events WHERE created_at < ? ORDER BY id LIMIT `+limitParam+`)`,
+		(SELECT id FROM events WHERE created_at < ? AND (deferred IS NULL
+			OR id <= (SELECT coalesce(min(resolved_through), 9223372036854775807) FROM deferred_owners))
+		ORDER BY id LIMIT `+limitParam+`)`,
 		ms(chat.NewTime(before)), limitArg(limit))
 	return int(n), err
 }

@@ -127,6 +127,11 @@ type Store struct {
 
 	recent recentEvents // the events committed last (RecentEvents)
 
+	// deferred is the bookkeeping of the deliveries kept with their
+	// events (deferred.go); deferredLoop runs until deferredStop closes.
+	deferred                   deferredState
+	deferredStop, deferredDone chan struct{}
+
 	wmu      sync.Mutex
 	watchers map[*watcher]struct{}
 	closed   bool // under wmu
@@ -229,16 +234,20 @@ func Open(ctx context.Context, path string, opt *Options) (*Store, error) {
 	s := &Store{
 		path: path, opt: o,
 		wdb: wdb, wconn: wconn, rdb: rdb,
-		rslots:     make(chan *conn, o.MaxReadConns),
-		reqs:       make(chan *request, 4096),
-		closing:    make(chan struct{}),
-		writerDone: make(chan struct{}),
-		watchers:   make(map[*watcher]struct{}),
+		rslots:       make(chan *conn, o.MaxReadConns),
+		reqs:         make(chan *request, 4096),
+		closing:      make(chan struct{}),
+		writerDone:   make(chan struct{}),
+		watchers:     make(map[*watcher]struct{}),
+		deferred:     newDeferredState(),
+		deferredStop: make(chan struct{}),
+		deferredDone: make(chan struct{}),
 	}
 	for i := 0; i < o.MaxReadConns; i++ {
 		s.rslots <- nil
 	}
 	go s.writer(&writerState{})
+	go s.deferredLoop()
 	if err := s.backfillSearch(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -274,6 +283,12 @@ func (s *Store) Path() string { return s.path }
 // call concurrently.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.deferredStop)
+		<-s.deferredDone
+		// The deferred deliveries still open go to the outbox while the
+		// writer runs; a failure leaves them to the sweep of the next
+		// store to open the file.
+		derr := s.closeDeferred(context.Background())
 		close(s.closing)
 		<-s.writerDone
 		// Wait for a transaction running inline and keep the write
@@ -303,7 +318,7 @@ func (s *Store) Close() error {
 		err1 := s.rdb.Close()
 		err2 := s.wconn.Close()
 		err3 := s.wdb.Close()
-		if err := errors.Join(err1, err2, err3); err != nil {
+		if err := errors.Join(derr, err1, err2, err3); err != nil {
 			s.closeErr = translate(err)
 		}
 	})
@@ -625,6 +640,9 @@ func (s *Store) runInline(ctx context.Context, fn func(tx chat.Tx) error) (err e
 	s.commits.Add(1)
 	s.committed.Add(1)
 	s.recent.add(t.events)
+	if t.deferred != nil {
+		s.deferred.committed(t)
+	}
 	if t.signal != 0 {
 		s.notifyOutbox(t.signal)
 	}
@@ -753,6 +771,9 @@ func (s *Store) runOne(w *writerState, r *request) {
 	s.commits.Add(1)
 	s.committed.Add(1)
 	s.recent.add(t.events)
+	if t.deferred != nil {
+		s.deferred.committed(t)
+	}
 	if t.signal != 0 {
 		s.notifyOutbox(t.signal)
 	}
@@ -785,6 +806,7 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 	}
 	signal := 0
 	var events []*chat.Event // of the members that succeeded
+	var deferred []*tx       // the members that succeeded with deferred deliveries
 	abort := func(err error) {
 		if s.inTx() {
 			_ = s.wexec("ROLLBACK")
@@ -812,6 +834,9 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 			}
 			signal |= t.signal
 			events = append(events, t.events...)
+			if t.deferred != nil {
+				deferred = append(deferred, t)
+			}
 			continue
 		}
 		// fn failed: undo its writes only. If the database already rolled
@@ -838,6 +863,9 @@ func (s *Store) runGroup(w *writerState, rs []*request) (rest []*request) {
 	s.commits.Add(1)
 	s.committed.Add(int64(len(w.ok)))
 	s.recent.add(events)
+	if len(deferred) > 0 {
+		s.deferred.committed(deferred...)
+	}
 	if signal != 0 {
 		s.notifyOutbox(signal)
 	}

@@ -37,6 +37,9 @@ type tx struct {
 	// events are those appended, for the store's recent events once the
 	// transaction committed (write transactions only).
 	events []*chat.Event
+	// deferred is what the transaction changed in the store's deferred
+	// deliveries (deferred.go), nil when nothing.
+	deferred *deferredTx
 }
 
 var _ chat.Tx = (*tx)(nil)

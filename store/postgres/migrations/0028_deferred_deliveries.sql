@@ -1,0 +1,6 @@
+-- 0028_deferred_deliveries: nothing to do on Postgres.
+--
+-- On SQLite a delivery taken directly by a dispatcher of the process is
+-- kept with its event until its first attempt is recorded, then inserted
+-- once in its final state (chat.DeliveryDeferrer). This store inserts such
+-- a delivery leased with its change, as before.
