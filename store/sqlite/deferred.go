@@ -164,8 +164,12 @@ func (t *tx) deferredOf(ctx context.Context, e *chat.Event) (any, error) {
 
 // noteDeferred remembers the deferred deliveries of e, appended with id.
 func (t *tx) noteDeferred(e *chat.Event, id int64) {
+	if len(e.Deferred) == 0 {
+		return
+	}
+	dt := t.deferredTx()
 	for _, d := range e.Deferred {
-		t.deferredTx().added = append(t.deferredTx().added, openDeferred{
+		dt.added = append(dt.added, openDeferred{
 			requestID: d.RequestID, webhookID: d.WebhookID, owner: d.LeaseOwner,
 			eventID: id, until: ms(chat.NewTime(d.LeaseUntil))})
 	}
@@ -192,7 +196,10 @@ func (t *tx) ensureOwner(ctx context.Context) error {
 	now := time.Now().UnixMilli()
 	st.mu.Lock()
 	fresh := st.rowUntil-now > deferredWindow.Milliseconds()/2
-	r := st.resolvedLocked()
+	var r int64
+	if !fresh {
+		r = st.resolvedLocked()
+	}
 	st.mu.Unlock()
 	if fresh {
 		return nil
