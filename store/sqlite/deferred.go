@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -339,7 +340,16 @@ func (s *Store) tendDeferred(ctx context.Context, now time.Time) error {
 
 // tendOwn is tendDeferred's transaction.
 func (t *tx) tendOwn(ctx context.Context, now int64) error {
-	st := &t.s.deferred
+	r, due := t.s.deferred.due(now)
+	if err := t.storeOpen(ctx, due); err != nil {
+		return err
+	}
+	return t.writeOwner(ctx, r, now+deferredWindow.Milliseconds())
+}
+
+// due returns resolvedLocked and the open deferred deliveries whose lease
+// ends by now (Unix ms), in event order.
+func (st *deferredState) due(now int64) (int64, []openDeferred) {
 	st.mu.Lock()
 	r := st.resolvedLocked()
 	var due []openDeferred
@@ -350,14 +360,20 @@ func (t *tx) tendOwn(ctx context.Context, now int64) error {
 	}
 	st.mu.Unlock()
 	slices.SortFunc(due, func(a, b openDeferred) int { return cmp.Compare(a.eventID, b.eventID) })
-	for _, o := range due {
+	return r, due
+}
+
+// storeOpen inserts the open deferred deliveries os (storeDeferred); once
+// committed they are no longer open.
+func (t *tx) storeOpen(ctx context.Context, os []openDeferred) error {
+	for _, o := range os {
 		if err := t.storeDeferred(ctx, o.eventID, deferredJSON{RequestID: o.requestID, WebhookID: o.webhookID,
 			LeaseOwner: o.owner, LeaseUntil: o.until}); err != nil {
 			return err
 		}
 		t.deferredTx().resolved = append(t.deferredTx().resolved, o.requestID)
 	}
-	return t.writeOwner(ctx, r, now+deferredWindow.Milliseconds())
+	return nil
 }
 
 // sweepOwner stores the deferred deliveries of the lapsed owner row id
@@ -456,19 +472,9 @@ func (s *Store) closeDeferred(ctx context.Context) error {
 	}
 	return s.Update(ctx, func(v chat.Tx) error {
 		t := v.(*tx)
-		st.mu.Lock()
-		open := make([]openDeferred, 0, len(st.open))
-		for _, o := range st.open {
-			open = append(open, o)
-		}
-		st.mu.Unlock()
-		slices.SortFunc(open, func(a, b openDeferred) int { return cmp.Compare(a.eventID, b.eventID) })
-		for _, o := range open {
-			if err := t.storeDeferred(ctx, o.eventID, deferredJSON{RequestID: o.requestID, WebhookID: o.webhookID,
-				LeaseOwner: o.owner, LeaseUntil: o.until}); err != nil {
-				return err
-			}
-			t.deferredTx().resolved = append(t.deferredTx().resolved, o.requestID)
+		_, open := st.due(math.MaxInt64)
+		if err := t.storeOpen(ctx, open); err != nil {
+			return err
 		}
 		if _, err := t.exec(ctx, "DELETE FROM deferred_owners WHERE store_id = ?", st.id); err != nil {
 			return err
